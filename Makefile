@@ -1,0 +1,115 @@
+# pam_flowslot: a PAM module that staggers logins.
+#
+#   make                 build pam_flowslot.so
+#   make check           install what the tests need (as root, with apt) and run them all
+#   make demo            six logins through a private Redis, one second apart
+#   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
+#   make WERROR=1        warnings are errors (CI)
+
+PKG_CONFIG ?= pkg-config
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARNINGS = -Wall -Wextra -Wformat=2 -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+	   -Wwrite-strings -Wcast-qual
+ifeq ($(WERROR),1)
+WARNINGS += -Werror
+endif
+
+# Deferred (=), so that "make check" on a bare machine can install the packages first.
+PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis)
+PAM_LIBS = $(shell $(PKG_CONFIG) --libs pam hiredis)
+CMOCKA_CFLAGS = $(shell $(PKG_CONFIG) --cflags cmocka)
+CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
+PAMDIR = $(shell $(PKG_CONFIG) --variable=libdir pam)/security
+PREFIX ?= /usr
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
+
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
+	     $(PAM_CFLAGS) $(CFLAGS)
+LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
+		 -Wl,-z,now
+
+LIB_SRCS = src/opt.c src/key.c src/slot.c src/rslot.c src/lslot.c src/countdown.c \
+	   src/fstime.c src/log.c
+LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
+HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
+
+UNIT_TESTS = build/test_opt build/test_key build/test_countdown build/test_slot \
+	     build/test_rslot build/test_lslot build/test_symbols
+
+.PHONY: all check check-run demo demo-run deps install uninstall clean unit
+
+all: pam_flowslot.so
+
+pam_flowslot.so: build/pam_flowslot.o $(LIB_OBJS) pam_flowslot.map
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_MODULE) $(LDFLAGS) -o $@ build/pam_flowslot.o $(LIB_OBJS) \
+		$(PAM_LIBS)
+
+build/pam_flowslot.o: pam_flowslot.c $(HEADERS) | build
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+build/%.o: src/%.c $(HEADERS) | build
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The script travels as a C string, and its SHA-1 for EVALSHA is taken from the same bytes.
+build/slot_lua.h: src/slot.lua | build
+	{ printf '#define RSLOT_SCRIPT_SHA1 "%s"\n' "$$(sha1sum < $< | cut -c1-40)"; \
+	  printf '#define RSLOT_SCRIPT \\\n'; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$$/\\n" \\/' $<; \
+	  printf '\t""\n'; } > $@.tmp && mv $@.tmp $@
+
+build:
+	mkdir -p build
+
+# Unit tests: cmocka, linked against the objects themselves.
+TEST_CFLAGS = $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Wno-missing-prototypes
+TEST_LIBS = $(CMOCKA_LIBS) $(PAM_LIBS)
+RSLOT_WRAPS = -Wl,--wrap=redisConnectWithTimeout,--wrap=redisConnectUnixWithTimeout
+
+build/test_%: tests/unit/test_%.c $(LIB_OBJS) $(HEADERS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
+
+build/test_rslot: tests/unit/test_rslot.c $(LIB_OBJS) $(HEADERS)
+	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
+
+build/test_symbols: tests/unit/test_symbols.c pam_flowslot.so
+	$(CC) $(TEST_CFLAGS) -DMODULE_PATH='"$(CURDIR)/pam_flowslot.so"' -o $@ $< \
+		$(TEST_LIBS) -ldl
+
+unit: $(UNIT_TESTS)
+	@for t in $(UNIT_TESTS); do echo "== $$t"; ./$$t || exit 1; done
+
+# The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
+check:
+	@sh tests/deps.sh
+	@$(MAKE) --no-print-directory check-run
+
+check-run: all unit
+	sh tests/script.sh
+	sh tests/integration.sh
+	FLOWSLOT_VALGRIND=1 sh tests/integration.sh
+
+demo:
+	@sh tests/deps.sh
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: all
+	@sh tests/demo.sh
+
+deps:
+	sh tests/deps.sh
+
+install: pam_flowslot.so
+	install -d -m 0755 $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
+	install -m 0644 pam_flowslot.so $(DESTDIR)$(PAMDIR)/pam_flowslot.so
+	install -m 0644 pam_flowslot.8 $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8
+	install -m 0644 etc/pam.d/flowslot-example $(DESTDIR)$(DOCDIR)/pam.d-example
+
+uninstall:
+	rm -f $(DESTDIR)$(PAMDIR)/pam_flowslot.so $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8 \
+		$(DESTDIR)$(DOCDIR)/pam.d-example
+	-rmdir $(DESTDIR)$(DOCDIR)
+
+clean:
+	rm -rf build pam_flowslot.so

@@ -1,0 +1,16 @@
+/* Time, in int64_t microseconds. */
+#ifndef FLOWSLOT_FSTIME_H
+#define FLOWSLOT_FSTIME_H
+
+#include <stdint.h>
+#include <sys/time.h>
+
+/* Now on CLOCK_MONOTONIC. */
+int64_t fstime_mono_us(void);
+
+/* Sleeps until CLOCK_MONOTONIC reaches deadline_us, resuming after signals. */
+void fstime_sleep_until(int64_t deadline_us);
+
+struct timeval fstime_timeval(int64_t us);
+
+#endif

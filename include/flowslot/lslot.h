@@ -1,0 +1,21 @@
+/* The per-host slot: the same schedule kept in a file, on CLOCK_MONOTONIC. */
+#ifndef FLOWSLOT_LSLOT_H
+#define FLOWSLOT_LSLOT_H
+
+#include <stddef.h>
+
+#include <security/pam_modules.h>
+
+#include "flowslot/slot.h"
+
+/* Reserves a slot on the schedule key, kept in a file under dir (created 0700 when missing).
+   Returns SLOT_ADMIT or SLOT_REFUSE with res filled in, or SLOT_UNAVAILABLE, with the reason
+   logged, when the directory or file cannot be used safely. */
+enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const char *key,
+				const struct slot_params *p, struct slot_result *res);
+
+/* The file name for key, in out of NAME_MAX + 1 bytes: the key itself where it fits, never a
+   path. */
+void lslot_file_name(const char *key, char *out, size_t outsz);
+
+#endif

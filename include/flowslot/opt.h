@@ -1,0 +1,75 @@
+/* Module options: defaults, parsing and validation. */
+#ifndef FLOWSLOT_OPT_H
+#define FLOWSLOT_OPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <security/pam_modules.h>
+
+#include "flowslot/slot.h"
+
+#define OPT_HOST_MAX 255
+#define OPT_SOCKET_MAX 107 /* sun_path, less its NUL */
+#define OPT_USER_MAX 255
+#define OPT_PASSWORD_MAX 511
+#define OPT_KEY_MAX 256
+#define OPT_DIR_MAX 255
+
+enum opt_backend {
+	OPT_BACKEND_TCP,
+	OPT_BACKEND_UNIX,
+	OPT_BACKEND_LOCAL,
+};
+
+enum opt_fallback {
+	OPT_FALLBACK_LOCAL,
+	OPT_FALLBACK_OPEN,
+	OPT_FALLBACK_CLOSED,
+};
+
+struct opt_url {
+	enum opt_backend backend;
+	char host[OPT_HOST_MAX + 1];     /* TCP */
+	int port;                        /* TCP */
+	char socket[OPT_SOCKET_MAX + 1]; /* Unix */
+	char user[OPT_USER_MAX + 1];     /* empty: the default user */
+	char password[OPT_PASSWORD_MAX + 1];
+	bool has_password;
+	int db;
+};
+
+struct opt {
+	struct opt_url url;
+	char key[OPT_KEY_MAX + 1]; /* the template, before expansion */
+	struct slot_params slot;
+	int64_t timeout_us;
+	int64_t countdown_us; /* 0: no countdown */
+	enum opt_fallback fallback;
+	char state_dir[OPT_DIR_MAX + 1];
+	bool quiet;
+	bool debug;
+	int errors; /* bad options seen; any sends the login to the fallback */
+};
+
+/* Fills o with the defaults. */
+void opt_defaults(struct opt *o);
+
+/* Applies one "name=value" or flag. A bad one is logged by name, counted in o->errors, and
+   leaves the option as it was. Returns 0, or -1 for a bad one. pamh may be NULL. */
+int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg);
+
+/* Defaults, then every module argument in order. */
+void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
+
+/* A DURATION: digits with an optional decimal part and an optional unit ms, s or m (a bare
+   number is seconds). Returns 0 and the duration in microseconds, or -1. */
+int opt_parse_duration(const char *s, int64_t *out_us);
+
+/* Parses url= into u. Returns 0, or -1 with *why saying what is wrong. */
+int opt_parse_url(const char *s, struct opt_url *u, const char **why);
+
+/* Zeroes what o holds of secrets. */
+void opt_wipe(struct opt *o);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * pam_flowslot: lets logins through one interval apart.
+ *
+ * Every gating entry point runs the same flow: read the options, reserve a slot on the
+ * schedule (Redis, or the per-host file when Redis cannot be used), tell the user where they
+ * stand, sleep until the slot, and let the stack go on. An admitted login returns PAM_IGNORE:
+ * the gate vouches for nobody.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+#include "flowslot/countdown.h"
+#include "flowslot/key.h"
+#include "flowslot/log.h"
+#include "flowslot/lslot.h"
+#include "flowslot/opt.h"
+#include "flowslot/rslot.h"
+
+enum gate_phase {
+	GATE_AUTH,
+	GATE_ACCOUNT,
+	GATE_SESSION,
+};
+
+/* Who is logging in, escaped for log lines. */
+struct gate_who {
+	const char *service;
+	const char *user;
+	const char *rhost;
+	char service_shown[64];
+	char user_shown[128];
+	char rhost_shown[128];
+};
+
+static int gate_refusal(enum gate_phase phase)
+{
+	static const int codes[] = {
+		[GATE_AUTH] = PAM_AUTH_ERR,
+		[GATE_ACCOUNT] = PAM_PERM_DENIED,
+		[GATE_SESSION] = PAM_SESSION_ERR,
+	};
+
+	return codes[phase];
+}
+
+static int gate_unavailable(enum gate_phase phase)
+{
+	static const int codes[] = {
+		[GATE_AUTH] = PAM_AUTHINFO_UNAVAIL,
+		[GATE_ACCOUNT] = PAM_PERM_DENIED,
+		[GATE_SESSION] = PAM_SESSION_ERR,
+	};
+
+	return codes[phase];
+}
+
+static void gate_get_who(pam_handle_t *pamh, bool need_user, struct gate_who *who)
+{
+	const void *item;
+
+	who->service = pam_get_item(pamh, PAM_SERVICE, &item) == PAM_SUCCESS ? item : NULL;
+	who->rhost = pam_get_item(pamh, PAM_RHOST, &item) == PAM_SUCCESS ? item : NULL;
+	/* pam_get_user may prompt; do that only when the key needs the name. */
+	if (need_user) {
+		if (pam_get_user(pamh, &who->user, NULL) != PAM_SUCCESS)
+			who->user = NULL;
+	} else {
+		who->user = pam_get_item(pamh, PAM_USER, &item) == PAM_SUCCESS ? item : NULL;
+	}
+	log_escape(who->service ? who->service : "", who->service_shown,
+		   sizeof(who->service_shown));
+	log_escape(who->user ? who->user : "", who->user_shown, sizeof(who->user_shown));
+	log_escape(who->rhost ? who->rhost : "", who->rhost_shown, sizeof(who->rhost_shown));
+}
+
+/* Reserves on the per-host schedule. When even that cannot be used, the login is let through
+   (with a warning), unless fallback=closed: a queue must not lock out a host's logins. */
+static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
+					    const char *key, struct slot_result *res)
+{
+	enum slot_verdict v = lslot_reserve(pamh, o->state_dir, key, &o->slot, res);
+
+	if (v != SLOT_UNAVAILABLE || o->fallback == OPT_FALLBACK_CLOSED)
+		return v;
+	log_msg(pamh, LOG_WARNING, "local slot unusable: admitting without a wait");
+	res->wait_us = 0;
+	return SLOT_ADMIT;
+}
+
+/* Reserves a slot as the options say, applying the failure policy. */
+static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, const char *key,
+				      struct slot_result *res, const char **via)
+{
+	/* After a bad option or an overlong key, go straight to the failure policy. */
+	bool configured = o->errors == 0;
+	enum slot_verdict v;
+
+	*via = "local";
+	if (configured && o->url.backend == OPT_BACKEND_LOCAL)
+		return gate_reserve_local(pamh, o, key, res);
+	if (configured) {
+		*via = "redis";
+		v = rslot_reserve(pamh, o, key, res);
+		if (v != SLOT_UNAVAILABLE)
+			return v;
+	}
+	switch (o->fallback) {
+	case OPT_FALLBACK_OPEN:
+		log_msg(pamh, LOG_WARNING, "fallback=open: admitting without a wait");
+		*via = "fallback-open";
+		res->wait_us = 0;
+		return SLOT_ADMIT;
+	case OPT_FALLBACK_CLOSED:
+		log_msg(pamh, LOG_WARNING, "fallback=closed: refusing the login");
+		*via = "fallback-closed";
+		return SLOT_UNAVAILABLE;
+	case OPT_FALLBACK_LOCAL:
+	default:
+		*via = "local";
+		return gate_reserve_local(pamh, o, key, res);
+	}
+}
+
+static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum gate_phase phase)
+{
+	struct opt o;
+	struct gate_who who;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	char key[OPT_KEY_MAX + 1];
+	char wait_text[32];
+	const char *via;
+	bool silent = (flags & PAM_SILENT) != 0;
+	enum slot_verdict v;
+	int ret;
+
+	opt_parse(&o, pamh, argc, argv);
+	gate_get_who(pamh, key_uses_user(o.key), &who);
+	if (key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key)) < 0) {
+		log_msg(pamh, LOG_ERR, "key: \"%s\" expands past %d bytes for user \"%s\"", o.key,
+			OPT_KEY_MAX, who.user_shown);
+		o.errors++;
+		/* The per-host fallback still needs a schedule: the template's own. */
+		strcpy(key, o.key);
+	}
+	v = gate_reserve(pamh, &o, key, &res, &via);
+	switch (v) {
+	case SLOT_ADMIT:
+		if (res.wait_us > 0)
+			log_msg(pamh, LOG_NOTICE,
+				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
+				"via=%s",
+				who.service_shown, who.user_shown, who.rhost_shown,
+				(long long)(res.wait_us / 1000), (long long)res.position, via);
+		else if (o.debug)
+			log_msg(pamh, LOG_DEBUG,
+				"admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
+				who.service_shown, who.user_shown, who.rhost_shown,
+				(long long)res.position, via);
+		if (res.wait_us > 0)
+			countdown_wait(pamh, &res, o.countdown_us, !silent && !o.quiet);
+		ret = PAM_IGNORE;
+		break;
+	case SLOT_REFUSE:
+		log_msg(pamh, LOG_NOTICE,
+			"refused: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
+			"max_wait_ms=%lld via=%s",
+			who.service_shown, who.user_shown, who.rhost_shown,
+			(long long)(res.wait_us / 1000), (long long)res.position,
+			(long long)(o.slot.max_wait_us / 1000), via);
+		countdown_format(res.wait_us - o.slot.max_wait_us, wait_text, sizeof(wait_text));
+		if (!silent)
+			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
+				  wait_text);
+		ret = gate_refusal(phase);
+		break;
+	case SLOT_UNAVAILABLE:
+	default:
+		if (!silent)
+			pam_error(pamh, "The login queue is unavailable. Please try again later.");
+		ret = gate_unavailable(phase);
+		break;
+	}
+	opt_wipe(&o);
+	return ret;
+}
+
+PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return gate(pamh, flags, argc, argv, GATE_AUTH);
+}
+
+PAM_EXTERN int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return gate(pamh, flags, argc, argv, GATE_ACCOUNT);
+}
+
+PAM_EXTERN int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return gate(pamh, flags, argc, argv, GATE_SESSION);
+}
+
+PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	(void)pamh, (void)flags, (void)argc, (void)argv;
+	return PAM_IGNORE;
+}
+
+PAM_EXTERN int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	(void)pamh, (void)flags, (void)argc, (void)argv;
+	return PAM_IGNORE;
+}
+
+PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	(void)pamh, (void)flags, (void)argc, (void)argv;
+	return PAM_IGNORE;
+}

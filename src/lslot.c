@@ -1,0 +1,153 @@
+#include "flowslot/lslot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flowslot/fstime.h"
+#include "flowslot/log.h"
+
+#define LSLOT_PREFIX "slot."
+
+void lslot_file_name(const char *key, char *out, size_t outsz)
+{
+	/* Room left for a cut name's "~" and 16 hex digits. */
+	const size_t readable_max = outsz - 1 - 17;
+	uint64_t hash = UINT64_C(14695981039346656037); /* FNV-1a */
+	size_t o = (size_t)snprintf(out, outsz, "%s", LSLOT_PREFIX);
+	bool cut = false;
+
+	for (const char *p = key; *p != '\0'; p++) {
+		hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+		if (cut || o + (*p == '/' ? 3 : 1) > readable_max) {
+			cut = true;
+		} else if (*p == '/') {
+			memcpy(out + o, "%2F", 3);
+			o += 3;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = '\0';
+	if (cut)
+		snprintf(out + o, outsz - o, "~%016" PRIx64, hash);
+}
+
+/* Opens dir, creating it, and checks that only we can write there. */
+static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
+{
+	struct stat st;
+	int dfd;
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		log_msg(pamh, LOG_ERR, "local slot: cannot create %s: %m", dir);
+		return -1;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		log_msg(pamh, LOG_ERR, "local slot: cannot open %s: %m", dir);
+		return -1;
+	}
+	if (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		log_msg(pamh, LOG_ERR,
+			"local slot: %s must be a directory owned by uid %u and writable by no "
+			"one else",
+			dir, (unsigned)geteuid());
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, const char *name)
+{
+	struct stat st;
+	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", dir, name);
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_nlink != 1 || (st.st_mode & 077) != 0) {
+		log_msg(pamh, LOG_ERR,
+			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
+			dir, name, (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads the stored tat; a missing or garbled one reads as now_us. */
+static int64_t lslot_read_tat(int fd, int64_t now_us)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	char *end;
+	long long tat;
+
+	if (n <= 0)
+		return now_us;
+	buf[n] = '\0';
+	errno = 0;
+	tat = strtoll(buf, &end, 10);
+	if (errno != 0 || end == buf || (*end != '\n' && *end != '\0') || tat < 0)
+		return now_us;
+	return tat;
+}
+
+static int lslot_write_tat(int fd, int64_t tat_us)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", tat_us);
+
+	if (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) != 0)
+		return -1;
+	return 0;
+}
+
+enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const char *key,
+				const struct slot_params *p, struct slot_result *res)
+{
+	enum slot_verdict verdict = SLOT_UNAVAILABLE;
+	char name[NAME_MAX + 1];
+	int dfd, fd = -1;
+	int64_t now_us, new_tat_us;
+
+	lslot_file_name(key, name, sizeof(name));
+	dfd = lslot_open_dir(pamh, dir);
+	if (dfd >= 0)
+		fd = lslot_open_file(pamh, dfd, dir, name);
+	if (fd >= 0) {
+		int rc;
+
+		while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+			;
+		if (rc != 0) {
+			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
+		} else {
+			now_us = fstime_mono_us();
+			new_tat_us = slot_decide(p, now_us, lslot_read_tat(fd, now_us), res);
+			if (res->verdict == SLOT_REFUSE)
+				verdict = SLOT_REFUSE;
+			else if (lslot_write_tat(fd, new_tat_us) == 0)
+				verdict = SLOT_ADMIT;
+			else
+				log_msg(pamh, LOG_ERR, "local slot: cannot write %s/%s: %m", dir,
+					name);
+		}
+		close(fd); /* and with it the lock */
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return verdict;
+}

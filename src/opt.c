@@ -1,0 +1,443 @@
+#include "flowslot/opt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowslot/key.h"
+#include "flowslot/log.h"
+#include "flowslot/str.h"
+
+#define US_PER_S INT64_C(1000000)
+
+void opt_defaults(struct opt *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->url.backend = OPT_BACKEND_TCP;
+	strcpy(o->url.host, "127.0.0.1");
+	o->url.port = 6379;
+	strcpy(o->key, "pam_flowslot");
+	o->slot.interval_us = 7 * US_PER_S;
+	o->slot.burst = 1;
+	o->slot.max_wait_us = 60 * US_PER_S;
+	o->timeout_us = 500000;
+	o->countdown_us = 15 * US_PER_S;
+	o->fallback = OPT_FALLBACK_LOCAL;
+	strcpy(o->state_dir, "/run/pam_flowslot");
+}
+
+void opt_wipe(struct opt *o)
+{
+	explicit_bzero(o->url.password, sizeof(o->url.password));
+}
+
+int opt_parse_duration(const char *s, int64_t *out_us)
+{
+	static const struct {
+		const char *suffix;
+		double us;
+	} units[] = { { "", 1e6 }, { "ms", 1e3 }, { "s", 1e6 }, { "m", 60e6 } };
+	const char *p = s;
+	char *end;
+	double v;
+
+	/* strtod alone would take " 1", "1e3", "0x10", "inf" and "nan". */
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -1;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end != p)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(p, units[i].suffix) == 0) {
+			v = v * units[i].us + 0.5; /* to the nearest microsecond */
+			/* A day bounds every duration option, far below int64_t. */
+			if (v > 86400e6)
+				return -1;
+			*out_us = (int64_t)v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Parses a decimal integer in [min, max] that fills all of s. */
+static int opt_parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Copies the n bytes at s into dst (dstsz bytes with the NUL), decoding %XX when asked. */
+static int opt_copy(char *dst, size_t dstsz, const char *s, size_t n, bool decode)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (decode && c == '%') {
+			char hex[3] = { 0 };
+			char *end;
+
+			if (i + 2 >= n)
+				return -1;
+			hex[0] = s[i + 1];
+			hex[1] = s[i + 2];
+			c = (unsigned char)strtoul(hex, &end, 16);
+			if (end != hex + 2 || hex[0] == '+' || hex[0] == '-' || hex[0] == ' ')
+				return -1;
+			i += 2;
+		}
+		if (c == '\0' || o + 1 >= dstsz)
+			return -1;
+		dst[o++] = (char)c;
+	}
+	dst[o] = '\0';
+	return 0;
+}
+
+static int opt_parse_userinfo(const char *s, size_t n, struct opt_url *u, const char **why)
+{
+	const char *colon = memchr(s, ':', n);
+
+	if (colon == NULL) {
+		*why = "credentials need the form [user]:password@";
+		return -1;
+	}
+	if (opt_copy(u->user, sizeof(u->user), s, (size_t)(colon - s), true) != 0) {
+		*why = "user name too long or badly percent-encoded";
+		return -1;
+	}
+	if (opt_copy(u->password, sizeof(u->password), colon + 1, n - (size_t)(colon - s) - 1,
+		     true) != 0 ||
+	    u->password[0] == '\0') {
+		*why = "password empty, too long or badly percent-encoded";
+		return -1;
+	}
+	u->has_password = true;
+	return 0;
+}
+
+static int opt_parse_db(const char *s, struct opt_url *u, const char **why)
+{
+	long long db;
+
+	if (opt_parse_int(s, 0, 65535, &db) != 0) {
+		*why = "database must be a number from 0 to 65535";
+		return -1;
+	}
+	u->db = (int)db;
+	return 0;
+}
+
+static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
+{
+	const char *at = strrchr(rest, '@');
+	const char *host = at ? at + 1 : rest;
+	const char *slash = strchr(host, '/');
+	const char *host_end = slash ? slash : host + strlen(host);
+	const char *port = NULL;
+	const char *h = host;
+	size_t hlen;
+
+	if (at && opt_parse_userinfo(rest, (size_t)(at - rest), u, why) != 0)
+		return -1;
+	if (*host == '[') { /* [IPv6] */
+		const char *close = memchr(host, ']', (size_t)(host_end - host));
+
+		if (close == NULL) {
+			*why = "unclosed '[' in host";
+			return -1;
+		}
+		h = host + 1;
+		hlen = (size_t)(close - h);
+		if (close + 1 < host_end) {
+			if (close[1] != ':') {
+				*why = "junk after ']'";
+				return -1;
+			}
+			port = close + 2;
+		}
+	} else {
+		const char *colon = memchr(host, ':', (size_t)(host_end - host));
+
+		hlen = (size_t)((colon ? colon : host_end) - host);
+		port = colon ? colon + 1 : NULL;
+		for (size_t i = 0; i < hlen; i++) {
+			char c = host[i];
+
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '.' || c == '-')) {
+				*why = "host may hold only letters, digits, '.' and '-'";
+				return -1;
+			}
+		}
+	}
+	if (hlen == 0 || opt_copy(u->host, sizeof(u->host), h, hlen, false) != 0) {
+		*why = "host missing or too long";
+		return -1;
+	}
+	if (port != NULL) {
+		char digits[8];
+		long long v;
+
+		if (opt_copy(digits, sizeof(digits), port, (size_t)(host_end - port), false) != 0 ||
+		    opt_parse_int(digits, 1, 65535, &v) != 0) {
+			*why = "port must be a number from 1 to 65535";
+			return -1;
+		}
+		u->port = (int)v;
+	}
+	if (slash != NULL && slash[1] != '\0' && opt_parse_db(slash + 1, u, why) != 0)
+		return -1;
+	u->backend = OPT_BACKEND_TCP;
+	return 0;
+}
+
+static int opt_parse_unix(const char *rest, struct opt_url *u, const char **why)
+{
+	const char *query = strchr(rest, '?');
+	size_t n = query ? (size_t)(query - rest) : strlen(rest);
+
+	if (rest[0] != '/') {
+		*why = "socket path must be absolute: unix:///path/to/redis.sock";
+		return -1;
+	}
+	if (opt_copy(u->socket, sizeof(u->socket), rest, n, false) != 0) {
+		*why = "socket path too long";
+		return -1;
+	}
+	if (query != NULL) {
+		const char *db = str_skip_prefix(query + 1, "db=");
+
+		if (db == NULL) {
+			*why = "the only query allowed is ?db=N";
+			return -1;
+		}
+		if (opt_parse_db(db, u, why) != 0)
+			return -1;
+	}
+	u->backend = OPT_BACKEND_UNIX;
+	return 0;
+}
+
+int opt_parse_url(const char *s, struct opt_url *u, const char **why)
+{
+	struct opt_url parsed = { .port = 6379 };
+	const char *rest;
+	int rc;
+
+	if (strcmp(s, "local") == 0) {
+		parsed.backend = OPT_BACKEND_LOCAL;
+		rc = 0;
+	} else if ((rest = str_skip_prefix(s, "redis://")) != NULL) {
+		rc = opt_parse_tcp(rest, &parsed, why);
+	} else if ((rest = str_skip_prefix(s, "unix://")) != NULL) {
+		rc = opt_parse_unix(rest, &parsed, why);
+	} else {
+		*why = "scheme must be redis://, unix:// or the word local";
+		rc = -1;
+	}
+	if (rc == 0)
+		*u = parsed;
+	explicit_bzero(&parsed, sizeof(parsed));
+	return rc;
+}
+
+static int opt_set_duration(int64_t *dst, const char *v, int64_t min_us, int64_t max_us,
+			    const char *range, const char **why)
+{
+	int64_t us;
+
+	if (opt_parse_duration(v, &us) != 0) {
+		*why = "not a duration (examples: 7s, 500ms, 1.5m)";
+		return -1;
+	}
+	if (us < min_us || us > max_us) {
+		*why = range;
+		return -1;
+	}
+	*dst = us;
+	return 0;
+}
+
+/* One setter per option; each returns 0, or -1 with *why (NULL: say nothing more). */
+static int opt_set_url(struct opt *o, const char *v, const char **why)
+{
+	return opt_parse_url(v, &o->url, why);
+}
+
+static int opt_set_key(struct opt *o, const char *v, const char **why)
+{
+	if (key_check_template(v, why) != 0)
+		return -1;
+	if (strlen(v) > OPT_KEY_MAX) {
+		*why = "longer than 256 bytes";
+		return -1;
+	}
+	strcpy(o->key, v);
+	return 0;
+}
+
+static int opt_set_interval(struct opt *o, const char *v, const char **why)
+{
+	return opt_set_duration(&o->slot.interval_us, v, 1000, 3600 * US_PER_S,
+				"must be from 1ms to 60m", why);
+}
+
+static int opt_set_max_wait(struct opt *o, const char *v, const char **why)
+{
+	return opt_set_duration(&o->slot.max_wait_us, v, 0, 3600 * US_PER_S,
+				"must be from 0 to 60m", why);
+}
+
+static int opt_set_timeout(struct opt *o, const char *v, const char **why)
+{
+	return opt_set_duration(&o->timeout_us, v, 1000, 60 * US_PER_S,
+				"must be from 1ms to 60s", why);
+}
+
+static int opt_set_countdown(struct opt *o, const char *v, const char **why)
+{
+	static const char range[] = "must be 0 (off) or from 100ms to 60m";
+	int64_t us;
+
+	if (opt_set_duration(&us, v, 0, 3600 * US_PER_S, range, why) != 0)
+		return -1;
+	if (us > 0 && us < 100000) {
+		*why = range;
+		return -1;
+	}
+	o->countdown_us = us;
+	return 0;
+}
+
+static int opt_set_burst(struct opt *o, const char *v, const char **why)
+{
+	long long burst;
+
+	if (opt_parse_int(v, 1, 1000, &burst) != 0) {
+		*why = "must be a whole number from 1 to 1000";
+		return -1;
+	}
+	o->slot.burst = burst;
+	return 0;
+}
+
+static int opt_set_fallback(struct opt *o, const char *v, const char **why)
+{
+	if (strcmp(v, "local") == 0)
+		o->fallback = OPT_FALLBACK_LOCAL;
+	else if (strcmp(v, "open") == 0)
+		o->fallback = OPT_FALLBACK_OPEN;
+	else if (strcmp(v, "closed") == 0)
+		o->fallback = OPT_FALLBACK_CLOSED;
+	else {
+		*why = "must be local, open or closed";
+		return -1;
+	}
+	return 0;
+}
+
+static int opt_set_state_dir(struct opt *o, const char *v, const char **why)
+{
+	if (v[0] != '/') {
+		*why = "must be an absolute path";
+		return -1;
+	}
+	if (strlen(v) > OPT_DIR_MAX) {
+		*why = "longer than 255 bytes";
+		return -1;
+	}
+	strcpy(o->state_dir, v);
+	return 0;
+}
+
+static const struct opt_setter {
+	const char *name; /* with its '=' */
+	int (*set)(struct opt *o, const char *v, const char **why);
+	bool secret;      /* never echo the value */
+} opt_setters[] = {
+	{ "url=", opt_set_url, true },
+	{ "key=", opt_set_key, false },
+	{ "interval=", opt_set_interval, false },
+	{ "burst=", opt_set_burst, false },
+	{ "max_wait=", opt_set_max_wait, false },
+	{ "timeout=", opt_set_timeout, false },
+	{ "fallback=", opt_set_fallback, false },
+	{ "state_dir=", opt_set_state_dir, false },
+	{ "countdown=", opt_set_countdown, false },
+};
+
+static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
+{
+	va_list ap;
+
+	o->errors++;
+	va_start(ap, fmt);
+	log_vmsg(pamh, LOG_ERR, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
+{
+	char shown[128];
+
+	if (strcmp(arg, "quiet") == 0) {
+		o->quiet = true;
+		return 0;
+	}
+	if (strcmp(arg, "debug") == 0) {
+		o->debug = true;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(opt_setters) / sizeof(opt_setters[0]); i++) {
+		const struct opt_setter *s = &opt_setters[i];
+		size_t namelen = strlen(s->name);
+		const char *why = NULL;
+
+		if (strncmp(arg, s->name, namelen) != 0)
+			continue;
+		if (s->set(o, arg + namelen, &why) == 0)
+			return 0;
+		/* A url may hold a password: name what is wrong, never echo it. */
+		if (s->secret)
+			return opt_bad(o, pamh, "bad value for %.*s: %s", (int)namelen - 1, arg,
+				       why);
+		return opt_bad(o, pamh, "bad value for %.*s: \"%s\": %s", (int)namelen - 1, arg,
+			       log_escape(arg + namelen, shown, sizeof(shown)), why);
+	}
+	return opt_bad(o, pamh, "unknown option \"%s\"", log_escape(arg, shown, sizeof(shown)));
+}
+
+void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+{
+	opt_defaults(o);
+	for (int i = 0; i < argc; i++)
+		opt_set(o, pamh, argv[i]);
+}
