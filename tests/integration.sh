@@ -1,0 +1,268 @@
+#!/bin/bash
+# Integration tests: the real module in real libpam (pamtester under pam_wrapper), against a
+# private redis-server and against url=local. With FLOWSLOT_VALGRIND=1 every login runs under
+# valgrind, and any memory error or leak fails it.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+if [ -n "$VG" ]; then
+	N=6 T_MS=500 # valgrind is slow to start: fewer logins, a wider interval
+else
+	N=20 T_MS=200
+fi
+
+start_redis r || exit 1
+
+# fresh BACKEND: sets $url to a new, empty schedule on that backend.
+STATE_N=0
+fresh() {
+	STATE_N=$((STATE_N + 1))
+	case $1 in
+	redis) url="url=unix://$TMP/r.sock key=test$STATE_N" ;;
+	local) url="url=local state_dir=$TMP/state$STATE_N" ;;
+	esac
+}
+
+# gaps_at_least MIN_MS: consecutive admissions in $TMP/stamps are at least MIN_MS apart.
+gaps_at_least() {
+	sort -n "$TMP/stamps" | awk -v min="$1" '
+		NR > 1 && ($1 - prev) / 1e6 < min { bad = 1; printf "gap %.0f ms\n", ($1 - prev) / 1e6 }
+		{ prev = $1 } END { exit bad }' >&2
+}
+
+# span_ms: from the first admission to the last.
+span_ms() {
+	sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }'
+}
+
+all_rc() {
+	want=$1 prefix=$2 n=$3
+	for i in $(seq -f '%02g' 1 "$n"); do
+		[ "$(rc_of "$prefix$i")" = "$want" ] || { echo "$prefix$i: rc $(rc_of "$prefix$i")" >&2; return 1; }
+	done
+}
+
+# The users in order of admission, and in order of the position each was told.
+admission_order() { sort -n "$TMP/stamps" | awk '{ print $2 }' | tr '\n' ' '; }
+position_order() {
+	grep -h 'SYSLOG(5): queued:' "$TMP/$1"*.err |
+		sed -E 's/.*user=([^ ]+).*position=([0-9]+).*/\2 \1/' | sort -n | awk '{ print $2 }' |
+		tr '\n' ' '
+}
+
+for backend in redis local; do
+	# 1. N logins at once are admitted in order, at distinct slots one interval apart.
+	rm -f "$TMP/stamps"
+	fresh $backend
+	service stagger "auth required @M $url interval=${T_MS}ms countdown=0" \
+		"$STAMP" "auth required @P/pam_permit.so"
+	logins s stagger "$N"
+	check "$backend: $N concurrent logins all admitted" all_rc 0 s "$N"
+	check "$backend: $N admissions at least ${T_MS}/2 ms apart" gaps_at_least $((T_MS / 2))
+	span=$(span_ms)
+	check "$backend: first to last admission spans >= 0.9*$((N - 1)) intervals (${span} ms)" \
+		[ "$span" -ge $((T_MS * (N - 1) * 9 / 10)) ]
+	queued=$(grep -h 'SYSLOG(5): queued:' "$TMP"/s*.err | sed -E 's/.*position=([0-9]+).*/\1/' | sort -n | uniq | wc -l)
+	check "$backend: $((N - 1)) logins queued at distinct positions (got $queued)" [ "$queued" -eq $((N - 1)) ]
+	order_a=$(admission_order)
+	first=${order_a%% *}
+	check "$backend: admitted in the order of their places in the queue" \
+		[ "$first $(position_order s)" = "$order_a" ]
+
+	# 2. burst=3 lets three start together; the fourth waits an interval.
+	rm -f "$TMP/stamps"
+	fresh $backend
+	service burst "auth required @M $url interval=1s burst=3 countdown=0" \
+		"$STAMP" "auth required @P/pam_permit.so"
+	logins b burst 4
+	check "$backend: burst logins all admitted" all_rc 0 b 4
+	first3=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } NR == 3 { printf "%d", ($1 - a) / 1e6 }')
+	gap4=$(sort -n "$TMP/stamps" | awk 'NR == 3 { a = $1 } NR == 4 { printf "%d", ($1 - a) / 1e6 }')
+	check "$backend: burst=3: three start within 500 ms (${first3} ms)" [ "$first3" -lt 500 ]
+	check "$backend: burst=3: the fourth waits (${gap4} ms after the third)" [ "$gap4" -ge 500 ]
+
+	# 3. max_wait refuses at once and reserves nothing.
+	fresh $backend
+	service maxwait "auth required @M $url interval=3s max_wait=1s" "auth required @P/pam_permit.so"
+	login m1 maxwait alice
+	state_before() {
+		case $backend in
+		redis) rcli r get "${url##*key=}" ;;
+		local) cat "${url##*state_dir=}"/slot.pam_flowslot ;;
+		esac
+	}
+	before=$(state_before)
+	t0=$(now_ms)
+	login m2 maxwait bob
+	took=$(($(now_ms) - t0))
+	check "$backend: max_wait: the first login is admitted" [ "$(rc_of m1)" = 0 ]
+	check "$backend: max_wait: a 3 s wait is refused (PAM_AUTH_ERR)" \
+		grep -q 'Authentication failure' "$TMP/m2.err"
+	check "$backend: max_wait: refused at once (${took} ms)" [ "$took" -lt 2500 ]
+	check "$backend: max_wait: the user is told when to retry" \
+		grep -q 'Too many logins at the moment. Please try again in 2 s.' "$TMP/m2.err"
+	check "$backend: max_wait: the refusal reserved nothing" [ "$before" = "$(state_before)" ]
+	check "$backend: max_wait: the refusal is logged" grep -q 'refused: service=maxwait user=bob' "$TMP/m2.err"
+
+	# 5. Stacked sufficient before pam_deny, the gate still vouches for no one.
+	fresh $backend
+	service suff "auth sufficient @M $url interval=300ms" \
+		"auth requisite @P/pam_deny.so"
+	login f1 suff alice
+	login f2 suff bob
+	check "$backend: sufficient + pam_deny denies an admitted login" \
+		[ "$(rc_of f1)$(rc_of f2)" = 11 ]
+	check "$backend: ... even after a wait in the queue" grep -q 'queued:' "$TMP/f2.err"
+
+	# 6. PAM_SILENT prints nothing; quiet prints nothing but a refusal.
+	fresh $backend
+	service silent "auth required @M $url interval=400ms countdown=100ms max_wait=500ms" \
+		"auth required @P/pam_permit.so"
+	login q0 silent alice
+	login q1 silent bob 'authenticate(PAM_SILENT)' &
+	sleep 0.1
+	login q2 silent carol 'authenticate(PAM_SILENT)'
+	wait $!
+	check "$backend: PAM_SILENT: a queued login prints no message" \
+		sh -c "! grep -q 'Login queue' '$TMP/q1.out' '$TMP/q1.err'"
+	check "$backend: PAM_SILENT: a refused login prints no message either" \
+		sh -c "grep -q 'Authentication failure' '$TMP/q2.err' && ! grep -q 'Too many' '$TMP/q2.out' '$TMP/q2.err'"
+	fresh $backend
+	service quiet "auth required @M $url interval=400ms max_wait=500ms quiet" \
+		"auth required @P/pam_permit.so"
+	login q3 quiet alice
+	login q4 quiet bob &
+	sleep 0.1
+	login q5 quiet carol
+	wait $!
+	check "$backend: quiet: no countdown" sh -c "! grep -q 'Login queue' '$TMP/q4.out'"
+	check "$backend: quiet: a refusal is still shown" grep -q 'Too many logins' "$TMP/q5.err"
+
+	# 7. The countdown: first line, steps, last line, in order.
+	fresh $backend
+	service count "auth required @M $url interval=1s countdown=1s" \
+		"auth required @P/pam_permit.so"
+	logins c count 3
+	# Who gets which place depends on who reaches the schedule first, and the times shown on
+	# how far apart they arrived: compare each login's lines, times blurred.
+	for f in "$TMP"/c0?.out; do
+		grep -o 'Login queue.*' "$f" | sed -E 's/[0-9.]+ s/N s/' | tr '\n' '|'
+		echo
+	done | sort > "$TMP/lines"
+	printf '%s\n' "" \
+		"Login queue: you are next; your turn in about N s.|Login queue: your turn now.|" \
+		"Login queue: you are number 2; your turn in about N s.|Login queue: about N s to go.|Login queue: your turn now.|" |
+		sort > "$TMP/want"
+	check "$backend: countdown: none, first+turn, first+step+turn, in order" \
+		diff "$TMP/want" "$TMP/lines"
+done
+
+# 4. Redis unusable: each fallback does what it says, within the timeout.
+port=$(free_port)
+for how in stopped frozen; do
+	if [ $how = frozen ]; then
+		start_redis frozen || exit 1
+		kill -STOP "$(cat "$TMP/frozen.pid")"
+		url="url=unix://$TMP/frozen.sock"
+	else
+		url="url=redis://127.0.0.1:$port"
+	fi
+	for fb in local open closed; do
+		service "fb$fb" "auth required @M $url timeout=300ms fallback=$fb state_dir=$TMP/fbstate$how interval=1ms" \
+			"auth required @P/pam_permit.so"
+		t0=$(now_ms)
+		login "fb$how$fb" "fb$fb" alice
+		took=$(($(now_ms) - t0))
+		slack=900
+		[ -n "$VG" ] && slack=4000
+		check "Redis $how, fallback=$fb: decided within 2*timeout+slack (${took} ms)" \
+			[ "$took" -lt $((600 + slack)) ]
+		case $fb in
+		local)
+			check "Redis $how, fallback=local: admitted on the local slot" \
+				sh -c "[ $(rc_of fb$how$fb) = 0 ] && [ -f '$TMP/fbstate$how/slot.pam_flowslot' ]" ;;
+		open)
+			check "Redis $how, fallback=open: admitted" [ "$(rc_of fb$how$fb)" = 0 ] ;;
+		closed)
+			check "Redis $how, fallback=closed: refused with PAM_AUTHINFO_UNAVAIL" \
+				grep -q 'Authentication service cannot retrieve authentication info' "$TMP/fb$how$fb.err" ;;
+		esac
+	done
+	check "Redis $how: the cause is logged" \
+		grep -Eq 'SYSLOG\(3\): redis .*(cannot connect|timed out)' "$TMP/fb${how}local.err"
+	[ $how = frozen ] && stop_redis frozen
+done
+
+# The local slot keeps staggering while Redis is down.
+service down "auth required @M url=redis://127.0.0.1:$port timeout=200ms interval=1s state_dir=$TMP/downstate countdown=0" \
+	"auth required @P/pam_permit.so"
+login d1 down alice
+login d2 down bob
+check "Redis down: the second login waits on the local slot" grep -q 'queued: .*via=local' "$TMP/d2.err"
+
+# One round trip: after the script is cached, every login is one EVALSHA, never an EVAL.
+start_redis rt || exit 1
+service rt "auth required @M url=unix://$TMP/rt.sock interval=1ms" "auth required @P/pam_permit.so"
+rcli rt config resetstat > /dev/null
+for i in 1 2 3 4 5; do login "rt$i" rt "user$i"; done
+stats=$(rcli rt info commandstats)
+evalsha=$(echo "$stats" | sed -nE 's/^cmdstat_evalsha:calls=([0-9]+).*failed_calls=([0-9]+).*/\1 \2/p')
+evals=$(echo "$stats" | sed -nE 's/^cmdstat_eval:calls=([0-9]+).*/\1/p')
+check "five logins: five EVALSHA, one NOSCRIPT ($evalsha), one EVAL ($evals)" \
+	[ "$evalsha/$evals" = "5 1/1" ]
+kinds=$(echo "$stats" | sed -nE 's/^cmdstat_([^:]+):.*/\1/p' | sort | tr '\n' ' ')
+check "five logins sent no other command: the rest ran inside the script ($kinds)" \
+	[ "$kinds" = "config|resetstat eval evalsha get set time " ]
+rcli rt script flush > /dev/null
+login rt6 rt user6
+check "SCRIPT FLUSH between logins: the next login still gets in" [ "$(rc_of rt6)" = 0 ]
+check "... by loading the script again with EVAL" \
+	[ "$(rcli rt info commandstats | sed -nE 's/^cmdstat_eval:calls=([0-9]+).*/\1/p')" = 2 ]
+
+# TCP with a password and a database: AUTH and SELECT go out with the script.
+tport=$(free_port)
+start_redis tcp --port "$tport" --requirepass 's3cr:t@pw' || exit 1
+service tcp "auth required @M url=redis://:s3cr%3At%40pw@127.0.0.1:$tport/3 key=fs:%u interval=2s" \
+	"auth required @P/pam_permit.so"
+login tcp1 tcp alice
+check "TCP + AUTH + SELECT: admitted" [ "$(rc_of tcp1)" = 0 ]
+check "... the schedule fs:alice is in database 3" \
+	[ "$(redis-cli -p "$tport" -a 's3cr:t@pw' --no-auth-warning -n 3 exists fs:alice)" = 1 ]
+check "... and no password reached the log" sh -c "! grep -q 's3cr' '$TMP/tcp1.err'"
+service tcpbad "auth required @M url=redis://:n0tth3pw@127.0.0.1:$tport fallback=closed" \
+	"auth required @P/pam_permit.so"
+login tcp2 tcpbad alice
+check "a wrong password follows fallback=closed" [ "$(rc_of tcp2)" = 1 ]
+check "... and says AUTH failed" grep -q 'SYSLOG(3): redis .*AUTH' "$TMP/tcp2.err"
+check "... without the password" sh -c "! grep -q 'n0tth3pw' '$TMP/tcp2.err'"
+
+# Bad options are logged by name, and the login follows fallback.
+service badopt "auth required @M url=unix://$TMP/r.sock interval=7x fallback=closed" \
+	"auth required @P/pam_permit.so"
+login bo1 badopt alice
+check "a bad option is logged by name" grep -q 'bad value for interval: "7x"' "$TMP/bo1.err"
+check "... and the login follows fallback=closed" \
+	grep -q 'Authentication service cannot retrieve authentication info' "$TMP/bo1.err"
+
+# Account and session refuse with their own codes.
+service phases "account required @M url=unix://$TMP/r.sock key=ph interval=5s max_wait=1s" \
+	"session required @M url=unix://$TMP/r.sock key=ph interval=5s max_wait=1s" \
+	"account required @P/pam_permit.so" "session required @P/pam_permit.so"
+login ph1 phases alice acct_mgmt
+login ph2 phases bob acct_mgmt
+login ph3 phases carol open_session
+check "account: admitted, then refused with PAM_PERM_DENIED" \
+	sh -c "[ $(rc_of ph1) = 0 ] && grep -q 'Permission denied' '$TMP/ph2.err'"
+check "session: refused with PAM_SESSION_ERR" \
+	grep -q 'Cannot make/remove an entry for the specified session' "$TMP/ph3.err"
+
+# A 10,000-byte user name with key=%u: the key overflows; logged, and the fallback decides.
+long=$(head -c 10000 /dev/zero | tr '\0' 'x')
+service longuser "auth required @M url=unix://$TMP/r.sock key=%u state_dir=$TMP/longstate" \
+	"auth required @P/pam_permit.so"
+login lu1 longuser "$long"
+check "10,000-byte user: no crash, admitted through the local fallback" [ "$(rc_of lu1)" = 0 ]
+check "... the overflow is logged, the name cut" grep -q 'expands past 256 bytes for user "xxx.*\.\.\."' "$TMP/lu1.err"
+check "... no key touched in Redis" [ "$(rcli r --scan --pattern 'xxx*' | wc -l)" = 0 ]
+
+finish

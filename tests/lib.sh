@@ -1,0 +1,148 @@
+# Shared by the shell test suites: a temporary directory, private Redis servers stopped by pid,
+# PAM service files under pam_wrapper, logins through pamtester, and TAP-like reporting.
+# shellcheck shell=bash
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+MODULE=$TOP/pam_flowslot.so
+PAM_DIR=$(pkg-config --variable=libdir pam)/security
+TMP=$(mktemp -d /tmp/flowslot-test.XXXXXX)
+chmod 0755 "$TMP"
+mkdir "$TMP/svc"
+PIDS=""
+PASSED=0
+FAILED=0
+TESTNO=0
+
+# Valgrind mode: every pamtester runs under memcheck; any error or leak fails its login.
+VG=""
+if [ "${FLOWSLOT_VALGRIND:-0}" = 1 ]; then
+	VG="valgrind --quiet --error-exitcode=97 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no --suppressions=$TOP/tests/valgrind.supp"
+fi
+
+cleanup() {
+	for pid in $PIDS; do
+		kill -CONT "$pid" 2>/dev/null
+		kill "$pid" 2>/dev/null
+	done
+	for pid in $PIDS; do
+		wait "$pid" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() {
+	TESTNO=$((TESTNO + 1))
+	PASSED=$((PASSED + 1))
+	echo "ok $TESTNO - $*"
+}
+
+not_ok() {
+	TESTNO=$((TESTNO + 1))
+	FAILED=$((FAILED + 1))
+	echo "not ok $TESTNO - $*"
+}
+
+# check DESCRIPTION COMMAND...: one test that passes when COMMAND succeeds.
+check() {
+	desc=$1
+	shift
+	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+finish() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}
+
+# start_redis NAME [redis-server options...]: a private server on $TMP/NAME.sock (and TCP
+# only if the options ask), its pid in $TMP/NAME.pid.
+start_redis() {
+	name=$1
+	shift
+	redis-server --port 0 --unixsocket "$TMP/$name.sock" --unixsocketperm 700 \
+		--dir "$TMP" --dbfilename "$name.rdb" --bind 127.0.0.1 --save '' --appendonly no "$@" \
+		> "$TMP/$name.log" 2>&1 &
+	echo $! > "$TMP/$name.pid"
+	PIDS="$PIDS $!"
+	for _ in $(seq 100); do
+		redis-cli -s "$TMP/$name.sock" ping > /dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "redis $name did not start:" >&2
+	cat "$TMP/$name.log" >&2
+	return 1
+}
+
+stop_redis() {
+	pid=$(cat "$TMP/$1.pid")
+	kill -CONT "$pid" 2>/dev/null
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+rcli() {
+	name=$1
+	shift
+	redis-cli -s "$TMP/$name.sock" "$@"
+}
+
+# free_port: a loopback TCP port nobody listens on now.
+free_port() {
+	while :; do
+		port=$(shuf -i 20000-60000 -n 1)
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return
+		fi
+	done
+}
+
+# service NAME LINE...: a PAM service file for pam_wrapper; "@M" stands for the module path.
+service() {
+	name=$1
+	shift
+	: > "$TMP/svc/$name"
+	for line in "$@"; do
+		printf '%s\n' "$line" | sed "s|@M|$MODULE|g; s|@P|$PAM_DIR|g" >> "$TMP/svc/$name"
+	done
+	[ -e "$TMP/svc/other" ] ||
+		printf 'auth required %s/pam_deny.so\naccount required %s/pam_deny.so\n' \
+			"$PAM_DIR" "$PAM_DIR" > "$TMP/svc/other"
+}
+
+# The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps.
+STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps"
+
+# login NAME SERVICE USER [OPERATION]: pamtester under pam_wrapper. Messages go to
+# $TMP/NAME.out, syslog to $TMP/NAME.err, the exit status to $TMP/NAME.rc.
+login() {
+	name=$1
+	env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		PAM_WRAPPER_DEBUGLEVEL=2 $VG pamtester -v "$2" "$3" "${4:-authenticate}" \
+		> "$TMP/$name.out" 2> "$TMP/$name.err"
+	echo $? > "$TMP/$name.rc"
+}
+
+# logins PREFIX SERVICE N: N logins at once (users PREFIX01..), waiting for all.
+logins() {
+	prefix=$1 svc=$2 n=$3
+	rm -f "$TMP/go"
+	lpids=""
+	i=1
+	while [ "$i" -le "$n" ]; do
+		u=$(printf '%s%02d' "$prefix" "$i")
+		(while [ ! -e "$TMP/go" ]; do sleep 0.01; done; login "$u" "$svc" "$u") &
+		lpids="$lpids $!"
+		i=$((i + 1))
+	done
+	touch "$TMP/go"
+	wait $lpids
+}
+
+rc_of() { cat "$TMP/$1.rc"; }
+
+# now_ms: wall-clock milliseconds.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }

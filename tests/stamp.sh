@@ -1,0 +1,2 @@
+# Run by pam_exec after pam_flowslot in the test stacks: records when a login passed the gate.
+printf '%s %s\n' "$(date +%s%N)" "$PAM_USER" >> "$1"
