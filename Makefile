@@ -65,7 +65,7 @@ build:
 # Unit tests: cmocka, linked against the objects themselves.
 TEST_CFLAGS = $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Wno-missing-prototypes
 TEST_LIBS = $(CMOCKA_LIBS) $(PAM_LIBS)
-RSLOT_WRAPS = -Wl,--wrap=redisConnectWithTimeout,--wrap=redisConnectUnixWithTimeout
+RSLOT_WRAPS = -Wl,--wrap=redisConnectWithTimeout,--wrap=redisConnectUnixWithTimeout,--wrap=redisFree
 
 build/test_%: tests/unit/test_%.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
