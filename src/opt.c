@@ -1,5 +1,6 @@
 #include "flowslot/opt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -40,25 +41,26 @@ int opt_parse_duration(const char *s, int64_t *out_us)
 		double us;
 	} units[] = { { "", 1e6 }, { "ms", 1e3 }, { "s", 1e6 }, { "m", 60e6 } };
 	const char *p = s;
-	char *end;
-	double v;
+	double v = 0, frac = 0, div = 1;
 
-	/* strtod alone would take " 1", "1e3", "0x10", "inf" and "nan". */
+	/* By hand: strtod would take " 1", "1e3", "0x10", "inf" and "nan", and wants the
+	   decimal point of the application's locale (a ',' under LC_NUMERIC=de_DE). */
 	if (*p < '0' || *p > '9')
 		return -1;
 	while (*p >= '0' && *p <= '9')
-		p++;
+		v = v * 10 + (*p++ - '0');
 	if (*p == '.') {
 		p++;
 		if (*p < '0' || *p > '9')
 			return -1;
-		while (*p >= '0' && *p <= '9')
-			p++;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (div < 1e15) { /* digits past these are below a microsecond */
+				frac = frac * 10 + (*p - '0');
+				div *= 10;
+			}
+		}
+		v += frac / div;
 	}
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end != p)
-		return -1;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(p, units[i].suffix) == 0) {
 			v = v * units[i].us + 0.5; /* to the nearest microsecond */
@@ -105,7 +107,7 @@ static int opt_copy(char *dst, size_t dstsz, const char *s, size_t n, bool decod
 			hex[0] = s[i + 1];
 			hex[1] = s[i + 2];
 			c = (unsigned char)strtoul(hex, &end, 16);
-			if (end != hex + 2 || hex[0] == '+' || hex[0] == '-' || hex[0] == ' ')
+			if (end != hex + 2 || !isxdigit((unsigned char)hex[0]))
 				return -1;
 			i += 2;
 		}

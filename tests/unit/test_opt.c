@@ -1,0 +1,699 @@
+/* Unit tests for src/opt.c: durations, url=, and every option through opt_set/opt_parse. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flowslot/opt.h"
+
+#define US_PER_S INT64_C(1000000)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* stderr goes to a temporary file between capture_begin and capture_end, which returns what
+   was written there: opt_set logs to stderr when there is no PAM handle. */
+struct capture {
+	FILE *tmp;
+	int saved;
+};
+
+static void capture_begin(struct capture *c)
+{
+	c->tmp = tmpfile();
+	assert_non_null(c->tmp);
+	fflush(stderr);
+	c->saved = dup(STDERR_FILENO);
+	assert_true(c->saved >= 0);
+	assert_true(dup2(fileno(c->tmp), STDERR_FILENO) >= 0);
+}
+
+static void capture_end(struct capture *c, char *msg, size_t msgsz)
+{
+	size_t n;
+
+	fflush(stderr);
+	assert_true(dup2(c->saved, STDERR_FILENO) >= 0);
+	close(c->saved);
+	rewind(c->tmp);
+	n = fread(msg, 1, msgsz - 1, c->tmp);
+	msg[n] = '\0';
+	fclose(c->tmp);
+}
+
+static int set_captured(struct opt *o, const char *arg, char *msg, size_t msgsz)
+{
+	struct capture c;
+	int rc;
+
+	capture_begin(&c);
+	rc = opt_set(o, NULL, arg);
+	capture_end(&c, msg, msgsz);
+	return rc;
+}
+
+/* opt_parse_duration */
+
+static void test_duration_good(void **state)
+{
+	static const struct {
+		const char *s;
+		int64_t us;
+	} cases[] = {
+		{ "7", 7 * US_PER_S },
+		{ "7s", 7 * US_PER_S },
+		{ "500ms", 500000 },
+		{ "1.5m", 90 * US_PER_S },
+		{ "0.25s", 250000 },
+		{ "0", 0 },
+		{ "0s", 0 },
+		{ "0ms", 0 },
+		{ "1ms", 1000 },
+		{ "60m", 3600 * US_PER_S },
+		{ "0.1", 100000 },
+		{ "2.5", 2500000 },
+		{ "0.0015s", 1500 },
+		{ "0.0000005s", 1 },  /* to the nearest microsecond */
+		{ "0.0000004s", 0 },
+		{ "1.0000001s", 1000000 },
+		{ "007s", 7 * US_PER_S },
+		{ "0.333333333333333333333333333m", 20 * US_PER_S },
+		{ "1439m", 1439 * 60 * US_PER_S },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int64_t us = -12345;
+		int rc = opt_parse_duration(cases[i].s, &us);
+
+		if (rc != 0 || us != cases[i].us)
+			fail_msg("\"%s\": rc %d, %lld us; want %lld us", cases[i].s, rc,
+				 (long long)us, (long long)cases[i].us);
+	}
+}
+
+static void test_duration_bad(void **state)
+{
+	static const char *const cases[] = {
+		"", "7x", "s", "ms", "m", "-1", "+1", " 1", "1 ", "1e3", "1E3", "0x10", "inf",
+		"nan", "INF", "1.", ".5", "1..5", "1.5.2", "7 s", "7sec", "7S", "7M", "7h",
+		"25h", "1d", "7ms ", "99999999999", "1441m", "86401s", "99999999999999999999999",
+		"1,5", "1,5s", "\t1", "1\n", "7mss",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int64_t us = -12345;
+
+		if (opt_parse_duration(cases[i], &us) != -1)
+			fail_msg("\"%s\" accepted as %lld us", cases[i], (long long)us);
+		assert_int_equal(us, -12345);
+	}
+}
+
+static void test_duration_huge(void **state)
+{
+	char s[1024];
+	int64_t us = -1;
+
+	(void)state;
+	/* More digits than a double holds: refused, never an overflowed value. */
+	memset(s, '9', sizeof(s) - 1);
+	s[sizeof(s) - 1] = '\0';
+	assert_int_equal(opt_parse_duration(s, &us), -1);
+	assert_int_equal(us, -1);
+	/* A long fraction is fine. */
+	memset(s, '0', sizeof(s) - 1);
+	s[0] = '2';
+	s[1] = '.';
+	s[sizeof(s) - 2] = 's';
+	assert_int_equal(opt_parse_duration(s, &us), 0);
+	assert_int_equal(us, 2 * US_PER_S);
+}
+
+/* The module runs inside programs that call setlocale(LC_ALL, ""); a locale whose decimal
+   point is ',' must not change how "1.5m" reads. */
+static void test_duration_locale(void **state)
+{
+	static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+					     "fr_FR.utf8", "nl_NL.UTF-8", "ru_RU.UTF-8" };
+	const char *found = NULL;
+	int64_t us = -1;
+	int rc;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(names) && found == NULL; i++) {
+		if (setlocale(LC_NUMERIC, names[i]) != NULL &&
+		    strcmp(localeconv()->decimal_point, ",") == 0)
+			found = names[i];
+	}
+	if (found == NULL) {
+		setlocale(LC_NUMERIC, "C");
+		skip(); /* no locale with a decimal comma installed */
+	}
+	rc = opt_parse_duration("1.5m", &us);
+	setlocale(LC_NUMERIC, "C");
+	if (rc != 0 || us != 90 * US_PER_S)
+		fail_msg("under %s, \"1.5m\": rc %d, %lld us", found, rc, (long long)us);
+}
+
+/* opt_parse_url */
+
+static struct opt_url parse_ok(const char *s)
+{
+	struct opt_url u;
+	const char *why = NULL;
+
+	memset(&u, 0xa5, sizeof(u));
+	if (opt_parse_url(s, &u, &why) != 0)
+		fail_msg("\"%s\" refused: %s", s, why ? why : "(no reason)");
+	return u;
+}
+
+static void test_url_tcp(void **state)
+{
+	struct opt_url u;
+
+	(void)state;
+	u = parse_ok("redis://host");
+	assert_int_equal(u.backend, OPT_BACKEND_TCP);
+	assert_string_equal(u.host, "host");
+	assert_int_equal(u.port, 6379);
+	assert_int_equal(u.db, 0);
+	assert_string_equal(u.user, "");
+	assert_false(u.has_password);
+	assert_string_equal(u.password, "");
+
+	u = parse_ok("redis://redis.example.com:6380/5");
+	assert_int_equal(u.backend, OPT_BACKEND_TCP);
+	assert_string_equal(u.host, "redis.example.com");
+	assert_int_equal(u.port, 6380);
+	assert_int_equal(u.db, 5);
+	assert_false(u.has_password);
+
+	u = parse_ok("redis://10.0.0.1:1/");
+	assert_string_equal(u.host, "10.0.0.1");
+	assert_int_equal(u.port, 1);
+	assert_int_equal(u.db, 0);
+
+	u = parse_ok("redis://h:65535/65535");
+	assert_int_equal(u.port, 65535);
+	assert_int_equal(u.db, 65535);
+
+	u = parse_ok("redis://:pw@host");
+	assert_string_equal(u.host, "host");
+	assert_string_equal(u.user, "");
+	assert_true(u.has_password);
+	assert_string_equal(u.password, "pw");
+	assert_int_equal(u.port, 6379);
+
+	u = parse_ok("redis://user:pw@host:1/2");
+	assert_string_equal(u.user, "user");
+	assert_string_equal(u.password, "pw");
+	assert_true(u.has_password);
+	assert_string_equal(u.host, "host");
+	assert_int_equal(u.port, 1);
+	assert_int_equal(u.db, 2);
+
+	/* The last '@' ends the credentials; the first ':' splits them. */
+	u = parse_ok("redis://u:a:b@c@host");
+	assert_string_equal(u.user, "u");
+	assert_string_equal(u.password, "a:b@c");
+	assert_string_equal(u.host, "host");
+}
+
+static void test_url_percent(void **state)
+{
+	struct opt_url u;
+
+	(void)state;
+	u = parse_ok("redis://:p%40ss@host");
+	assert_string_equal(u.password, "p@ss");
+	u = parse_ok("redis://%41d%6din:%3a%2F%25@host");
+	assert_string_equal(u.user, "Admin");
+	assert_string_equal(u.password, ":/%");
+	u = parse_ok("redis://:%ff@host");
+	assert_int_equal((unsigned char)u.password[0], 0xff);
+	assert_int_equal(u.password[1], '\0');
+}
+
+static void test_url_ipv6_unix_local(void **state)
+{
+	struct opt_url u;
+
+	(void)state;
+	u = parse_ok("redis://[::1]:6380");
+	assert_int_equal(u.backend, OPT_BACKEND_TCP);
+	assert_string_equal(u.host, "::1");
+	assert_int_equal(u.port, 6380);
+
+	u = parse_ok("redis://[fe80::1]/3");
+	assert_string_equal(u.host, "fe80::1");
+	assert_int_equal(u.port, 6379);
+	assert_int_equal(u.db, 3);
+
+	u = parse_ok("redis://:pw@[::1]:7000/1");
+	assert_string_equal(u.host, "::1");
+	assert_string_equal(u.password, "pw");
+	assert_int_equal(u.port, 7000);
+	assert_int_equal(u.db, 1);
+
+	u = parse_ok("unix:///run/redis.sock");
+	assert_int_equal(u.backend, OPT_BACKEND_UNIX);
+	assert_string_equal(u.socket, "/run/redis.sock");
+	assert_int_equal(u.db, 0);
+	assert_false(u.has_password);
+
+	u = parse_ok("unix:///x.sock?db=3");
+	assert_int_equal(u.backend, OPT_BACKEND_UNIX);
+	assert_string_equal(u.socket, "/x.sock");
+	assert_int_equal(u.db, 3);
+
+	u = parse_ok("local");
+	assert_int_equal(u.backend, OPT_BACKEND_LOCAL);
+	assert_false(u.has_password);
+}
+
+static void test_url_limits(void **state)
+{
+	char s[1024], part[600];
+	struct opt_url u;
+	const char *why;
+
+	(void)state;
+	/* The socket path: 107 bytes fit in sun_path, 108 do not. */
+	memset(part, 'a', OPT_SOCKET_MAX);
+	part[0] = '/';
+	part[OPT_SOCKET_MAX] = '\0';
+	snprintf(s, sizeof(s), "unix://%s", part);
+	u = parse_ok(s);
+	assert_int_equal(strlen(u.socket), OPT_SOCKET_MAX);
+	assert_string_equal(u.socket, part);
+	snprintf(s, sizeof(s), "unix://%sa", part);
+	why = NULL;
+	assert_int_equal(opt_parse_url(s, &u, &why), -1);
+	assert_non_null(why);
+
+	/* The host: 255 bytes. */
+	memset(part, 'h', OPT_HOST_MAX);
+	part[OPT_HOST_MAX] = '\0';
+	snprintf(s, sizeof(s), "redis://%s:1", part);
+	u = parse_ok(s);
+	assert_string_equal(u.host, part);
+	snprintf(s, sizeof(s), "redis://%sh:1", part);
+	why = NULL;
+	assert_int_equal(opt_parse_url(s, &u, &why), -1);
+	assert_non_null(why);
+
+	/* The password: 511 bytes. */
+	memset(part, 'p', OPT_PASSWORD_MAX);
+	part[OPT_PASSWORD_MAX] = '\0';
+	snprintf(s, sizeof(s), "redis://:%s@h", part);
+	u = parse_ok(s);
+	assert_string_equal(u.password, part);
+	snprintf(s, sizeof(s), "redis://:%sp@h", part);
+	why = NULL;
+	assert_int_equal(opt_parse_url(s, &u, &why), -1);
+	assert_non_null(why);
+}
+
+static void test_url_bad(void **state)
+{
+	static const char *const cases[] = {
+		"",
+		"rediss://host",
+		"http://host",
+		"REDIS://host",
+		"redis:/host",
+		"redis://",
+		"redis://:6379",
+		"redis://host:0",
+		"redis://host:65536",
+		"redis://host:99999999999",
+		"redis://host:12ab",
+		"redis://host:",
+		"redis://host:-1",
+		"redis://host:+1",
+		"redis://host/abc",
+		"redis://host/65536",
+		"redis://host/-1",
+		"redis://host/1/2",
+		"redis://ho_st",
+		"redis://ho st",
+		"redis://user@host",
+		"redis://@host",
+		"redis://:@host",
+		"redis://user:@host",
+		"redis://:pw@",
+		"redis://[::1",
+		"redis://[]:1",
+		"redis://[::1]x",
+		"redis://[::1]:0",
+		"redis://:p%zzss@host",
+		"redis://:p%4@host",
+		"redis://:p%@host",
+		"redis://:%00@host",
+		"redis://:%+1@host",
+		"redis://:%-1@host",
+		"redis://:% 1@host",
+		"redis://:%\t1@host",
+		"redis://:%\n41@host",
+		"redis://%zz:pw@host",
+		"unix://relative",
+		"unix://",
+		"unix:///x?foo=1",
+		"unix:///x?db=",
+		"unix:///x?db=abc",
+		"unix:///x?db=70000",
+		"local:",
+		"LOCAL",
+		" local",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct opt_url u, before;
+		const char *why = NULL;
+
+		/* A parsed struct, so that any change shows. */
+		u = parse_ok("redis://keep:secret@keep.example:4242/7");
+		memcpy(&before, &u, sizeof(u));
+		if (opt_parse_url(cases[i], &u, &why) != -1)
+			fail_msg("\"%s\" accepted", cases[i]);
+		if (why == NULL || why[0] == '\0')
+			fail_msg("\"%s\": no reason given", cases[i]);
+		if (memcmp(&u, &before, sizeof(u)) != 0)
+			fail_msg("\"%s\": the previous url was changed", cases[i]);
+	}
+}
+
+/* opt_defaults, opt_set, opt_parse */
+
+static void test_defaults(void **state)
+{
+	struct opt o;
+
+	(void)state;
+	memset(&o, 0x5a, sizeof(o));
+	opt_defaults(&o);
+	assert_int_equal(o.url.backend, OPT_BACKEND_TCP);
+	assert_string_equal(o.url.host, "127.0.0.1");
+	assert_int_equal(o.url.port, 6379);
+	assert_int_equal(o.url.db, 0);
+	assert_false(o.url.has_password);
+	assert_string_equal(o.url.user, "");
+	assert_string_equal(o.key, "pam_flowslot");
+	assert_int_equal(o.slot.interval_us, 7 * US_PER_S);
+	assert_int_equal(o.slot.burst, 1);
+	assert_int_equal(o.slot.max_wait_us, 60 * US_PER_S);
+	assert_int_equal(o.timeout_us, 500000);
+	assert_int_equal(o.countdown_us, 15 * US_PER_S);
+	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
+	assert_string_equal(o.state_dir, "/run/pam_flowslot");
+	assert_false(o.quiet);
+	assert_false(o.debug);
+	assert_int_equal(o.errors, 0);
+}
+
+static void test_parse_every_option(void **state)
+{
+	static const char *argv[] = {
+		"url=redis://ops:pa%24s@redis.example:6390/4",
+		"key=flowslot:{%s}:%u",
+		"interval=2.5s",
+		"burst=4",
+		"max_wait=90s",
+		"timeout=250ms",
+		"fallback=open",
+		"state_dir=/var/lib/flowslot",
+		"countdown=0",
+		"quiet",
+		"debug",
+	};
+	static const char *argv2[] = {
+		"url=unix:///run/redis/redis.sock?db=9",
+		"fallback=closed",
+		"countdown=100ms",
+		"interval=1ms",
+		"burst=1000",
+		"max_wait=0",
+		"timeout=60s",
+	};
+	struct opt o;
+
+	(void)state;
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(argv), argv);
+	assert_int_equal(o.errors, 0);
+	assert_int_equal(o.url.backend, OPT_BACKEND_TCP);
+	assert_string_equal(o.url.host, "redis.example");
+	assert_int_equal(o.url.port, 6390);
+	assert_int_equal(o.url.db, 4);
+	assert_string_equal(o.url.user, "ops");
+	assert_string_equal(o.url.password, "pa$s");
+	assert_true(o.url.has_password);
+	assert_string_equal(o.key, "flowslot:{%s}:%u");
+	assert_int_equal(o.slot.interval_us, 2500000);
+	assert_int_equal(o.slot.burst, 4);
+	assert_int_equal(o.slot.max_wait_us, 90 * US_PER_S);
+	assert_int_equal(o.timeout_us, 250000);
+	assert_int_equal(o.fallback, OPT_FALLBACK_OPEN);
+	assert_string_equal(o.state_dir, "/var/lib/flowslot");
+	assert_int_equal(o.countdown_us, 0);
+	assert_true(o.quiet);
+	assert_true(o.debug);
+
+	opt_wipe(&o);
+	for (size_t i = 0; i < sizeof(o.url.password); i++)
+		assert_int_equal(o.url.password[i], 0);
+
+	/* The other ends of the ranges, and the other backends and fallbacks. */
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(argv2), argv2);
+	assert_int_equal(o.errors, 0);
+	assert_int_equal(o.url.backend, OPT_BACKEND_UNIX);
+	assert_string_equal(o.url.socket, "/run/redis/redis.sock");
+	assert_int_equal(o.url.db, 9);
+	assert_false(o.url.has_password);
+	assert_int_equal(o.fallback, OPT_FALLBACK_CLOSED);
+	assert_int_equal(o.countdown_us, 100000);
+	assert_int_equal(o.slot.interval_us, 1000);
+	assert_int_equal(o.slot.burst, 1000);
+	assert_int_equal(o.slot.max_wait_us, 0);
+	assert_int_equal(o.timeout_us, 60 * US_PER_S);
+	/* opt_parse starts from the defaults again. */
+	assert_false(o.quiet);
+	assert_false(o.debug);
+	assert_string_equal(o.key, "pam_flowslot");
+
+	assert_int_equal(opt_set(&o, NULL, "url=local"), 0);
+	assert_int_equal(o.url.backend, OPT_BACKEND_LOCAL);
+	assert_int_equal(opt_set(&o, NULL, "fallback=local"), 0);
+	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
+	assert_int_equal(o.errors, 0);
+}
+
+/* At the limits exactly: accepted. One past them is in test_set_bad_values. */
+static void test_set_limits(void **state)
+{
+	char arg[OPT_KEY_MAX + OPT_DIR_MAX + 16];
+	struct opt o;
+
+	(void)state;
+	opt_defaults(&o);
+	strcpy(arg, "key=");
+	memset(arg + 4, 'k', OPT_KEY_MAX);
+	arg[4 + OPT_KEY_MAX] = '\0';
+	assert_int_equal(opt_set(&o, NULL, arg), 0);
+	assert_string_equal(o.key, arg + 4);
+
+	strcpy(arg, "state_dir=/");
+	memset(arg + 11, 'd', OPT_DIR_MAX - 1);
+	arg[10 + OPT_DIR_MAX] = '\0';
+	assert_int_equal(opt_set(&o, NULL, arg), 0);
+	assert_int_equal(strlen(o.state_dir), OPT_DIR_MAX);
+	assert_string_equal(o.state_dir, arg + 10);
+	assert_int_equal(o.errors, 0);
+}
+
+static void test_set_bad_values(void **state)
+{
+	char long_key[OPT_KEY_MAX + 16] = "key=";
+	char long_dir[OPT_DIR_MAX + 16] = "state_dir=/";
+	const char *const cases[] = {
+		"burst=0",
+		"burst=1001",
+		"burst=abc",
+		"burst=",
+		"burst=-1",
+		"burst=1.5",
+		"burst= 2",
+		"interval=0",
+		"interval=2h",
+		"interval=61m",
+		"interval=7x",
+		"interval=",
+		"timeout=0",
+		"timeout=61s",
+		"timeout=500us",
+		"max_wait=61m",
+		"max_wait=-1",
+		"countdown=50ms",
+		"countdown=99ms",
+		"countdown=61m",
+		"fallback=maybe",
+		"fallback=",
+		"fallback=OPEN",
+		"state_dir=relative",
+		"state_dir=",
+		"key=bad%x",
+		"key=a b",
+		"key=",
+		"key=trailing%",
+		"url=http://host",
+		"url=redis://:s3cret@host:99999",
+		long_key,
+		long_dir,
+		"foo=1",
+		"quiet=1",
+		"debug=yes",
+		"Quiet",
+		"url",
+		"interval",
+		"",
+	};
+	struct opt o, before;
+	char msg[1024];
+
+	(void)state;
+	/* One byte over each limit, with nothing else wrong. */
+	memset(long_key + 4, 'k', OPT_KEY_MAX + 1);
+	long_key[4 + OPT_KEY_MAX + 1] = '\0';
+	memset(long_dir + 11, 'd', OPT_DIR_MAX);
+	long_dir[10 + OPT_DIR_MAX + 1] = '\0';
+	assert_int_equal(strlen(long_key + 4), OPT_KEY_MAX + 1);
+	assert_int_equal(strlen(long_dir + 10), OPT_DIR_MAX + 1);
+
+	/* Start away from the defaults, so that a reset to a default would show too. */
+	opt_defaults(&o);
+	assert_int_equal(opt_set(&o, NULL, "url=redis://:pw@h:7/3"), 0);
+	assert_int_equal(opt_set(&o, NULL, "key=k%u"), 0);
+	assert_int_equal(opt_set(&o, NULL, "interval=3s"), 0);
+	assert_int_equal(opt_set(&o, NULL, "burst=9"), 0);
+	assert_int_equal(opt_set(&o, NULL, "max_wait=33s"), 0);
+	assert_int_equal(opt_set(&o, NULL, "timeout=2s"), 0);
+	assert_int_equal(opt_set(&o, NULL, "fallback=closed"), 0);
+	assert_int_equal(opt_set(&o, NULL, "state_dir=/srv/fs"), 0);
+	assert_int_equal(opt_set(&o, NULL, "countdown=5s"), 0);
+	assert_int_equal(o.errors, 0);
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int rc;
+
+		memcpy(&before, &o, sizeof(o));
+		rc = set_captured(&o, cases[i], msg, sizeof(msg));
+		if (rc != -1)
+			fail_msg("\"%.60s\" accepted", cases[i]);
+		if (o.errors != before.errors + 1)
+			fail_msg("\"%.60s\": errors %d, want %d", cases[i], o.errors,
+				 before.errors + 1);
+		if (strstr(msg, "pam_flowslot: ") == NULL)
+			fail_msg("\"%.60s\": nothing logged", cases[i]);
+		before.errors = o.errors;
+		if (memcmp(&o, &before, sizeof(o)) != 0)
+			fail_msg("\"%.60s\" changed an option", cases[i]);
+	}
+	assert_int_equal(o.errors, (int)ARRAY_SIZE(cases));
+	/* The good ones still stick after all that. */
+	assert_int_equal(opt_set(&o, NULL, "burst=2"), 0);
+	assert_int_equal(o.slot.burst, 2);
+	assert_int_equal(o.errors, (int)ARRAY_SIZE(cases));
+}
+
+static void test_parse_counts_errors(void **state)
+{
+	static const char *argv[] = { "burst=2", "burst=0", "interval=x", "burst=3", "nonsense" };
+	struct capture c;
+	struct opt o;
+	char msg[1024];
+
+	(void)state;
+	opt_defaults(&o);
+	o.errors = 99;
+	o.slot.interval_us = 1;
+	capture_begin(&c);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(argv), argv);
+	capture_end(&c, msg, sizeof(msg));
+	/* From the defaults, errors included; later options win. */
+	assert_int_equal(o.errors, 3);
+	assert_int_equal(o.slot.burst, 3);
+	assert_int_equal(o.slot.interval_us, 7 * US_PER_S);
+	if (strstr(msg, "burst") == NULL || strstr(msg, "interval") == NULL ||
+	    strstr(msg, "nonsense") == NULL)
+		fail_msg("messages: %s", msg);
+}
+
+static void test_messages(void **state)
+{
+	struct opt o;
+	char msg[1024];
+
+	(void)state;
+	opt_defaults(&o);
+
+	assert_int_equal(set_captured(&o, "interval=7x", msg, sizeof(msg)), -1);
+	if (strstr(msg, "bad value for interval: \"7x\"") == NULL)
+		fail_msg("message: %s", msg);
+
+	assert_int_equal(set_captured(&o, "frobnicate=1", msg, sizeof(msg)), -1);
+	if (strstr(msg, "unknown option") == NULL || strstr(msg, "frobnicate") == NULL)
+		fail_msg("message: %s", msg);
+
+	assert_int_equal(set_captured(&o, "quiet=1", msg, sizeof(msg)), -1);
+	if (strstr(msg, "unknown option \"quiet=1\"") == NULL)
+		fail_msg("message: %s", msg);
+
+	/* The url is named, its password never shown, in any encoding. */
+	assert_int_equal(set_captured(&o, "url=redis://:s3cret@host:99999", msg, sizeof(msg)),
+			 -1);
+	if (strstr(msg, "url") == NULL || strstr(msg, "port") == NULL)
+		fail_msg("message: %s", msg);
+	if (strstr(msg, "s3cret") != NULL)
+		fail_msg("the password leaked: %s", msg);
+	assert_int_equal(set_captured(&o, "url=redis://u:%73%33cret@h%zz", msg, sizeof(msg)),
+			 -1);
+	if (strstr(msg, "s3cret") != NULL || strstr(msg, "%73%33cret") != NULL)
+		fail_msg("the password leaked: %s", msg);
+
+	/* Untrusted bytes are escaped, never written raw. */
+	assert_int_equal(set_captured(&o, "key=a\nb", msg, sizeof(msg)), -1);
+	if (strstr(msg, "a\\x0ab") == NULL)
+		fail_msg("message: %s", msg);
+	assert_int_equal(o.errors, 6);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_duration_good),
+		cmocka_unit_test(test_duration_bad),
+		cmocka_unit_test(test_duration_huge),
+		cmocka_unit_test(test_duration_locale),
+		cmocka_unit_test(test_url_tcp),
+		cmocka_unit_test(test_url_percent),
+		cmocka_unit_test(test_url_ipv6_unix_local),
+		cmocka_unit_test(test_url_limits),
+		cmocka_unit_test(test_url_bad),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_parse_every_option),
+		cmocka_unit_test(test_set_limits),
+		cmocka_unit_test(test_set_bad_values),
+		cmocka_unit_test(test_parse_counts_errors),
+		cmocka_unit_test(test_messages),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
