@@ -1,0 +1,672 @@
+/* Unit tests for src/lslot.c: the file-backed schedule, in a private temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "flowslot/fstime.h"
+#include "flowslot/lslot.h"
+
+#define S INT64_C(1000000)
+#define MS INT64_C(1000)
+#define SLACK (50 * MS)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+struct fixture {
+	char root[64];        /* the mkdtemp directory */
+	char state[128];      /* root/state: the state_dir under test */
+	char msg[4096];       /* what the last reserve() logged */
+};
+
+static int fixture_setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL)
+		return -1;
+	strcpy(fx->root, "/tmp/test_lslot.XXXXXX");
+	if (mkdtemp(fx->root) == NULL) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->state, sizeof(fx->state), "%s/state", fx->root);
+	*state = fx;
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static int fixture_teardown(void **state)
+{
+	struct fixture *fx = *state;
+	int rc = nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+	free(fx);
+	return rc;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] != '.')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* lslot_reserve on fx->state, with what it logs kept in fx->msg, and no fd left open. */
+static enum slot_verdict reserve(struct fixture *fx, const char *key, const struct slot_params *p,
+				 struct slot_result *res)
+{
+	FILE *tmp = tmpfile();
+	enum slot_verdict v;
+	int saved, before, after;
+	size_t n;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+	before = count_fds();
+	v = lslot_reserve(NULL, fx->state, key, p, res);
+	after = count_fds();
+	fflush(stderr);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	rewind(tmp);
+	n = fread(fx->msg, 1, sizeof(fx->msg) - 1, tmp);
+	fx->msg[n] = '\0';
+	fclose(tmp);
+	if (after != before)
+		fail_msg("%d fds open before lslot_reserve, %d after", before, after);
+	if (v == SLOT_UNAVAILABLE && strstr(fx->msg, "local slot") == NULL)
+		fail_msg("unavailable, with no reason logged");
+	return v;
+}
+
+static void slot_path(const struct fixture *fx, const char *key, char *out, size_t outsz)
+{
+	char name[NAME_MAX + 1];
+
+	lslot_file_name(key, name, sizeof(name));
+	if ((size_t)snprintf(out, outsz, "%s/%s", fx->state, name) >= outsz)
+		fail_msg("path too long");
+}
+
+/* The whole file into buf (NUL-terminated); returns its length, or -1. */
+static ssize_t read_file(const char *path, char *buf, size_t bufsz)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, bufsz - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+static void write_file(const char *path, const char *content, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static int64_t read_tat(const char *path)
+{
+	char buf[64], *end;
+	long long v;
+
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno != 0 || end == buf || strcmp(end, "\n") != 0)
+		fail_msg("%s holds \"%s\"", path, buf);
+	return v;
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void make_state_dir(const struct fixture *fx, mode_t mode)
+{
+	assert_int_equal(mkdir(fx->state, 0700), 0);
+	assert_int_equal(chmod(fx->state, mode), 0);
+}
+
+static void test_admit_then_wait(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX];
+	struct stat st;
+	int64_t t0, t1, tat;
+
+	slot_path(fx, "sshd", path, sizeof(path));
+	assert_int_equal(lstat(fx->state, &st), -1);
+
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "sshd", &p, &res), SLOT_ADMIT);
+	t1 = fstime_mono_us();
+	assert_int_equal(res.verdict, SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 0);
+	assert_int_equal(res.position, 1);
+	assert_true(res.deadline_us >= t0 && res.deadline_us <= t1);
+
+	/* The directory, made 0700; the file, 0600, under lslot_file_name's name. */
+	assert_int_equal(lstat(fx->state, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal(count_entries(fx->state), 1);
+	tat = read_tat(path);
+	assert_true(tat >= t0 + p.interval_us && tat <= t1 + p.interval_us);
+
+	/* Right after: about an interval to wait. */
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "sshd", &p, &res), SLOT_ADMIT);
+	t1 = fstime_mono_us();
+	if (res.wait_us > p.interval_us || res.wait_us < p.interval_us - SLACK)
+		fail_msg("second wait %lld us", (long long)res.wait_us);
+	assert_int_equal(res.position, res.wait_us / p.interval_us + 1);
+	assert_int_equal(res.deadline_us, tat);
+	assert_true(res.deadline_us - res.wait_us >= t0 && res.deadline_us - res.wait_us <= t1);
+	assert_int_equal(read_tat(path), tat + p.interval_us);
+
+	/* Another key is another schedule. */
+	assert_int_equal(reserve(fx, "login", &p, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 0);
+	assert_int_equal(count_entries(fx->state), 2);
+}
+
+static void test_burst(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 3 };
+	struct slot_result res;
+
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(reserve(fx, "b", &p, &res), SLOT_ADMIT);
+		assert_int_equal(res.wait_us, 0);
+	}
+	assert_int_equal(reserve(fx, "b", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > p.interval_us - SLACK && res.wait_us <= p.interval_us);
+}
+
+static void test_refusal_keeps_file(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 1 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], before[64], after[64];
+	struct stat st1, st2;
+
+	slot_path(fx, "k", path, sizeof(path));
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_true(read_file(path, before, sizeof(before)) > 0);
+	assert_int_equal(stat(path, &st1), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(reserve(fx, "k", &p, &res), SLOT_REFUSE);
+		assert_int_equal(res.verdict, SLOT_REFUSE);
+		assert_true(res.wait_us > p.interval_us - SLACK && res.wait_us <= p.interval_us);
+		assert_true(res.wait_us > p.max_wait_us);
+		assert_true(read_file(path, after, sizeof(after)) > 0);
+		assert_string_equal(after, before);
+	}
+	assert_int_equal(stat(path, &st2), 0);
+	assert_int_equal(st2.st_size, st1.st_size);
+	assert_int_equal(st2.st_ino, st1.st_ino);
+}
+
+static void test_state_dir_symlink(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char real[PATH_MAX];
+
+	snprintf(real, sizeof(real), "%s/real", fx->root);
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(symlink(real, fx->state), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(count_entries(real), 0);
+}
+
+static void test_state_dir_modes(void **state)
+{
+	static const mode_t bad[] = { 0777, 0770, 0720, 0702, 01777 };
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+
+	make_state_dir(fx, 0700);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(chmod(fx->state, bad[i]), 0);
+		if (reserve(fx, "k", &p, &res) != SLOT_UNAVAILABLE)
+			fail_msg("state_dir mode %04o accepted", (unsigned)bad[i]);
+		assert_int_equal(count_entries(fx->state), 0);
+	}
+	/* Readable by others is fine. */
+	assert_int_equal(chmod(fx->state, 0755), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+}
+
+static void test_state_dir_not_dir(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX];
+	struct stat st;
+
+	write_file(fx->state, "", 0600);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+
+	/* A missing parent is not created. */
+	snprintf(fx->state, sizeof(fx->state), "%s/missing/state", fx->root);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	snprintf(path, sizeof(path), "%s/missing", fx->root);
+	assert_int_equal(lstat(path, &st), -1);
+}
+
+static void test_foreign_owner(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], buf[64];
+
+	if (geteuid() != 0)
+		skip(); /* needs to give a file away */
+	make_state_dir(fx, 0700);
+	assert_int_equal(chown(fx->state, 65534, 65534), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(count_entries(fx->state), 0);
+
+	assert_int_equal(chown(fx->state, 0, 0), 0);
+	slot_path(fx, "k", path, sizeof(path));
+	write_file(path, "7\n", 0600);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "7\n");
+}
+
+static void test_slot_file_symlink(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], target[PATH_MAX], buf[64];
+	struct stat st;
+
+	make_state_dir(fx, 0700);
+
+	/* To a file of ours that the module could write: not followed. */
+	snprintf(target, sizeof(target), "%s/target", fx->root);
+	write_file(target, "12345\n", 0600);
+	slot_path(fx, "k", path, sizeof(path));
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	assert_true(read_file(target, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "12345\n");
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+
+	/* Dangling: nothing is created at its target. */
+	snprintf(target, sizeof(target), "%s/created", fx->root);
+	slot_path(fx, "k2", path, sizeof(path));
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(reserve(fx, "k2", &p, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(lstat(target, &st), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+static void test_slot_file_unsafe(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], other[PATH_MAX], before[64], after[64];
+
+	/* A second link: someone else could be holding the same inode under another name. */
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "k", path, sizeof(path));
+	snprintf(other, sizeof(other), "%s/other", fx->root);
+	assert_int_equal(link(path, other), 0);
+	assert_true(read_file(path, before, sizeof(before)) > 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	assert_true(read_file(path, after, sizeof(after)) > 0);
+	assert_string_equal(after, before);
+	assert_int_equal(unlink(other), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+
+	/* Readable or writable by others. */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_true(read_file(path, before, sizeof(before)) > 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+	assert_true(read_file(path, after, sizeof(after)) > 0);
+	assert_string_equal(after, before);
+	assert_int_equal(chmod(path, 0606), 0);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_UNAVAILABLE);
+
+	/* Not a regular file. */
+	slot_path(fx, "dir", path, sizeof(path));
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(reserve(fx, "dir", &p, &res), SLOT_UNAVAILABLE);
+	slot_path(fx, "fifo", path, sizeof(path));
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(reserve(fx, "fifo", &p, &res), SLOT_UNAVAILABLE);
+}
+
+static void test_garbage_is_empty(void **state)
+{
+	static const char *const contents[] = {
+		"",
+		"garbage",
+		"garbage\n",
+		"\n",
+		"-5\n",
+		"12x\n",
+		"1.5\n",
+		"99999999999999999999999\n",
+		"12345678901234567890123456789012345678901234567890\n",
+		"999999999999999999\n", /* far in the future: stale */
+		"0\n",
+	};
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], buf[64];
+	int64_t t0, t1, tat;
+
+	make_state_dir(fx, 0700);
+	slot_path(fx, "k", path, sizeof(path));
+	for (size_t i = 0; i < ARRAY_SIZE(contents); i++) {
+		write_file(path, contents[i], 0600);
+		t0 = fstime_mono_us();
+		assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+		t1 = fstime_mono_us();
+		if (res.wait_us != 0 || res.position != 1)
+			fail_msg("content %zu: wait %lld position %lld", i, (long long)res.wait_us,
+				 (long long)res.position);
+		tat = read_tat(path);
+		assert_true(tat >= t0 + p.interval_us && tat <= t1 + p.interval_us);
+	}
+
+	/* A good one is read: a schedule 3 s ahead makes a 3 s wait. */
+	t0 = fstime_mono_us();
+	snprintf(buf, sizeof(buf), "%" PRId64 "\n", t0 + 3 * S);
+	write_file(path, buf, 0600);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > 3 * S - SLACK && res.wait_us <= 3 * S);
+	assert_int_equal(read_tat(path), t0 + 3 * S + p.interval_us);
+}
+
+static bool is_hex16(const char *s)
+{
+	if (strlen(s) != 16)
+		return false;
+	for (; *s != '\0'; s++) {
+		if (!isxdigit((unsigned char)*s))
+			return false;
+	}
+	return true;
+}
+
+/* Checks a name's form; returns the length of its readable part (after "slot."). */
+static size_t check_name(const char *key, const char *name)
+{
+	size_t len = strlen(name), r;
+	const char *tilde;
+
+	if (len > NAME_MAX || strncmp(name, "slot.", 5) != 0 || strchr(name, '/') != NULL)
+		fail_msg("bad name \"%s\"", name);
+	tilde = strrchr(name, '~');
+	if (tilde != NULL && is_hex16(tilde + 1))
+		r = (size_t)(tilde - name) - 5;
+	else
+		r = len - 5;
+	/* The readable part, '/' spelt %2F, is a prefix of the key. */
+	for (size_t i = 5, k = 0; i < 5 + r; k++) {
+		if (strncmp(name + i, "%2F", 3) == 0 && key[k] == '/')
+			i += 3;
+		else if (name[i] == key[k] && key[k] != '/')
+			i++;
+		else
+			fail_msg("name \"%s\" does not start with key \"%.40s...\"", name, key);
+	}
+	return r;
+}
+
+static void test_file_name(void **state)
+{
+	char name[NAME_MAX + 1 + 16];
+	char key[1024], key2[1024];
+	const char *tilde;
+
+	(void)state;
+	lslot_file_name("pam_flowslot", name, NAME_MAX + 1);
+	assert_string_equal(name, "slot.pam_flowslot");
+	lslot_file_name("flowslot:{sshd}:a%20b@10.0.0.1", name, NAME_MAX + 1);
+	assert_string_equal(name, "slot.flowslot:{sshd}:a%20b@10.0.0.1");
+	lslot_file_name("a/b", name, NAME_MAX + 1);
+	assert_string_equal(name, "slot.a%2Fb");
+	lslot_file_name("/../..", name, NAME_MAX + 1);
+	assert_string_equal(name, "slot.%2F..%2F..");
+	lslot_file_name("", name, NAME_MAX + 1);
+	assert_string_equal(name, "slot.");
+	lslot_file_name("..", name, NAME_MAX + 1);
+	assert_string_equal(name, "slot...");
+
+	/* Cut: at most NAME_MAX bytes, "~" and 16 hex digits at the end. */
+	memset(key, 'k', 300);
+	key[300] = '\0';
+	memset(name, '#', sizeof(name));
+	lslot_file_name(key, name, NAME_MAX + 1);
+	assert_true(strlen(name) <= NAME_MAX);
+	assert_int_equal(name[NAME_MAX + 1], '#');
+	tilde = strrchr(name, '~');
+	assert_non_null(tilde);
+	assert_true(is_hex16(tilde + 1));
+	assert_true(check_name(key, name) > 200);
+
+	/* The same first 300 bytes, different after: different names. */
+	memcpy(key2, key, 300);
+	key[300] = 'a';
+	key2[300] = 'b';
+	key[301] = key2[301] = '\0';
+	lslot_file_name(key, name, NAME_MAX + 1);
+	{
+		char name2[NAME_MAX + 1];
+
+		lslot_file_name(key2, name2, sizeof(name2));
+		assert_true(strlen(name2) <= NAME_MAX);
+		assert_string_not_equal(name, name2);
+		/* And the same key, the same name. */
+		lslot_file_name(key, name2, sizeof(name2));
+		assert_string_equal(name, name2);
+	}
+
+	/* Slashes near the cut are never split. */
+	memset(key, '/', 300);
+	key[300] = '\0';
+	lslot_file_name(key, name, NAME_MAX + 1);
+	assert_true(check_name(key, name) % 3 == 0);
+	for (size_t i = 0; i < 40; i++) {
+		for (size_t j = 0; j < 300; j++)
+			key[j] = (j + i) % 3 == 0 ? '/' : 'x';
+		lslot_file_name(key, name, NAME_MAX + 1);
+		check_name(key, name);
+	}
+}
+
+/* Every key length gives a well-formed name, and no two the same. */
+static void test_file_name_lengths(void **state)
+{
+	static char names[401][NAME_MAX + 1];
+	char key[401];
+
+	(void)state;
+	for (size_t n = 0; n <= 400; n++) {
+		memset(key, 'a', n);
+		key[n] = '\0';
+		lslot_file_name(key, names[n], sizeof(names[n]));
+		check_name(key, names[n]);
+		if (n <= 200) {
+			assert_int_equal(strlen(names[n]), 5 + n);
+		}
+		for (size_t m = 0; m < n; m++) {
+			if (strcmp(names[m], names[n]) == 0)
+				fail_msg("keys of %zu and %zu bytes share a name", m, n);
+		}
+	}
+}
+
+static void test_long_key_reserve(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char key[301], path[PATH_MAX];
+	struct stat st;
+
+	memset(key, '/', 300);
+	key[300] = '\0';
+	assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
+	slot_path(fx, key, path, sizeof(path));
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(count_entries(fx->state), 1);
+	assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > p.interval_us - SLACK);
+}
+
+/* Logins at the same moment in several processes each get their own slot. */
+static void test_concurrent(void **state)
+{
+	enum { N = 6 };
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	int go[2], out[2];
+	int64_t waits[N];
+	pid_t pids[N];
+
+	assert_int_equal(reserve(fx, "warm", &p, &res), SLOT_ADMIT); /* makes the directory */
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(out), 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char c;
+			int64_t w = -1;
+
+			close(go[1]);
+			close(out[0]);
+			(void)!read(go[0], &c, 1); /* returns at EOF: all start together */
+			if (lslot_reserve(NULL, fx->state, "together", &p, &res) == SLOT_ADMIT)
+				w = res.wait_us;
+			_exit(write(out[1], &w, sizeof(w)) == sizeof(w) ? 0 : 1);
+		}
+	}
+	close(go[0]);
+	close(out[1]);
+	close(go[1]);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(read(out[0], &waits[i], sizeof(waits[i])), sizeof(waits[i]));
+	close(out[0]);
+	for (int i = 0; i < N; i++) {
+		int status;
+
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	for (int i = 1; i < N; i++) {
+		for (int j = i; j > 0 && waits[j - 1] > waits[j]; j--) {
+			int64_t t = waits[j];
+
+			waits[j] = waits[j - 1];
+			waits[j - 1] = t;
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		if (waits[i] > i * p.interval_us || waits[i] < i * p.interval_us - 500 * MS)
+			fail_msg("login %d of %d waits %lld us", i + 1, N, (long long)waits[i]);
+	}
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fixture_setup, fixture_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_admit_then_wait),
+		T(test_burst),
+		T(test_refusal_keeps_file),
+		T(test_state_dir_symlink),
+		T(test_state_dir_modes),
+		T(test_state_dir_not_dir),
+		T(test_foreign_owner),
+		T(test_slot_file_symlink),
+		T(test_slot_file_unsafe),
+		T(test_garbage_is_empty),
+		cmocka_unit_test(test_file_name),
+		cmocka_unit_test(test_file_name_lengths),
+		T(test_long_key_reserve),
+		T(test_concurrent),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
