@@ -77,8 +77,13 @@ build/test_symbols: tests/unit/test_symbols.c pam_flowslot.so
 	$(CC) $(TEST_CFLAGS) -DMODULE_PATH='"$(CURDIR)/pam_flowslot.so"' -o $@ $< \
 		$(TEST_LIBS) -ldl
 
-unit: $(UNIT_TESTS)
-	@for t in $(UNIT_TESTS); do echo "== $$t"; ./$$t || exit 1; done
+# A decimal-comma locale, so that test_opt can show durations ignore the caller's locale.
+build/locale/de_DE.UTF-8: | build
+	mkdir -p build/locale
+	localedef -i de_DE -f UTF-8 $@
+
+unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
+	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(CURDIR)/build/locale ./$$t || exit 1; done
 
 # The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
 check:
@@ -86,16 +91,16 @@ check:
 	@$(MAKE) --no-print-directory check-run
 
 check-run: all unit
-	sh tests/script.sh
-	sh tests/integration.sh
-	FLOWSLOT_VALGRIND=1 sh tests/integration.sh
+	bash tests/script.sh
+	bash tests/integration.sh
+	FLOWSLOT_VALGRIND=1 bash tests/integration.sh
 
 demo:
 	@sh tests/deps.sh
 	@$(MAKE) --no-print-directory demo-run
 
 demo-run: all
-	@sh tests/demo.sh
+	@bash tests/demo.sh
 
 deps:
 	sh tests/deps.sh

@@ -126,15 +126,15 @@ login() {
 	echo $? > "$TMP/$name.rc"
 }
 
-# logins PREFIX SERVICE N: N logins at once (users PREFIX01..), waiting for all.
+# logins PREFIX SERVICE N [OPERATION]: N logins at once (users PREFIX01..), waiting for all.
 logins() {
-	prefix=$1 svc=$2 n=$3
+	prefix=$1 svc=$2 n=$3 op=${4:-authenticate}
 	rm -f "$TMP/go"
 	lpids=""
 	i=1
 	while [ "$i" -le "$n" ]; do
 		u=$(printf '%s%02d' "$prefix" "$i")
-		(while [ ! -e "$TMP/go" ]; do sleep 0.01; done; login "$u" "$svc" "$u") &
+		(while [ ! -e "$TMP/go" ]; do sleep 0.01; done; login "$u" "$svc" "$u" "$op") &
 		lpids="$lpids $!"
 		i=$((i + 1))
 	done
@@ -146,3 +146,6 @@ rc_of() { cat "$TMP/$1.rc"; }
 
 # now_ms: wall-clock milliseconds.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# in_range VALUE LOW HIGH: LOW < VALUE <= HIGH.
+in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
