@@ -91,6 +91,7 @@ check:
 	@$(MAKE) --no-print-directory check-run
 
 check-run: all unit
+	bash tests/docs.sh
 	bash tests/script.sh
 	bash tests/integration.sh
 	FLOWSLOT_VALGRIND=1 bash tests/integration.sh

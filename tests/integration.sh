@@ -268,6 +268,15 @@ check "account: admitted, then refused with PAM_PERM_DENIED" \
 check "session: refused with PAM_SESSION_ERR" \
 	grep -q 'Cannot make/remove an entry for the specified session' "$TMP/ph3.err"
 
+# The example stack in etc/, as shipped but for where Redis is.
+grep -v '^#' "$TOP/etc/pam.d/flowslot-example" |
+	sed "s|pam_flowslot.so|$MODULE|; s|url=redis://127.0.0.1:6379/0|url=unix://$TMP/r.sock|" \
+	> "$TMP/svc/example"
+echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/example"
+login ex1 example alice open_session
+check "etc/pam.d/flowslot-example: a session is admitted on its schedule" \
+	sh -c "[ $(rc_of ex1) = 0 ] && [ \$(redis-cli -s '$TMP/r.sock' exists pam_flowslot) = 1 ]"
+
 # A 10,000-byte user name with key=%u: the key overflows; logged, and the fallback decides.
 long=$(head -c 10000 /dev/zero | tr '\0' 'x')
 service longuser "auth required @M url=unix://$TMP/r.sock key=%u state_dir=$TMP/longstate" \

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The man page, the README and the examples against the code; make install into a DESTDIR.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+cd "$TOP" || exit 1
+
+# RETURN VALUES lists exactly the codes the entry points can return.
+documented=$(sed -n '/^\.SH "*RETURN VALUES"*/,/^\.SH/p' pam_flowslot.8 |
+	sed -nE 's/^\.B (PAM_[A-Z_]+).*/\1/p' | sort -u | tr '\n' ' ')
+returned=$(sed -n '/^static int gate_refusal/,$p' pam_flowslot.c |
+	grep -oE '(\] = |return |ret = )PAM_[A-Z_]+' | grep -oE 'PAM_[A-Z_]+' | sort -u | tr '\n' ' ')
+check "man page RETURN VALUES match the code ($documented)" [ "$documented" = "$returned" ]
+
+# Every option the parser knows is documented, in the man page and the README, and no more.
+code_opts=$( (sed -nE 's/^\s*\{ "([a-z_]+)=", opt_set_.*/\1/p' src/opt.c
+	grep -oE 'strcmp\(arg, "[a-z_]+"\)' src/opt.c | sed -E 's/.*"(.*)".*/\1/') | sort | tr '\n' ' ')
+man_opts=$(sed -n '/^\.SH "*OPTIONS"*/,/^\.SH/p' pam_flowslot.8 |
+	sed -nE '/^\.TP/{n; s/^(\.BI? |\\fB)([a-z_]+)(=| |$|\\fR).*/\2/p}' | sort -u | tr '\n' ' ')
+readme_opts=$(sed -nE 's/^\| `([a-z_]+)=?` \|.*/\1/p' README.md | sort -u | tr '\n' ' ')
+check "man page OPTIONS match the parser ($man_opts)" [ "$man_opts" = "$code_opts" ]
+check "README options table matches the parser ($readme_opts)" [ "$readme_opts" = "$code_opts" ]
+
+# The man page renders without a warning.
+warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z pam_flowslot.8 2>&1)
+check "groff -ww renders pam_flowslot.8 without warnings" [ -z "$warnings" ]
+
+# The README's example stack is the file in etc/.
+example=$(grep -c -F -x -f README.md etc/pam.d/flowslot-example)
+check "README shows etc/pam.d/flowslot-example line for line" \
+	[ "$example" -eq "$(wc -l < etc/pam.d/flowslot-example)" ]
+
+# make install honours DESTDIR and PAMDIR, with the modes a distribution expects.
+dest=$TMP/dest
+make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
+check "make install puts the module in PAMDIR, mode 0644" \
+	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
+check "make install puts the man page in man8" [ -f "$dest/usr/share/man/man8/pam_flowslot.8" ]
+check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
+	[ "$(find "$dest" -type f | wc -l)" -eq 3 ]
+make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
+check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
+
+finish
