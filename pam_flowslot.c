@@ -37,26 +37,21 @@ struct gate_who {
 	char rhost_shown[128];
 };
 
-static int gate_refusal(enum gate_phase phase)
+/* What a login that is not let through gets, by phase (cf. LOGIN-PATHS: never PAM_MAXTRIES). */
+static int gate_denial(enum gate_phase phase, enum slot_verdict verdict)
 {
-	static const int codes[] = {
+	static const int refused[] = {
 		[GATE_AUTH] = PAM_AUTH_ERR,
 		[GATE_ACCOUNT] = PAM_PERM_DENIED,
 		[GATE_SESSION] = PAM_SESSION_ERR,
 	};
-
-	return codes[phase];
-}
-
-static int gate_unavailable(enum gate_phase phase)
-{
-	static const int codes[] = {
+	static const int unavailable[] = {
 		[GATE_AUTH] = PAM_AUTHINFO_UNAVAIL,
 		[GATE_ACCOUNT] = PAM_PERM_DENIED,
 		[GATE_SESSION] = PAM_SESSION_ERR,
 	};
 
-	return codes[phase];
+	return verdict == SLOT_REFUSE ? refused[phase] : unavailable[phase];
 }
 
 static void gate_get_who(pam_handle_t *pamh, bool need_user, struct gate_who *who)
@@ -150,19 +145,19 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	v = gate_reserve(pamh, &o, key, &res, &via);
 	switch (v) {
 	case SLOT_ADMIT:
-		if (res.wait_us > 0)
+		if (res.wait_us > 0) {
 			log_msg(pamh, LOG_NOTICE,
 				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
 				"via=%s",
 				who.service_shown, who.user_shown, who.rhost_shown,
 				(long long)(res.wait_us / 1000), (long long)res.position, via);
-		else if (o.debug)
+			countdown_wait(pamh, &res, o.countdown_us, !silent && !o.quiet);
+		} else if (o.debug) {
 			log_msg(pamh, LOG_DEBUG,
 				"admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
 				who.service_shown, who.user_shown, who.rhost_shown,
 				(long long)res.position, via);
-		if (res.wait_us > 0)
-			countdown_wait(pamh, &res, o.countdown_us, !silent && !o.quiet);
+		}
 		ret = PAM_IGNORE;
 		break;
 	case SLOT_REFUSE:
@@ -176,13 +171,13 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 		if (!silent)
 			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
 				  wait_text);
-		ret = gate_refusal(phase);
+		ret = gate_denial(phase, v);
 		break;
 	case SLOT_UNAVAILABLE:
 	default:
 		if (!silent)
 			pam_error(pamh, "The login queue is unavailable. Please try again later.");
-		ret = gate_unavailable(phase);
+		ret = gate_denial(phase, v);
 		break;
 	}
 	opt_wipe(&o);

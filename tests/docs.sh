@@ -8,7 +8,7 @@ cd "$TOP" || exit 1
 # RETURN VALUES lists exactly the codes the entry points can return.
 documented=$(sed -n '/^\.SH "*RETURN VALUES"*/,/^\.SH/p' pam_flowslot.8 |
 	sed -nE 's/^\.B (PAM_[A-Z_]+).*/\1/p' | sort -u | tr '\n' ' ')
-returned=$(sed -n '/^static int gate_refusal/,$p' pam_flowslot.c |
+returned=$(sed -n '/^static int gate_denial/,$p' pam_flowslot.c |
 	grep -oE '(\] = |return |ret = )PAM_[A-Z_]+' | grep -oE 'PAM_[A-Z_]+' | sort -u | tr '\n' ' ')
 check "man page RETURN VALUES match the code ($documented)" [ "$documented" = "$returned" ]
 
