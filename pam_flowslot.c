@@ -153,10 +153,11 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 				(long long)(res.wait_us / 1000), (long long)res.position, via);
 			countdown_wait(pamh, &res, o.countdown_us, !silent && !o.quiet);
 		} else if (o.debug) {
-			log_msg(pamh, LOG_DEBUG,
-				"admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
-				who.service_shown, who.user_shown, who.rhost_shown,
-				(long long)res.position, via);
+			log_msg(
+			    pamh, LOG_DEBUG,
+			    "admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
+			    who.service_shown, who.user_shown, who.rhost_shown,
+			    (long long)res.position, via);
 		}
 		ret = PAM_IGNORE;
 		break;

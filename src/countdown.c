@@ -29,8 +29,7 @@ void countdown_format(int64_t us, char *buf, size_t bufsz)
 		snprintf(buf, bufsz, "%lld s", (long long)((us + 999999) / 1000000));
 }
 
-void countdown_wait(pam_handle_t *pamh, const struct slot_result *res, int64_t step_us,
-		    bool talk)
+void countdown_wait(pam_handle_t *pamh, const struct slot_result *res, int64_t step_us, bool talk)
 {
 	int64_t wait = res->wait_us;
 	char left[32];

@@ -316,8 +316,8 @@ static int opt_set_max_wait(struct opt *o, const char *v, const char **why)
 
 static int opt_set_timeout(struct opt *o, const char *v, const char **why)
 {
-	return opt_set_duration(&o->timeout_us, v, 1000, 60 * US_PER_S,
-				"must be from 1ms to 60s", why);
+	return opt_set_duration(&o->timeout_us, v, 1000, 60 * US_PER_S, "must be from 1ms to 60s",
+				why);
 }
 
 static int opt_set_countdown(struct opt *o, const char *v, const char **why)
@@ -379,7 +379,7 @@ static int opt_set_state_dir(struct opt *o, const char *v, const char **why)
 static const struct opt_setter {
 	const char *name; /* with its '=' */
 	int (*set)(struct opt *o, const char *v, const char **why);
-	bool secret;      /* never echo the value */
+	bool secret; /* never echo the value */
 } opt_setters[] = {
 	{ "url=", opt_set_url, true },
 	{ "key=", opt_set_key, false },
@@ -393,7 +393,7 @@ static const struct opt_setter {
 };
 
 static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
 {

@@ -21,7 +21,6 @@ void countdown_format(int64_t us, char *buf, size_t bufsz);
 /* Tells the user where they stand, sleeps until res->deadline_us with a message every step_us
    (0: none), and says the turn has come just before returning. With talk false it only
    sleeps. A missing or failing conversation does not stop the wait. */
-void countdown_wait(pam_handle_t *pamh, const struct slot_result *res, int64_t step_us,
-		    bool talk);
+void countdown_wait(pam_handle_t *pamh, const struct slot_result *res, int64_t step_us, bool talk);
 
 #endif

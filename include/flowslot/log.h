@@ -9,9 +9,9 @@
 #include <security/pam_modules.h>
 
 void log_msg(const pam_handle_t *pamh, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void log_vmsg(const pam_handle_t *pamh, int prio, const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
+    __attribute__((format(printf, 3, 0)));
 
 /* Copies untrusted text into out for a log line: bytes outside printable ASCII, and '\',
    become \xNN; what does not fit is cut and marked with "...". Returns out. */

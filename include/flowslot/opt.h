@@ -30,10 +30,10 @@ enum opt_fallback {
 
 struct opt_url {
 	enum opt_backend backend;
-	char host[OPT_HOST_MAX + 1];     /* TCP */
-	int port;                        /* TCP */
+	char host[OPT_HOST_MAX + 1];	 /* TCP */
+	int port;			 /* TCP */
 	char socket[OPT_SOCKET_MAX + 1]; /* Unix */
-	char user[OPT_USER_MAX + 1];     /* empty: the default user */
+	char user[OPT_USER_MAX + 1];	 /* empty: the default user */
 	char password[OPT_PASSWORD_MAX + 1];
 	bool has_password;
 	int db;

@@ -11,16 +11,16 @@ struct slot_params {
 };
 
 enum slot_verdict {
-	SLOT_ADMIT,       /* a slot is reserved: wait until deadline_us */
-	SLOT_REFUSE,      /* the wait would exceed max_wait: nothing is reserved */
+	SLOT_ADMIT,	  /* a slot is reserved: wait until deadline_us */
+	SLOT_REFUSE,	  /* the wait would exceed max_wait: nothing is reserved */
 	SLOT_UNAVAILABLE, /* the backend could not decide; the reason has been logged */
 };
 
 struct slot_result {
 	enum slot_verdict verdict;
-	int64_t wait_us;       /* from the decision to the slot; for a refusal, the wait refused */
-	int64_t position;      /* 1 + the logins to be admitted before this one */
-	int64_t deadline_us;   /* CLOCK_MONOTONIC time of the slot, when admitted */
+	int64_t wait_us;     /* from the decision to the slot; for a refusal, the wait refused */
+	int64_t position;    /* 1 + the logins to be admitted before this one */
+	int64_t deadline_us; /* CLOCK_MONOTONIC time of the slot, when admitted */
 };
 
 /* The GCRA step that src/slot.lua runs on Redis, for the local backend: decides for a login

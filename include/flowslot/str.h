@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* The text after prefix when s starts with it, else NULL (cf. Linux-PAM pam_str_skip_prefix). */
-#define str_skip_prefix(s, prefix) \
+#define str_skip_prefix(s, prefix)                                                                 \
 	(strncmp((s), (prefix), sizeof(prefix) - 1) == 0 ? (s) + sizeof(prefix) - 1 : NULL)
 
 #endif
