@@ -434,7 +434,10 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 		return opt_bad(o, pamh, "bad value for %.*s: \"%s\": %s", (int)namelen - 1, arg,
 			       log_escape(arg + namelen, shown, sizeof(shown)), why);
 	}
-	return opt_bad(o, pamh, "unknown option \"%s\"", log_escape(arg, shown, sizeof(shown)));
+	/* Only the name: a mistyped url= would otherwise put its password in the log. */
+	log_escape(arg, shown, sizeof(shown));
+	shown[strcspn(shown, "=")] = '\0';
+	return opt_bad(o, pamh, "unknown option \"%s\"", shown);
 }
 
 void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)

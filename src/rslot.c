@@ -209,7 +209,9 @@ int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct sl
 	admitted = r->element[0]->integer;
 	wait_us = r->element[1]->integer;
 	position = r->element[2]->integer;
-	if ((admitted != 0 && admitted != 1) || wait_us < 0 || position < 1 ||
+	/* No schedule the script keeps can ask for more than max_wait + burst * interval. */
+	if ((admitted != 0 && admitted != 1) || wait_us < 0 ||
+	    wait_us > p->max_wait_us + p->burst * p->interval_us || position < 1 ||
 	    position > RSLOT_POSITION_MAX || (admitted == 1 && wait_us > p->max_wait_us) ||
 	    (admitted == 0 && wait_us <= p->max_wait_us)) {
 		*why = "values out of range";

@@ -23,9 +23,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 -- A schedule further ahead than any reservation could have left it is stale: the server
--- clock went back (a failover, a step), or the settings shrank. Start it afresh.
+-- clock went back (a failover, a step), or the settings shrank. Start it afresh; likewise
+-- a value that is not a number (tonumber('nan') is NaN).
 local tat = tonumber(redis.call('GET', KEYS[1]))
-if not tat or tat < now or tat > now + max_wait + burst * interval then
+if not tat or tat ~= tat or tat < now or tat > now + max_wait + burst * interval then
   tat = now
 end
 
