@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "flowslot/fstime.h"
@@ -45,20 +46,37 @@ static int rslot_poll(const struct rslot_call *call, short events, const char **
 	}
 }
 
-/* Sends what the context has buffered. */
-static int rslot_flush(struct rslot_call *call, const char **why)
+/* Sends one command. Not hiredis's own write: without MSG_NOSIGNAL, a server that hangs up
+   first (as a full maxclients does) raises SIGPIPE and kills the host process. Commands sent
+   one after another without reading are still one round trip. */
+static int rslot_send(struct rslot_call *call, int argc, const char **argv, const char **why)
 {
-	int done = 0;
+	char *cmd = NULL;
+	long long len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+	size_t off = 0;
+	int rc = 0;
 
-	while (!done) {
-		if (rslot_poll(call, POLLOUT, why) != 0)
-			return -1;
-		if (redisBufferWrite(call->c, &done) != REDIS_OK) {
-			*why = call->c->errstr;
-			return -1;
+	if (len < 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	while (rc == 0 && off < (size_t)len) {
+		ssize_t n;
+
+		if (rslot_poll(call, POLLOUT, why) != 0) {
+			rc = -1;
+			break;
+		}
+		n = send(call->c->fd, cmd + off, (size_t)len - off, MSG_NOSIGNAL);
+		if (n >= 0) {
+			off += (size_t)n;
+		} else if (errno != EINTR && errno != EAGAIN) {
+			*why = errno == EPIPE ? "the server closed the connection" : "send failed";
+			rc = -1;
 		}
 	}
-	return 0;
+	redisFreeCommand(cmd);
+	return rc;
 }
 
 /* Reads the next reply. hiredis's own blocking read would bound each read(), not the reply:
@@ -112,7 +130,8 @@ static int rslot_expect_ok(struct rslot_call *call, const char *what)
 	return rc;
 }
 
-static int rslot_append_script(struct rslot_call *call, bool by_sha, const char *key)
+static int rslot_send_script(struct rslot_call *call, bool by_sha, const char *key,
+			     const char **why)
 {
 	const struct slot_params *p = &call->o->slot;
 	char interval[24], burst[24], max_wait[24];
@@ -127,7 +146,7 @@ static int rslot_append_script(struct rslot_call *call, bool by_sha, const char 
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
 	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);
-	return redisAppendCommandArgv(call->c, (int)(sizeof(argv) / sizeof(argv[0])), argv, NULL);
+	return rslot_send(call, (int)(sizeof(argv) / sizeof(argv[0])), argv, why);
 }
 
 /* Pipelines AUTH, SELECT and EVALSHA, and falls back to EVAL once if the server has lost the
@@ -136,9 +155,9 @@ static redisReply *rslot_exchange(struct rslot_call *call, const char *key)
 {
 	const struct opt_url *u = &call->o->url;
 	redisReply *r = NULL;
-	const char *why;
+	const char *why = NULL;
 	char db[16];
-	bool appended = true;
+	int sent = 0;
 
 	if (u->has_password) {
 		const char *auth[3] = { "AUTH" };
@@ -147,20 +166,17 @@ static redisReply *rslot_exchange(struct rslot_call *call, const char *key)
 		if (u->user[0] != '\0')
 			auth[n++] = u->user;
 		auth[n++] = u->password;
-		appended &= redisAppendCommandArgv(call->c, n, auth, NULL) == REDIS_OK;
+		sent = rslot_send(call, n, auth, &why);
 	}
-	if (u->db != 0) {
+	if (sent == 0 && u->db != 0) {
 		const char *select[] = { "SELECT", db };
 
 		snprintf(db, sizeof(db), "%d", u->db);
-		appended &= redisAppendCommandArgv(call->c, 2, select, NULL) == REDIS_OK;
+		sent = rslot_send(call, 2, select, &why);
 	}
-	appended &= rslot_append_script(call, true, key) == REDIS_OK;
-	if (!appended) {
-		rslot_fail(call, "sending", "out of memory");
-		return NULL;
-	}
-	if (rslot_flush(call, &why) != 0) {
+	if (sent == 0)
+		sent = rslot_send_script(call, true, key, &why);
+	if (sent != 0) {
 		rslot_fail(call, "sending", why);
 		return NULL;
 	}
@@ -174,9 +190,8 @@ static redisReply *rslot_exchange(struct rslot_call *call, const char *key)
 	if (r->type == REDIS_REPLY_ERROR && str_skip_prefix(r->str, "NOSCRIPT") != NULL) {
 		freeReplyObject(r);
 		r = NULL;
-		if (rslot_append_script(call, false, key) != REDIS_OK)
-			why = "out of memory";
-		else if (rslot_flush(call, &why) == 0 && rslot_get_reply(call, &r, &why) == 0)
+		if (rslot_send_script(call, false, key, &why) == 0 &&
+		    rslot_get_reply(call, &r, &why) == 0)
 			why = NULL;
 		if (why != NULL) {
 			rslot_fail(call, "loading the script", why);
