@@ -245,6 +245,24 @@ static void test_noscript_twice(void **state)
 	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
 }
 
+/* Each reply in turn, on a fresh connection, must leave the login undecided and the context
+   freed. */
+static void expect_unavailable(void **state, const char *const *replies, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct opt o;
+		struct slot_result res = { 0 };
+
+		teardown(state);
+		setup(state);
+		opts(&o);
+		serve(replies[i]);
+		if (reserve(&o, &res) != SLOT_UNAVAILABLE)
+			fail_msg("reply %zu was taken: %s", i, replies[i]);
+		assert_int_equal(frees, 1);
+	}
+}
+
 static void test_error_replies(void **state)
 {
 	static const char *const errors[] = {
@@ -254,17 +272,7 @@ static void test_error_replies(void **state)
 		"-ERR pam_flowslot: bad arguments\r\n",
 	};
 
-	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
-		struct opt o;
-		struct slot_result res = { 0 };
-
-		teardown(state);
-		setup(state);
-		opts(&o);
-		serve(errors[i]);
-		assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
-		assert_int_equal(frees, 1);
-	}
+	expect_unavailable(state, errors, sizeof(errors) / sizeof(errors[0]));
 }
 
 static void test_garbage(void **state)
@@ -288,18 +296,7 @@ static void test_garbage(void **state)
 		"*-1\r\n",                              /* nil array */
 	};
 
-	for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
-		struct opt o;
-		struct slot_result res = { 0 };
-
-		teardown(state);
-		setup(state);
-		opts(&o);
-		serve(garbage[i]);
-		if (reserve(&o, &res) != SLOT_UNAVAILABLE)
-			fail_msg("garbage %zu was taken: %s", i, garbage[i]);
-		assert_int_equal(frees, 1);
-	}
+	expect_unavailable(state, garbage, sizeof(garbage) / sizeof(garbage[0]));
 }
 
 static void test_stall_times_out(void **state)
