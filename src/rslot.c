@@ -111,7 +111,7 @@ static void rslot_fail(const struct rslot_call *call, const char *what, const ch
 		log_escape(why, shown, sizeof(shown)));
 }
 
-/* Checks a status reply of AUTH or SELECT. */
+/* Checks the status reply of AUTH. */
 static int rslot_expect_ok(struct rslot_call *call, const char *what)
 {
 	redisReply *r = NULL;
@@ -130,33 +130,37 @@ static int rslot_expect_ok(struct rslot_call *call, const char *what)
 	return rc;
 }
 
+/* The database goes to the script as ARGV[4] rather than as a pipelined SELECT: a SELECT that
+   failed (db out of range) would leave the script to reserve on database 0. */
 static int rslot_send_script(struct rslot_call *call, bool by_sha, const char *key,
 			     const char **why)
 {
 	const struct slot_params *p = &call->o->slot;
-	char interval[24], burst[24], max_wait[24];
+	char interval[24], burst[24], max_wait[24], db[16];
 	const char *argv[] = { by_sha ? "EVALSHA" : "EVAL",
 			       by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
 			       "1",
 			       key,
 			       interval,
 			       burst,
-			       max_wait };
+			       max_wait,
+			       db };
+	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
 
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
 	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);
-	return rslot_send(call, (int)(sizeof(argv) / sizeof(argv[0])), argv, why);
+	snprintf(db, sizeof(db), "%d", call->o->url.db);
+	return rslot_send(call, call->o->url.db != 0 ? argc : argc - 1, argv, why);
 }
 
-/* Pipelines AUTH, SELECT and EVALSHA, and falls back to EVAL once if the server has lost the
+/* Pipelines AUTH and EVALSHA, and falls back to EVAL once if the server has lost the
    script. Returns the script's reply, or NULL with the reason logged. */
 static redisReply *rslot_exchange(struct rslot_call *call, const char *key)
 {
 	const struct opt_url *u = &call->o->url;
 	redisReply *r = NULL;
 	const char *why = NULL;
-	char db[16];
 	int sent = 0;
 
 	if (u->has_password) {
@@ -168,20 +172,13 @@ static redisReply *rslot_exchange(struct rslot_call *call, const char *key)
 		auth[n++] = u->password;
 		sent = rslot_send(call, n, auth, &why);
 	}
-	if (sent == 0 && u->db != 0) {
-		const char *select[] = { "SELECT", db };
-
-		snprintf(db, sizeof(db), "%d", u->db);
-		sent = rslot_send(call, 2, select, &why);
-	}
 	if (sent == 0)
 		sent = rslot_send_script(call, true, key, &why);
 	if (sent != 0) {
 		rslot_fail(call, "sending", why);
 		return NULL;
 	}
-	if ((u->has_password && rslot_expect_ok(call, "AUTH") != 0) ||
-	    (u->db != 0 && rslot_expect_ok(call, "SELECT") != 0))
+	if (u->has_password && rslot_expect_ok(call, "AUTH") != 0)
 		return NULL;
 	if (rslot_get_reply(call, &r, &why) != 0) {
 		rslot_fail(call, "script", why);

@@ -4,6 +4,7 @@
 -- ARGV[1]  interval in microseconds (T)
 -- ARGV[2]  burst (b): logins that may start together after a quiet spell
 -- ARGV[3]  max_wait in microseconds: a longer wait is refused and reserves nothing
+-- ARGV[4]  optional: the database, selected here so that a bad one fails before any write
 --
 -- Returns {admitted, wait_us, position}: admitted is 1 or 0, wait_us the time from now to
 -- the slot, position 1 + the number of logins still to be admitted before this one.
@@ -15,8 +16,13 @@
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local max_wait = tonumber(ARGV[3])
-if not interval or not burst or not max_wait or interval < 1 or burst < 1 or max_wait < 0 then
+local db = tonumber(ARGV[4] or '0')
+if not interval or not burst or not max_wait or not db or interval < 1 or burst < 1 or
+    max_wait < 0 then
   return redis.error_reply('ERR pam_flowslot: bad arguments')
+end
+if db ~= 0 then
+  redis.call('SELECT', db)
 end
 
 local t = redis.call('TIME')

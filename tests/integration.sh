@@ -38,7 +38,7 @@ span_ms() {
 all_rc() {
 	want=$1 prefix=$2 n=$3
 	for i in $(seq -f '%02g' 1 "$n"); do
-		[ "$(rc_of "$prefix$i")" = "$want" ] || { echo "$prefix$i: rc $(rc_of "$prefix$i")" >&2; return 1; }
+		[ "$(rc_of "$prefix$i")" = "$want" ] || { echo "$prefix$i: rc $(rc_of "$prefix$i")" >&2; cat "$TMP/$prefix$i.err" "$TMP/$prefix$i.out" >&2; return 1; }
 	done
 }
 
@@ -210,13 +210,13 @@ check "SCRIPT FLUSH between logins: the next login still gets in" [ "$(rc_of rt6
 check "... by loading the script again with EVAL" \
 	[ "$(rcli rt info commandstats | sed -nE 's/^cmdstat_eval:calls=([0-9]+).*/\1/p')" = 2 ]
 
-# TCP with a password and a database: AUTH and SELECT go out with the script.
+# TCP with a password and a database: AUTH goes out with the script, which selects the db.
 tport=$(free_port)
 start_redis tcp --port "$tport" --requirepass 's3cr:t@pw' || exit 1
 service tcp "auth required @M url=redis://:s3cr%3At%40pw@127.0.0.1:$tport/3 key=fs:%u interval=2s" \
 	"auth required @P/pam_permit.so"
 login tcp1 tcp alice
-check "TCP + AUTH + SELECT: admitted" [ "$(rc_of tcp1)" = 0 ]
+check "TCP + AUTH + database: admitted" [ "$(rc_of tcp1)" = 0 ]
 check "... the schedule fs:alice is in database 3" \
 	[ "$(redis-cli -p "$tport" -a 's3cr:t@pw' --no-auth-warning -n 3 exists fs:alice)" = 1 ]
 check "... and no password reached the log" sh -c "! grep -q 's3cr' '$TMP/tcp1.err'"
@@ -247,6 +247,15 @@ if [ -n "$FAKE" ]; then
 else
 	not_ok "faketime is missing: cannot show that a host's clock does not matter"
 fi
+
+# A database the server does not have fails the call and reserves nothing anywhere.
+service baddb "auth required @M url=redis://:s3cr%3At%40pw@127.0.0.1:$tport/99 key=baddb fallback=closed" \
+	"auth required @P/pam_permit.so"
+login bd1 baddb alice
+check "a database out of range follows fallback=closed, logged" \
+	sh -c "[ $(rc_of bd1) = 1 ] && grep -q 'DB index is out of range' '$TMP/bd1.err'"
+check "... and reserved nothing in database 0" \
+	[ "$(redis-cli -p "$tport" -a 's3cr:t@pw' --no-auth-warning exists baddb)" = 0 ]
 
 # Bad options are logged by name, and the login follows fallback.
 service badopt "auth required @M url=unix://$TMP/r.sock interval=7x fallback=closed" \

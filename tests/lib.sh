@@ -5,7 +5,8 @@
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 MODULE=$TOP/pam_flowslot.so
 PAM_DIR=$(pkg-config --variable=libdir pam)/security
-TMP=$(mktemp -d /tmp/flowslot-test.XXXXXX)
+# Not under /tmp: logins get a private /tmp (below), and this must stay visible to them.
+TMP=$(mktemp -d /var/tmp/flowslot-test.XXXXXX)
 chmod 0755 "$TMP"
 mkdir "$TMP/svc"
 PIDS=""
@@ -116,12 +117,23 @@ service() {
 # The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps.
 STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps"
 
+# pam_wrapper picks its working directory /tmp/pam.X with lstat, then mkdir: two logins that
+# start together can pick the same one and trample each other's copy of the service files.
+# As root, each login gets a private /tmp in a mount namespace of its own; otherwise they run
+# as they are, and simultaneous logins may fail for pam_wrapper's sake.
+PRIVATE_TMP=()
+if [ "$(id -u)" = 0 ] && unshare --mount --propagation private true 2> /dev/null; then
+	PRIVATE_TMP=(unshare --mount --propagation private
+		sh -c 'mount -t tmpfs tmpfs /tmp && exec "$@"' sh)
+fi
+
 # login NAME SERVICE USER [OPERATION]: pamtester under pam_wrapper. Messages go to
 # $TMP/NAME.out, syslog to $TMP/NAME.err, the exit status to $TMP/NAME.rc.
 login() {
 	name=$1
-	env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-		PAM_WRAPPER_DEBUGLEVEL=2 $VG pamtester -v "$2" "$3" "${4:-authenticate}" \
+	"${PRIVATE_TMP[@]}" env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 \
+		PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=2 $VG pamtester -v \
+		"$2" "$3" "${4:-authenticate}" \
 		> "$TMP/$name.out" 2> "$TMP/$name.err"
 	echo $? > "$TMP/$name.rc"
 }

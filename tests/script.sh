@@ -62,6 +62,11 @@ check "a schedule a day ahead is treated as stale ($r)" [ "$r" = "1 0 1" ]
 # Garbage in the key is overwritten, not trusted.
 rcli s set junk "not-a-number" > /dev/null
 check "garbage in the schedule reads as empty" [ "$(slot junk 1000000 1 60000000)" = "1 0 1" ]
+slot_db() { rcli s --eval "$LUA" "$1" , 1000000 1 60000000 "$2" 2>&1 | tr '\n' ' '; }
+check "ARGV[4] selects the database first" \
+	sh -c "[ '$(slot_db indb 4)' = '1 0 1 ' ] && [ \$(redis-cli -s '$TMP/s.sock' -n 4 exists indb) = 1 ]"
+check "a database out of range fails before any write" \
+	sh -c "echo '$(slot_db nodb 99)' | grep -q 'out of range' && [ \$(redis-cli -s '$TMP/s.sock' exists nodb) = 0 ]"
 check "bad arguments are an error" \
 	sh -c "rcli() { :; }; redis-cli -s '$TMP/s.sock' --eval '$LUA' x , abc 1 1 2>&1 | grep -q 'bad arguments'"
 
