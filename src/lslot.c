@@ -10,12 +10,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
 
 #define LSLOT_PREFIX "slot."
+#define LSLOT_LOCK_WAIT_US 1000000
 
 void lslot_file_name(const char *key, char *out, size_t outsz)
 {
@@ -87,6 +89,25 @@ static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, c
 	return fd;
 }
 
+/* Takes the file's lock, waiting at most LSLOT_LOCK_WAIT_US: a holder that is stopped, or a
+   hung file system, must not hold every login with it. */
+static int lslot_lock(int fd)
+{
+	const int64_t deadline_us = fstime_mono_us() + LSLOT_LOCK_WAIT_US;
+	const struct timespec pause = { .tv_nsec = 1000000 };
+
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (fstime_mono_us() >= deadline_us) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return 0;
+}
+
 /* Reads the stored tat; a missing or garbled one reads as now_us. */
 static int64_t lslot_read_tat(int fd, int64_t now_us)
 {
@@ -128,11 +149,7 @@ enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const
 	if (dfd >= 0)
 		fd = lslot_open_file(pamh, dfd, dir, name);
 	if (fd >= 0) {
-		int rc;
-
-		while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
-			;
-		if (rc != 0) {
+		if (lslot_lock(fd) != 0) {
 			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
 		} else {
 			now_us = fstime_mono_us();

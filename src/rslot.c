@@ -270,10 +270,11 @@ enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, c
 	const char *why;
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
 
+	/* One deadline for the whole decision: the connect, then what is left for the exchange. */
+	call.deadline_us = fstime_mono_us() + o->timeout_us;
 	call.c = rslot_connect(&call);
 	if (call.c == NULL)
 		return SLOT_UNAVAILABLE;
-	call.deadline_us = fstime_mono_us() + o->timeout_us;
 	r = rslot_exchange(&call, key);
 	if (r != NULL) {
 		if (rslot_read_reply(r, &o->slot, res, &why) != 0) {

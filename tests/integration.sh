@@ -166,8 +166,8 @@ for how in stopped frozen; do
 		took=$(($(now_ms) - t0))
 		slack=900
 		[ -n "$VG" ] && slack=4000
-		check "Redis $how, fallback=$fb: decided within 2*timeout+slack (${took} ms)" \
-			[ "$took" -lt $((600 + slack)) ]
+		check "Redis $how, fallback=$fb: decided within timeout+slack (${took} ms)" \
+			[ "$took" -lt $((300 + slack)) ]
 		case $fb in
 		local)
 			check "Redis $how, fallback=local: admitted on the local slot" \

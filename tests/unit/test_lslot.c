@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -647,6 +648,33 @@ static void test_concurrent(void **state)
 	}
 }
 
+/* A lock held too long (a stopped holder, a hung file system) gives up, in about a second. */
+static void test_lock_held(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX];
+	int64_t t0, took;
+	int fd;
+
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "held", path, sizeof(path));
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	/* flock locks belong to the open file: this one blocks lslot's own open. */
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	assert_non_null(strstr(fx->msg, "cannot lock"));
+	assert_true(took >= 900 * MS);
+	assert_true(took < 3 * S);
+	close(fd);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fixture_setup, fixture_teardown)
@@ -665,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_file_name_lengths),
 		T(test_long_key_reserve),
 		T(test_concurrent),
+		T(test_lock_held),
 	};
 #undef T
 
