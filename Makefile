@@ -90,7 +90,11 @@ check:
 	@sh tests/deps.sh
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all unit
+# Further suites add themselves to CHECK_EXTRA from mk/*.mk.
+CHECK_EXTRA =
+-include mk/*.mk
+
+check-run: all unit $(CHECK_EXTRA)
 	bash tests/docs.sh
 	bash tests/script.sh
 	bash tests/integration.sh
