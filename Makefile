@@ -30,12 +30,12 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
 LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
 		 -Wl,-z,now
 
-LIB_SRCS = src/opt.c src/key.c src/slot.c src/rslot.c src/lslot.c src/countdown.c \
+LIB_SRCS = src/opt.c src/conf.c src/key.c src/slot.c src/rslot.c src/lslot.c src/countdown.c \
 	   src/fstime.c src/log.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
-UNIT_TESTS = build/test_opt build/test_key build/test_countdown build/test_slot \
+UNIT_TESTS = build/test_opt build/test_conf build/test_key build/test_countdown build/test_slot \
 	     build/test_rslot build/test_lslot build/test_symbols
 
 .PHONY: all check check-run demo demo-run deps install uninstall clean unit
@@ -115,10 +115,11 @@ install: pam_flowslot.so
 	install -m 0644 pam_flowslot.so $(DESTDIR)$(PAMDIR)/pam_flowslot.so
 	install -m 0644 pam_flowslot.8 $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8
 	install -m 0644 etc/pam.d/flowslot-example $(DESTDIR)$(DOCDIR)/pam.d-example
+	install -m 0644 etc/security/pam_flowslot.conf $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_flowslot.so $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8 \
-		$(DESTDIR)$(DOCDIR)/pam.d-example
+		$(DESTDIR)$(DOCDIR)/pam.d-example $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example
 	-rmdir $(DESTDIR)$(DOCDIR)
 
 clean:

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowslot/conf.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/str.h"
@@ -122,17 +124,20 @@ static int opt_copy(char *dst, size_t dstsz, const char *s, size_t n, bool decod
 static int opt_parse_userinfo(const char *s, size_t n, struct opt_url *u, const char **why)
 {
 	const char *colon = memchr(s, ':', n);
+	size_t user_len = colon ? (size_t)(colon - s) : n;
 
-	if (colon == NULL) {
-		*why = "credentials need the form [user]:password@";
-		return -1;
-	}
-	if (opt_copy(u->user, sizeof(u->user), s, (size_t)(colon - s), true) != 0) {
+	if (opt_copy(u->user, sizeof(u->user), s, user_len, true) != 0) {
 		*why = "user name too long or badly percent-encoded";
 		return -1;
 	}
-	if (opt_copy(u->password, sizeof(u->password), colon + 1, n - (size_t)(colon - s) - 1,
-		     true) != 0 ||
+	if (colon == NULL) { /* user@host: the password comes from password_file= */
+		if (u->user[0] == '\0') {
+			*why = "empty credentials before '@'";
+			return -1;
+		}
+		return 0;
+	}
+	if (opt_copy(u->password, sizeof(u->password), colon + 1, n - user_len - 1, true) != 0 ||
 	    u->password[0] == '\0') {
 		*why = "password empty, too long or badly percent-encoded";
 		return -1;
@@ -376,6 +381,34 @@ static int opt_set_state_dir(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_password_file(struct opt *o, const char *v, const char **why)
+{
+	if (v[0] != '/') {
+		*why = "must be an absolute path";
+		return -1;
+	}
+	if (strlen(v) > OPT_DIR_MAX) {
+		*why = "longer than 255 bytes";
+		return -1;
+	}
+	strcpy(o->password_file, v);
+	return 0;
+}
+
+/* conf= itself is read by opt_parse before anything else; here it is only checked. */
+static int opt_set_conf(struct opt *o, const char *v, const char **why)
+{
+	if (o->origin != NULL) {
+		*why = "a configuration file cannot name another";
+		return -1;
+	}
+	if (v[0] != '/') {
+		*why = "must be an absolute path";
+		return -1;
+	}
+	return 0;
+}
+
 static const struct opt_setter {
 	const char *name; /* with its '=' */
 	int (*set)(struct opt *o, const char *v, const char **why);
@@ -390,6 +423,8 @@ static const struct opt_setter {
 	{ "fallback=", opt_set_fallback, false },
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
+	{ "password_file=", opt_set_password_file, false },
+	{ "conf=", opt_set_conf, false },
 };
 
 static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
@@ -397,12 +432,17 @@ static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...
 
 static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
 	o->errors++;
 	va_start(ap, fmt);
-	log_vmsg(pamh, LOG_ERR, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (o->origin != NULL)
+		log_msg(pamh, LOG_ERR, "%s: %s", o->origin, msg);
+	else
+		log_msg(pamh, LOG_ERR, "%s", msg);
 	return -1;
 }
 
@@ -442,7 +482,36 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 
 void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
 {
+	const char *conf = NULL;
+	const char *v, *why = NULL;
+
 	opt_defaults(o);
+	/* First the file, then the module arguments on top of it. */
 	for (int i = 0; i < argc; i++)
+		if ((v = str_skip_prefix(argv[i], "conf=")) != NULL)
+			conf = v;
+	conf_read(o, pamh, conf != NULL ? conf : OPT_CONF_DEFAULT, conf != NULL);
+	for (int i = 0; i < argc; i++) {
 		opt_set(o, pamh, argv[i]);
+		/* /etc/pam.d is world-readable. */
+		if (str_skip_prefix(argv[i], "url=") != NULL && o->url.has_password)
+			log_msg(pamh, LOG_WARNING,
+				"url= in the PAM stack holds a password, and files in /etc/pam.d "
+				"are world-readable: use password_file= or conf=");
+	}
+	if (o->password_file[0] != '\0') {
+		if (conf_read_secret(o->password_file, o->url.password, sizeof(o->url.password),
+				     &why) == 0) {
+			o->url.has_password = true;
+		} else {
+			o->errors++;
+			log_msg(pamh, LOG_ERR, "password_file: cannot use %s: %s", o->password_file,
+				why);
+		}
+	}
+	if (o->url.user[0] != '\0' && !o->url.has_password) {
+		o->errors++;
+		log_msg(pamh, LOG_ERR, "url names the user \"%s\" but no password is given",
+			o->url.user);
+	}
 }

@@ -21,6 +21,10 @@ readme_opts=$(sed -nE 's/^\| `([a-z_]+)=?` \|.*/\1/p' README.md | sort -u | tr '
 check "man page OPTIONS match the parser ($man_opts)" [ "$man_opts" = "$code_opts" ]
 check "README options table matches the parser ($readme_opts)" [ "$readme_opts" = "$code_opts" ]
 
+conf_opts=$(sed -nE 's/^#([a-z_]+)(=.*)?$/\1/p' etc/security/pam_flowslot.conf | sort -u | tr '\n' ' ')
+check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" \
+	[ "$conf_opts" = "$(echo "$code_opts" | tr ' ' '\n' | grep -vx conf | grep . | tr '\n' ' ')" ]
+
 # The man page renders without a warning.
 warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z pam_flowslot.8 2>&1)
 check "groff -ww renders pam_flowslot.8 without warnings" [ -z "$warnings" ]
@@ -37,7 +41,7 @@ check "make install puts the module in PAMDIR, mode 0644" \
 	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
 check "make install puts the man page in man8" [ -f "$dest/usr/share/man/man8/pam_flowslot.8" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 3 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 4 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 

@@ -286,6 +286,15 @@ login ex1 example alice open_session
 check "etc/pam.d/flowslot-example: a session is admitted on its schedule" \
 	sh -c "[ $(rc_of ex1) = 0 ] && [ \$(redis-cli -s '$TMP/r.sock' exists pam_flowslot) = 1 ]"
 
+# The example configuration file, every option uncommented, parses without an error.
+sed -E 's/^#([a-z_]+(=.*)?)$/\1/; /^password_file=/d' "$TOP/etc/security/pam_flowslot.conf" |
+	sed "s|^url=.*|url=unix://$TMP/r.sock|; s|^key=.*|key=confexample|" > "$TMP/example.conf"
+chmod 0644 "$TMP/example.conf"
+service conf "auth required @M conf=$TMP/example.conf" "auth required @P/pam_permit.so"
+login cf1 conf alice
+check "etc/security/pam_flowslot.conf, uncommented: no error, admitted through Redis" \
+	sh -c "[ $(rc_of cf1) = 0 ] && ! grep -q 'SYSLOG(3)' '$TMP/cf1.err' && [ \$(redis-cli -s '$TMP/r.sock' exists confexample) = 1 ]"
+
 # A 10,000-byte user name with key=%u: the key overflows; logged, and the fallback decides.
 long=$(head -c 10000 /dev/zero | tr '\0' 'x')
 service longuser "auth required @M url=unix://$TMP/r.sock key=%u state_dir=$TMP/longstate" \

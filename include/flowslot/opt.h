@@ -15,6 +15,7 @@
 #define OPT_PASSWORD_MAX 511
 #define OPT_KEY_MAX 256
 #define OPT_DIR_MAX 255
+#define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
 
 enum opt_backend {
 	OPT_BACKEND_TCP,
@@ -47,9 +48,11 @@ struct opt {
 	int64_t countdown_us; /* 0: no countdown */
 	enum opt_fallback fallback;
 	char state_dir[OPT_DIR_MAX + 1];
+	char password_file[OPT_DIR_MAX + 1]; /* empty: none */
 	bool quiet;
 	bool debug;
-	int errors; /* bad options seen; any sends the login to the fallback */
+	int errors;         /* bad options seen; any sends the login to the fallback */
+	const char *origin; /* "file:line" of the option being set; NULL: a module argument */
 };
 
 /* Fills o with the defaults. */
@@ -59,7 +62,8 @@ void opt_defaults(struct opt *o);
    leaves the option as it was. Returns 0, or -1 for a bad one. pamh may be NULL. */
 int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg);
 
-/* Defaults, then every module argument in order. */
+/* Defaults, then the configuration file (conf=, or OPT_CONF_DEFAULT if it exists), then every
+   module argument in order, then password_file=. */
 void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
 
 /* A DURATION: digits with an optional decimal part and an optional unit ms, s or m (a bare

@@ -232,6 +232,12 @@ static void test_url_percent(void **state)
 	struct opt_url u;
 
 	(void)state;
+	/* A user alone: an ACL user whose password is in password_file=. */
+	u = parse_ok("redis://gate@host");
+	assert_string_equal(u.user, "gate");
+	assert_false(u.has_password);
+	assert_string_equal(u.host, "host");
+
 	u = parse_ok("redis://:p%40ss@host");
 	assert_string_equal(u.password, "p@ss");
 	u = parse_ok("redis://%41d%6din:%3a%2F%25@host");
@@ -345,7 +351,6 @@ static void test_url_bad(void **state)
 		"redis://host/1/2",
 		"redis://ho_st",
 		"redis://ho st",
-		"redis://user@host",
 		"redis://@host",
 		"redis://:@host",
 		"redis://user:@host",

@@ -1,0 +1,267 @@
+/* The configuration file and password_file=: what is trusted, what is refused, and why.
+   Run as root: the files must be root's. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "flowslot/conf.h"
+#include "flowslot/opt.h"
+
+static char dir[] = "/tmp/test_conf.XXXXXX";
+static char logged[8192];
+
+/* Writes path (under dir) with content and mode, owned by uid. Returns the full path. */
+static const char *file(const char *name, const char *content, size_t len, mode_t mode,
+			uid_t uid)
+{
+	static char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, len), (ssize_t)len);
+	assert_int_equal(fchown(fd, uid, 0), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+	return path;
+}
+
+static const char *text(const char *name, const char *content, mode_t mode)
+{
+	return file(name, content, strlen(content), mode, 0);
+}
+
+/* opt_parse with stderr (the log without a PAM handle) captured in logged. */
+static void parse(struct opt *o, int argc, const char **argv)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	opt_parse(o, NULL, argc, argv);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	n = fread(logged, 1, sizeof(logged) - 1, tmp);
+	logged[n] = '\0';
+	fclose(tmp);
+}
+
+static void parse_conf(struct opt *o, const char *path, const char *extra)
+{
+	char arg[400];
+	const char *argv[2] = { arg, extra };
+
+	snprintf(arg, sizeof(arg), "conf=%s", path);
+	parse(o, extra ? 2 : 1, argv);
+}
+
+static void expect_error(const struct opt *o, const char *needle)
+{
+	if (o->errors == 0 || strstr(logged, needle) == NULL)
+		fail_msg("errors %d, expected \"%s\" in: %s", o->errors, needle, logged);
+}
+
+static void test_missing(void **state)
+{
+	struct opt o;
+
+	(void)state;
+	/* The default file may be missing; a named one may not. */
+	opt_defaults(&o);
+	conf_read(&o, NULL, "/nonexistent/pam_flowslot.conf", false);
+	assert_int_equal(o.errors, 0);
+	parse_conf(&o, "/nonexistent/pam_flowslot.conf", NULL);
+	expect_error(&o, "cannot use /nonexistent/pam_flowslot.conf");
+	parse_conf(&o, "relative.conf", NULL);
+	expect_error(&o, "conf");
+}
+
+static void test_lines_and_override(void **state)
+{
+	struct opt o;
+	const char *path = text("good.conf",
+				"# a comment\n"
+				"\n"
+				"   interval=3s  \n"
+				"\tburst=4\r\n"
+				"quiet\n"
+				"key=flowslot:%s\n"
+				"url=unix:///run/redis/redis.sock?db=2",
+				0644);
+
+	(void)state;
+	parse_conf(&o, path, NULL);
+	assert_int_equal(o.errors, 0);
+	assert_int_equal(o.slot.interval_us, 3000000);
+	assert_int_equal(o.slot.burst, 4);
+	assert_true(o.quiet);
+	assert_string_equal(o.key, "flowslot:%s");
+	assert_int_equal(o.url.backend, OPT_BACKEND_UNIX);
+	assert_int_equal(o.url.db, 2);
+	/* The module arguments win over the file. */
+	parse_conf(&o, path, "interval=5s");
+	assert_int_equal(o.errors, 0);
+	assert_int_equal(o.slot.interval_us, 5000000);
+	assert_int_equal(o.slot.burst, 4);
+}
+
+static void test_unsafe_files(void **state)
+{
+	struct opt o;
+	char link[300], big[CONF_SIZE_MAX + 2];
+	const char *path;
+
+	(void)state;
+	path = text("target.conf", "interval=3s\n", 0644);
+	snprintf(link, sizeof(link), "%s/link.conf", dir);
+	unlink(link);
+	assert_int_equal(symlink(path, link), 0);
+	parse_conf(&o, link, NULL);
+	expect_error(&o, "symbolic link");
+	assert_int_equal(o.slot.interval_us, 7000000);
+
+	parse_conf(&o, text("gw.conf", "interval=3s\n", 0664), NULL);
+	expect_error(&o, "writable by group or others");
+	parse_conf(&o, text("ow.conf", "interval=3s\n", 0646), NULL);
+	expect_error(&o, "writable by group or others");
+	parse_conf(&o, file("nobody.conf", "interval=3s\n", 12, 0644, 65534), NULL);
+	expect_error(&o, "not owned by root");
+	assert_int_equal(o.slot.interval_us, 7000000);
+
+	memset(big, '#', sizeof(big));
+	parse_conf(&o, file("big.conf", big, sizeof(big), 0644, 0), NULL);
+	expect_error(&o, "larger than 64 KiB");
+	parse_conf(&o, dir, NULL);
+	expect_error(&o, "not a regular file");
+	parse_conf(&o, file("nul.conf", "interval=3s\0quiet\n", 18, 0644, 0), NULL);
+	expect_error(&o, "NUL");
+}
+
+static void test_bad_lines(void **state)
+{
+	struct opt o;
+	const char *path = text("bad.conf", "burst=2\n# fine\ninterval=7x\nconf=/etc/other\n", 0644);
+	char where[300];
+
+	(void)state;
+	parse_conf(&o, path, NULL);
+	assert_int_equal(o.errors, 2);
+	snprintf(where, sizeof(where), "%s:3: bad value for interval: \"7x\"", path);
+	if (strstr(logged, where) == NULL)
+		fail_msg("no \"%s\" in: %s", where, logged);
+	snprintf(where, sizeof(where), "%s:4: bad value for conf", path);
+	if (strstr(logged, where) == NULL)
+		fail_msg("no \"%s\" in: %s", where, logged);
+	assert_int_equal(o.slot.burst, 2);
+}
+
+static void test_password_in_conf(void **state)
+{
+	struct opt o;
+
+	(void)state;
+	/* Readable by others: not used, and said why, without the password. */
+	parse_conf(&o, text("pw644.conf", "url=redis://:s3cret@10.0.0.5\n", 0644), NULL);
+	expect_error(&o, "readable by others");
+	assert_false(o.url.has_password);
+	assert_string_equal(o.url.password, "");
+	assert_null(strstr(logged, "s3cret"));
+	/* Group-readable (root:root 0640) is fine. */
+	parse_conf(&o, text("pw640.conf", "url=redis://gate:s3cret@10.0.0.5\n", 0640), NULL);
+	assert_int_equal(o.errors, 0);
+	assert_true(o.url.has_password);
+	assert_string_equal(o.url.user, "gate");
+	assert_string_equal(o.url.password, "s3cret");
+}
+
+static void test_password_file(void **state)
+{
+	struct opt o;
+	char arg[300];
+	const char *argv[2] = { "url=redis://gate@10.0.0.5", arg };
+
+	(void)state;
+	snprintf(arg, sizeof(arg), "password_file=%s",
+		 text("secret", "pa ss:w@rd\nignored second line\n", 0600));
+	parse(&o, 2, argv);
+	assert_int_equal(o.errors, 0);
+	assert_true(o.url.has_password);
+	assert_string_equal(o.url.user, "gate");
+	assert_string_equal(o.url.password, "pa ss:w@rd");
+	assert_null(strstr(logged, "pa ss"));
+
+	snprintf(arg, sizeof(arg), "password_file=%s", text("secret644", "pw\n", 0644));
+	parse(&o, 2, argv);
+	expect_error(&o, "readable by group or others");
+	snprintf(arg, sizeof(arg), "password_file=%s", text("empty", "\n", 0600));
+	parse(&o, 2, argv);
+	expect_error(&o, "first line");
+	snprintf(arg, sizeof(arg), "password_file=%s", "/nonexistent/secret");
+	parse(&o, 2, argv);
+	expect_error(&o, "password_file: cannot use /nonexistent/secret");
+
+	/* A user with no password at all is an error. */
+	parse(&o, 1, argv);
+	expect_error(&o, "no password");
+}
+
+static void test_password_in_stack_warns(void **state)
+{
+	struct opt o;
+	const char *argv[] = { "url=redis://:s3cret@10.0.0.5" };
+
+	(void)state;
+	parse(&o, 1, argv);
+	assert_int_equal(o.errors, 0);
+	assert_non_null(strstr(logged, "world-readable"));
+	assert_null(strstr(logged, "s3cret"));
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[64];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_lines_and_override),
+		cmocka_unit_test(test_unsafe_files),
+		cmocka_unit_test(test_bad_lines),
+		cmocka_unit_test(test_password_in_conf),
+		cmocka_unit_test(test_password_file),
+		cmocka_unit_test(test_password_in_stack_warns),
+	};
+
+	if (geteuid() != 0) {
+		puts("test_conf: skipped, needs root (the files it checks must be root's)");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
