@@ -98,6 +98,7 @@ check-run: all unit $(CHECK_EXTRA)
 	bash tests/docs.sh
 	bash tests/script.sh
 	bash tests/integration.sh
+	bash tests/faults.sh
 	FLOWSLOT_VALGRIND=1 bash tests/integration.sh
 
 demo:

@@ -235,15 +235,29 @@ static int opt_parse_unix(const char *rest, struct opt_url *u, const char **why)
 		*why = "socket path too long";
 		return -1;
 	}
-	if (query != NULL) {
-		const char *db = str_skip_prefix(query + 1, "db=");
+	/* ?db=N&user=NAME, in any order. */
+	for (const char *p = query; p != NULL && *p != '\0';) {
+		const char *item = p + 1, *end = strchr(item, '&'), *v;
+		size_t len = end ? (size_t)(end - item) : strlen(item);
+		char value[OPT_USER_MAX + 1];
 
-		if (db == NULL) {
-			*why = "the only query allowed is ?db=N";
+		p = end;
+		if ((v = str_skip_prefix(item, "db=")) != NULL) {
+			if (opt_copy(value, sizeof(value), v, len - 3, false) != 0 ||
+			    opt_parse_db(value, u, why) != 0) {
+				*why = "database must be a number from 0 to 65535";
+				return -1;
+			}
+		} else if ((v = str_skip_prefix(item, "user=")) != NULL) {
+			if (opt_copy(u->user, sizeof(u->user), v, len - 5, true) != 0 ||
+			    u->user[0] == '\0') {
+				*why = "user name empty, too long or badly percent-encoded";
+				return -1;
+			}
+		} else {
+			*why = "the query may hold only db=N and user=NAME";
 			return -1;
 		}
-		if (opt_parse_db(db, u, why) != 0)
-			return -1;
 	}
 	u->backend = OPT_BACKEND_UNIX;
 	return 0;

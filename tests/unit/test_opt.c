@@ -280,6 +280,13 @@ static void test_url_ipv6_unix_local(void **state)
 	assert_string_equal(u.socket, "/x.sock");
 	assert_int_equal(u.db, 3);
 
+	/* An ACL user for a Unix socket; the password comes from password_file=. */
+	u = parse_ok("unix:///x.sock?user=ga%20te&db=4");
+	assert_string_equal(u.socket, "/x.sock");
+	assert_string_equal(u.user, "ga te");
+	assert_int_equal(u.db, 4);
+	assert_false(u.has_password);
+
 	u = parse_ok("local");
 	assert_int_equal(u.backend, OPT_BACKEND_LOCAL);
 	assert_false(u.has_password);
@@ -372,6 +379,10 @@ static void test_url_bad(void **state)
 		"unix://relative",
 		"unix://",
 		"unix:///x?foo=1",
+		"unix:///x?user=",
+		"unix:///x?user=a&",
+		"unix:///x?",
+		"unix:///x?db=1&db",
 		"unix:///x?db=",
 		"unix:///x?db=abc",
 		"unix:///x?db=70000",

@@ -1,0 +1,111 @@
+#!/bin/bash
+# Faults in a real Redis, with logins in flight: each ends in the failure policy, or recovers,
+# with one clear log line and no password in any log.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+permit="auth required @P/pam_permit.so"
+redis_err() { grep -c 'SYSLOG(3): redis ' "$TMP/$1.err"; }
+
+# Killed before a login.
+start_redis k || exit 1
+service killed "auth required @M url=unix://$TMP/k.sock timeout=300ms state_dir=$TMP/st-k" "$permit"
+stop_redis k
+login k1 killed alice
+check "killed: admitted on the local slot, one log line ($(grep -o 'redis .*' "$TMP/k1.err" | head -1))" \
+	sh -c "[ $(rc_of k1) = 0 ] && [ $(redis_err k1) = 1 ] && [ -f '$TMP/st-k/slot.pam_flowslot' ]"
+
+# Restarted mid-queue, without persistence: the script cache and the schedule are lost.
+start_redis m || exit 1
+service restart "auth required @M url=unix://$TMP/m.sock interval=1s countdown=0 state_dir=$TMP/st-m" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+logins a restart 3 &
+inflight=$!
+sleep 0.5
+stop_redis m
+start_redis m || exit 1
+wait "$inflight"
+check "restart: the logins in flight are all admitted" \
+	sh -c "[ \$(cat '$TMP'/a0?.rc | tr -d '\n') = 000 ]"
+rm -f "$TMP/stamps"
+login b1 restart bob
+login b2 restart carol
+gap=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } NR == 2 { printf "%d", ($1 - a) / 1e6 }')
+check "restart: the next login gets in through EVAL, at once" \
+	sh -c "[ $(rc_of b1) = 0 ] && ! grep -q queued: '$TMP/b1.err' && [ $(redis_err b1) = 0 ]"
+check "restart: the stagger resumes one interval later (${gap} ms)" in_range "$gap" 900 1500
+
+# The script cache flushed between logins.
+rcli m script flush > /dev/null
+login f1 restart dave
+check "script flush: the login gets in without an error" \
+	sh -c "[ $(rc_of f1) = 0 ] && [ $(redis_err f1) = 0 ]"
+
+# An ACL user that may not run EVALSHA, and a wrong password: the policy, and a clear line.
+start_redis acl || exit 1
+rcli acl acl setuser gate on '>gatepw' '~*' '+@all' '-evalsha' > /dev/null
+rcli acl acl setuser default off > /dev/null
+printf 'gatepw\n' > "$TMP/gate.secret"
+chmod 0600 "$TMP/gate.secret"
+service nopriv "auth required @M url=unix://$TMP/acl.sock?user=gate password_file=$TMP/gate.secret fallback=closed" \
+	"$permit"
+login p1 nopriv alice
+check "ACL user without EVALSHA: fallback=closed refuses" [ "$(rc_of p1)" = 1 ]
+check "... with one clear line ($(grep -o 'redis .*' "$TMP/p1.err" | head -1))" \
+	sh -c "[ $(redis_err p1) = 1 ] && grep -q 'NOPERM' '$TMP/p1.err'"
+printf 'not-the-password\n' > "$TMP/wrong.secret"
+chmod 0600 "$TMP/wrong.secret"
+service wrongpw "auth required @M url=unix://$TMP/acl.sock?user=gate password_file=$TMP/wrong.secret fallback=closed" \
+	"$permit"
+login w1 wrongpw alice
+check "wrong password: refused, one line naming AUTH ($(grep -o 'redis .*' "$TMP/w1.err" | head -1))" \
+	sh -c "[ $(rc_of w1) = 1 ] && [ $(redis_err w1) = 1 ] && grep -q 'AUTH' '$TMP/w1.err'"
+
+# Memory full, noeviction: the script is refused before it runs.
+start_redis full --maxmemory 1mb --maxmemory-policy noeviction || exit 1
+filler=$(head -c 10000 /dev/zero | tr '\0' x)
+for i in $(seq 400); do
+	rcli full set "filler$i" "$filler" | grep -q OOM && break
+done
+service oom "auth required @M url=unix://$TMP/full.sock state_dir=$TMP/st-oom" "$permit"
+login o1 oom alice
+check "maxmemory reached: admitted on the local slot ($(grep -o 'redis .*' "$TMP/o1.err" | head -1))" \
+	sh -c "[ $(rc_of o1) = 0 ] && [ $(redis_err o1) = 1 ] && grep -q 'OOM' '$TMP/o1.err' && [ -f '$TMP/st-oom/slot.pam_flowslot' ]"
+
+# The local fallback directory: a symlink, someone else's, or full. Never followed, never
+# written; the login is admitted with a warning.
+mkdir -p "$TMP/elsewhere"
+chmod 0700 "$TMP/elsewhere"
+ln -s "$TMP/elsewhere" "$TMP/st-link"
+mkdir -m 0700 "$TMP/st-nobody"
+chown 65534 "$TMP/st-nobody"
+for kind in link nobody; do
+	service "dir$kind" "auth required @M url=local state_dir=$TMP/st-$kind" "$permit"
+	login "d$kind" "dir$kind" alice
+	check "state_dir $kind: admitted with a warning, nothing written" \
+		sh -c "[ $(rc_of d$kind) = 0 ] && grep -q 'local slot unusable' '$TMP/d$kind.err' && [ -z \"\$(ls -A '$TMP/elsewhere')\$(ls -A '$TMP/st-nobody')\" ]"
+done
+mkdir "$TMP/tiny"
+if mount -t tmpfs -o size=16k tmpfs "$TMP/tiny" 2> /dev/null; then
+	mkdir -m 0700 "$TMP/tiny/state"
+	dd if=/dev/zero of="$TMP/tiny/fill" bs=4k count=64 2> /dev/null
+	service dirfull "auth required @M url=local state_dir=$TMP/tiny/state" "$permit"
+	login dfull dirfull alice
+	check "state_dir on a full file system: admitted with a warning ($(grep -o 'local slot: .*' "$TMP/dfull.err" | head -1))" \
+		sh -c "[ $(rc_of dfull) = 0 ] && grep -q 'local slot unusable' '$TMP/dfull.err'"
+	umount "$TMP/tiny"
+else
+	not_ok "cannot mount a small tmpfs (run as root): the full state_dir case is untested"
+fi
+
+# No password reaches any log, at any level: a login with debug and the trace level on.
+service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \
+	"$permit"
+LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=3 \
+	pamtester -v trace alice authenticate > "$TMP/t1.out" 2> "$TMP/t1.err"
+check "debug traces are on in this run" grep -q 'SYSLOG(7)' "$TMP/t1.err"
+leaks=$(grep -l -e tr4cepw -e gatepw -e not-the-password "$TMP"/*.err "$TMP"/*.out 2> /dev/null | wc -l)
+check "no password in any log of this suite ($leaks files)" [ "$leaks" = 0 ]
+
+finish
