@@ -99,6 +99,7 @@ check-run: all unit $(CHECK_EXTRA)
 	bash tests/script.sh
 	bash tests/integration.sh
 	bash tests/faults.sh
+	bash tests/hostile.sh
 	FLOWSLOT_VALGRIND=1 bash tests/integration.sh
 
 demo:

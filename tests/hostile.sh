@@ -1,0 +1,75 @@
+#!/bin/bash
+# Hostile user names and remote hosts: up to 64 KiB, binary bytes, '%', newlines and RESP.
+# They never change which key is touched beyond the template, never grow a key past its
+# bound, and never reach the log unescaped.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+SET_ITEMS=$(ls /usr/lib/*/pam_wrapper/pam_set_items.so 2> /dev/null | head -1)
+start_redis h || exit 1
+
+# The key template's expansion, written independently of the module: bytes outside
+# [A-Za-z0-9._:@-] become %XX.
+encode() {
+	LC_ALL=C od -An -v -tu1 | tr -s ' \n' '\n\n' | grep . | while read -r d; do
+		if (((d >= 48 && d <= 57) || (d >= 65 && d <= 90) || (d >= 97 && d <= 122) ||
+			d == 46 || d == 95 || d == 58 || d == 64 || d == 45)); then
+			printf "\\$(printf '%03o' "$d")"
+		else
+			printf '%%%02X' "$d"
+		fi
+	done
+}
+
+# hostile_login NAME USER RHOST KEY-TEMPLATE [more options]: two logins, so the second queues
+# and logs its "queued:" line.
+hostile_login() {
+	local svc=$1 user=$2 rhost=$3 key=$4
+	shift 4
+	service "$svc" "auth required $SET_ITEMS" \
+		"auth required @M url=unix://$TMP/h.sock key=$key interval=300ms state_dir=$TMP/st-$svc $*" \
+		"auth required @P/pam_permit.so"
+	PAM_RHOST=$rhost login "${svc}1" "$svc" "$user"
+	PAM_RHOST=$rhost login "${svc}2" "$svc" "$user"
+}
+
+# RESP, CRLF, '%', '/', '..' and high bytes in the user name; the same in the remote host.
+evil_user=$(printf 'u\r\n*1\r\n$8\r\nFLUSHALL\r\n%%u%%%%/../\x01\xff{x}')
+evil_host=$(printf 'h\n%%h\r\n$-1\x7f..')
+hostile_login evil "$evil_user" "$evil_host" 'fs:%u:%h'
+want="fs:$(printf '%s' "$evil_user" | encode):$(printf '%s' "$evil_host" | encode)"
+keys=$(rcli h --scan | grep -v '^$')
+check "RESP, CRLF and '%' in user and rhost: both logins admitted" \
+	[ "$(rc_of evil1)$(rc_of evil2)" = 00 ]
+check "... they touched exactly one key, the template's expansion ($keys)" [ "$keys" = "$want" ]
+check "... FLUSHALL never ran: the key is still there" [ "$(rcli h exists "$want")" = 1 ]
+# (pamtester -v itself echoes the raw user name: only the module's SYSLOG lines count.)
+one_escaped_line() {
+	[ "$(grep -ac 'SYSLOG(5)' "$TMP/evil2.err")" = 1 ] &&
+		grep -aqF 'user=u\x0d\x0a*1\x0d\x0a$8\x0d\x0aFLUSHALL\x0d\x0a%u%%/../\x01\xff{x} rhost=h\x0a%h\x0d\x0a$-1\x7f.. wait_ms=' \
+			"$TMP/evil2.err"
+}
+check "... the log line is one line, the bytes escaped" one_escaped_line
+
+# 64 KiB names: the key would pass 256 bytes, so the login goes to the fallback, logged once,
+# cut, and no key outside the template is touched.
+big=$(head -c 65536 /dev/zero | tr '\0' 'A')
+rcli h flushall > /dev/null
+hostile_login big "$big" "$big" 'fs:%u'
+check "64 KiB user and rhost: both logins decided" [ "$(rc_of big1)$(rc_of big2)" = 00 ]
+check "... through the local fallback, on the template's own schedule" \
+	sh -c "grep -q 'queued: .*via=local' '$TMP/big2.err' && [ -f '$TMP/st-big/slot.fs:%u' ]"
+check "... Redis untouched" [ "$(rcli h dbsize)" = 0 ]
+longest=$(grep -a 'SYSLOG(' "$TMP/big1.err" "$TMP/big2.err" |
+	awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }')
+check "... every log line of the module bounded ($longest bytes)" [ "$longest" -lt 1024 ]
+
+# A key of exactly 256 bytes is used; one byte more is not.
+rcli h flushall > /dev/null
+hostile_login at "$(head -c 254 /dev/zero | tr '\0' b)" '' 'k:%u'
+check "a key of exactly 256 bytes is used" [ "$(rcli h --scan | tr -d '\n' | wc -c)" = 256 ]
+hostile_login over "$(head -c 255 /dev/zero | tr '\0' b)" '' 'k:%u'
+check "257 bytes is kept from Redis, logged, and queued on the local fallback" \
+	sh -c "grep -q 'expands past 256 bytes' '$TMP/over1.err' && grep -q 'queued: .*via=local' '$TMP/over2.err'"
+
+finish
