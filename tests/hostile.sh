@@ -66,7 +66,7 @@ check "... every log line of the module bounded ($longest bytes)" [ "$longest" -
 
 # A key of exactly 256 bytes is used; one byte more is not.
 rcli h flushall > /dev/null
-hostile_login at "$(head -c 254 /dev/zero | tr '\0' b)" '' 'k:%u'
+hostile_login at "$(head -c 254 /dev/zero | tr '\0' b)" '' 'k:%u' interval=2s
 check "a key of exactly 256 bytes is used" [ "$(rcli h --scan | tr -d '\n' | wc -c)" = 256 ]
 hostile_login over "$(head -c 255 /dev/zero | tr '\0' b)" '' 'k:%u'
 check "257 bytes is kept from Redis, logged, and queued on the local fallback" \
