@@ -38,7 +38,7 @@ HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 UNIT_TESTS = build/test_opt build/test_conf build/test_key build/test_countdown build/test_slot \
 	     build/test_rslot build/test_lslot build/test_symbols
 
-.PHONY: all check check-run demo demo-run deps install uninstall clean unit
+.PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
 all: pam_flowslot.so
 
@@ -101,6 +101,11 @@ check-run: all unit $(CHECK_EXTRA)
 	bash tests/faults.sh
 	bash tests/hostile.sh
 	FLOWSLOT_VALGRIND=1 bash tests/integration.sh
+
+# Real logins: Debian's sshd and ssh client, and /bin/login and su in a terminal.
+check-e2e: all
+	@sh tests/deps.sh
+	bash tests/e2e-ssh.sh
 
 demo:
 	@sh tests/deps.sh

@@ -1,0 +1,187 @@
+#!/bin/bash
+# End to end with Debian's OpenSSH: a real sshd (its own PAM service through a symlink, under
+# pam_wrapper, so /etc/pam.d is untouched) on 127.0.0.1, and the real ssh client.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+MATRIX=$(ls /usr/lib/*/pam_wrapper/pam_matrix.so | head -1)
+[ -d /run/sshd ] || mkdir -m 0755 /run/sshd # sshd's privilege-separation directory
+start_redis r || exit 1
+
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey"
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/userkey"
+cp "$TMP/userkey.pub" "$TMP/authorized_keys"
+# sshd takes its PAM service name from argv[0], and must be started by absolute path.
+ln -s /usr/sbin/sshd "$TMP/sshd-flowslot"
+echo "root:s3cret:sshd-flowslot" > "$TMP/passdb"
+# The client's password prompt goes to this program, which notes when and what it was asked.
+cat > "$TMP/askpass" <<EOF
+#!/bin/sh
+printf '%s %s\n' "\$(date +%s%N)" "\$*" | tr '\n' '|' >> "$TMP/asked"
+echo >> "$TMP/asked"
+echo s3cret
+EOF
+chmod 0755 "$TMP/askpass"
+
+SSHD_PID=""
+# start_sshd GRACE_S STACK-LINE...: (re)starts sshd with this PAM stack.
+start_sshd() {
+	local grace=$1
+	shift
+	[ -n "$SSHD_PID" ] && { kill "$SSHD_PID"; wait "$SSHD_PID" 2> /dev/null; }
+	service sshd-flowslot "$@"
+	PORT=$(free_port)
+	cat > "$TMP/sshd_config" <<-EOF
+	ListenAddress 127.0.0.1
+	Port $PORT
+	HostKey $TMP/hostkey
+	PidFile $TMP/sshd.pid
+	UsePAM yes
+	KbdInteractiveAuthentication yes
+	PasswordAuthentication yes
+	PubkeyAuthentication yes
+	AuthorizedKeysFile $TMP/authorized_keys
+	PermitRootLogin yes
+	StrictModes no
+	LoginGraceTime $grace
+	MaxStartups 100
+	LogLevel VERBOSE
+	EOF
+	: > "$TMP/sshd.log"
+	env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		PAM_WRAPPER_DEBUGLEVEL=2 "$TMP/sshd-flowslot" -D -E "$TMP/sshd.log" \
+		-f "$TMP/sshd_config" 2> "$TMP/sshd.err" &
+	SSHD_PID=$!
+	PIDS="$PIDS $SSHD_PID"
+	for _ in $(seq 100); do
+		(exec 3<> "/dev/tcp/127.0.0.1/$PORT") 2> /dev/null && return 0
+		sleep 0.05
+	done
+	echo "sshd did not start:" >&2
+	cat "$TMP/sshd.log" "$TMP/sshd.err" >&2
+	return 1
+}
+
+SSH_OPTS=(-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=30)
+# key_login NAME: a publickey login running `date`; its output is when the session began.
+key_login() {
+	ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 \
+		'date +%s%N' > "$TMP/$1.out" 2> "$TMP/$1.err" < /dev/null
+	echo $? > "$TMP/$1.rc"
+}
+# pw_login NAME METHOD: keyboard-interactive or password, answered by askpass.
+pw_login() {
+	SSH_ASKPASS="$TMP/askpass" SSH_ASKPASS_REQUIRE=force DISPLAY=none \
+		ssh "${SSH_OPTS[@]}" -o PubkeyAuthentication=no -o PreferredAuthentications="$2" \
+		-o NumberOfPasswordPrompts=1 -p "$PORT" root@127.0.0.1 'date +%s%N' \
+		> "$TMP/$1.out" 2> "$TMP/$1.err" < /dev/null
+	echo $? > "$TMP/$1.rc"
+}
+
+# 1. Publickey logins, gated in the session stack: ten at once, one interval apart, in order.
+start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @M url=unix://$TMP/r.sock key=keys interval=1s countdown=0" \
+	"session required @P/pam_permit.so" || exit 1
+pids=""
+for i in $(seq -w 1 10); do
+	key_login "k$i" &
+	pids="$pids $!"
+done
+wait $pids
+okcount=$(cat "$TMP"/k??.rc | grep -c '^0$')
+check "publickey: 10 simultaneous ssh logins all get a session ($okcount)" [ "$okcount" = 10 ]
+cat "$TMP"/k??.out | sort -n > "$TMP/starts"
+gaps=$(awk 'NR > 1 { printf "%d ", ($1 - p) / 1e6 } { p = $1 }' "$TMP/starts")
+check "publickey: sessions start one interval apart (gaps: $gaps ms)" \
+	sh -c "echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 800) exit 1; exit NF != 9 }'"
+positions=$(grep -a 'SYSLOG(5): queued:' "$TMP/sshd.err" | sed -E 's/.*position=([0-9]+).*/\1/' | sort -n | tr '\n' ' ')
+check "publickey: nine queued, at positions 1 to 9 ($positions)" [ "$positions" = "1 2 3 4 5 6 7 8 9 " ]
+
+# 2a. keyboard-interactive, gated in auth: the queue text comes with the password prompt,
+# after the wait.
+start_sshd 120 "auth required @M url=unix://$TMP/r.sock key=kbd interval=3s countdown=1s" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so" || exit 1
+rm -f "$TMP/asked"
+t0=$(date +%s%N)
+pw_login i1 keyboard-interactive &
+p1=$!
+sleep 0.3
+pw_login i2 keyboard-interactive
+wait $p1
+check "keyboard-interactive: both logins get in" [ "$(rc_of i1)$(rc_of i2)" = 00 ]
+prompt=$(grep 'Login queue' "$TMP/asked")
+asked_ms=$(((${prompt%% *} - t0) / 1000000))
+check "keyboard-interactive: the client is shown the queue, with the prompt ($prompt)" \
+	sh -c "echo '$prompt' | grep -q 'Login queue: you are next; your turn in about 2.[0-9] s.|.*Login queue: about 1 s to go.|Login queue: your turn now.'"
+check "keyboard-interactive: ... only once the wait is over (${asked_ms} ms after the start)" \
+	[ "$asked_ms" -ge 2500 ]
+
+# 2b. password, gated in account: the queue text arrives as a banner after the wait.
+start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" \
+	"account required @M url=unix://$TMP/r.sock key=acct interval=3s countdown=0" \
+	"account required @P/pam_permit.so" "session required @P/pam_permit.so" || exit 1
+t0=$(date +%s%N)
+pw_login a1 password &
+p1=$!
+sleep 0.3
+pw_login a2 password
+wait $p1
+check "password + account: both logins get in" [ "$(rc_of a1)$(rc_of a2)" = 00 ]
+check "password + account: the client prints the queue banner ($(grep -o 'Login queue.*' "$TMP/a2.err" | head -1))" \
+	grep -q 'Login queue: you are next' "$TMP/a2.err"
+started_ms=$((($(cat "$TMP/a2.out") - t0) / 1000000))
+check "password + account: the session starts after the wait (${started_ms} ms)" \
+	[ "$started_ms" -ge 2500 ]
+
+# 3. The deadline. With max_wait under LoginGraceTime, a long wait is refused at once; with it
+# over, sshd kills the login mid-wait with no word to the user.
+start_sshd 6 "auth required @M url=unix://$TMP/r.sock key=grace interval=10s max_wait=4s" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so" || exit 1
+pw_login g1 keyboard-interactive
+rm -f "$TMP/asked"
+t0=$(now_ms)
+pw_login g2 keyboard-interactive
+took=$(($(now_ms) - t0))
+check "LoginGraceTime 6 s, max_wait=4s: a 10 s wait is refused in ${took} ms, before the grace time" \
+	sh -c "[ $(rc_of g2) != 0 ] && [ $took -lt 6000 ]"
+check "... and the client is told when to try again ($(grep -o 'Too many[^|]*' "$TMP/asked"))" \
+	grep -q 'Too many logins at the moment. Please try again in [0-9.]* s.' "$TMP/asked"
+check "... sshd did not have to kill it" sh -c "! grep -q 'Timeout before authentication' '$TMP/sshd.log'"
+start_sshd 6 "auth required @M url=unix://$TMP/r.sock key=grace2 interval=10s max_wait=20s" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so" || exit 1
+pw_login h1 keyboard-interactive
+t0=$(now_ms)
+pw_login h2 keyboard-interactive
+took=$(($(now_ms) - t0))
+accepted=$(grep -c '^Accepted' "$TMP/sshd.log")
+check "... whereas with max_wait over LoginGraceTime, sshd cuts the waiting login off at the grace time (${took} ms, $accepted accepted)" \
+	sh -c "[ $(rc_of h2) != 0 ] && [ $took -ge 5500 ] && [ $took -lt 9000 ] && [ $accepted = 1 ]"
+
+# 4. An abandoned login: its client killed mid-wait. The logins behind it still get in on
+# time, and the schedule expires.
+start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @M url=unix://$TMP/r.sock key=gone interval=2s countdown=0" \
+	"session required @P/pam_permit.so" || exit 1
+t0=$(date +%s%N)
+key_login x1
+ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 true \
+	> /dev/null 2>&1 < /dev/null &
+victim=$!
+sleep 0.5
+key_login x3 &
+p3=$!
+sleep 0.5
+kill "$victim"
+wait $p3
+x3_ms=$((($(cat "$TMP/x3.out") - t0) / 1000000))
+check "abandoned: the login behind a killed one gets in at its slot (${x3_ms} ms, slot 4000)" \
+	sh -c "[ $(rc_of x3) = 0 ] && [ $x3_ms -ge 3500 ] && [ $x3_ms -lt 6000 ]"
+ttl=$(rcli r pttl gone)
+check "abandoned: the schedule expires with its last slot (pttl ${ttl} ms)" in_range "$ttl" 0 2500
+sleep $(((ttl + 999) / 1000))
+check "... and is gone after it" [ "$(rcli r exists gone)" = 0 ]
+
+finish
