@@ -106,6 +106,7 @@ check-run: all unit $(CHECK_EXTRA)
 check-e2e: all
 	@sh tests/deps.sh
 	bash tests/e2e-ssh.sh
+	bash tests/e2e-console.sh
 
 demo:
 	@sh tests/deps.sh

@@ -1,0 +1,76 @@
+#!/bin/bash
+# End to end on a terminal: Debian's /bin/login and su, under pam_wrapper (as root), in a tmux
+# pseudo-terminal. The countdown must show live, one line per step, not all at the end.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+MATRIX=$(ls /usr/lib/*/pam_wrapper/pam_matrix.so | head -1)
+TMUX_SOCK="$TMP/tmux.sock"
+start_redis r || exit 1
+echo "root:s3cret:login" > "$TMP/passdb"
+tmux_() { tmux -S "$TMUX_SOCK" "$@"; }
+trap 'tmux_ kill-server 2> /dev/null; cleanup' EXIT
+
+# watch NAME SECONDS: samples the pane every 100 ms; writes "<ms since start> <line>" to
+# $TMP/NAME.seen the first time each line shows.
+watch_pane() {
+	local name=$1 until=$(($(now_ms) + $2 * 1000)) t0 now
+	t0=$(now_ms)
+	: > "$TMP/$name.seen"
+	while [ "$(now_ms)" -lt "$until" ]; do
+		now=$(($(now_ms) - t0))
+		tmux_ capture-pane -p -t "$name" 2> /dev/null | grep -v '^$' | while IFS= read -r line; do
+			grep -qxF -- "$line" <(cut -d' ' -f2- "$TMP/$name.seen") ||
+				printf '%s %s\n' "$now" "$line" >> "$TMP/$name.seen"
+		done
+		sleep 0.1
+	done
+}
+seen_at() { grep -F -- "$2" "$TMP/$1.seen" | head -1 | cut -d' ' -f1; }
+
+in_pane() {
+	env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" "$@"
+}
+occupy() { # takes the next slot of the schedule, so that the login under test must wait
+	LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		pamtester "$1" someone authenticate > /dev/null 2>&1
+}
+
+# /bin/login, gated in auth: countdown, then the password prompt, then a shell.
+service login "auth required @M url=unix://$TMP/r.sock key=console interval=3s countdown=1s" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so"
+occupy login
+tmux_ new-session -d -s login -x 120 -y 40 "$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root"
+watch_pane login 4
+first=$(seen_at login 'Login queue: you are next')
+step2=$(seen_at login 'Login queue: about 2 s to go.')
+step1=$(seen_at login 'Login queue: about 1 s to go.')
+turn=$(seen_at login 'Login queue: your turn now.')
+prompt=$(seen_at login 'Password:')
+check "login: the first line shows at once (${first:-never} ms)" in_range "${first:-99999}" -1 1000
+check "login: each step shows a second apart, live (${step2:-?} ${step1:-?} ${turn:-?} ms)" \
+	sh -c "[ -n '$turn' ] && [ $((step2 - first)) -ge 500 ] && [ $((step1 - step2)) -ge 700 ] && [ $((turn - step1)) -ge 700 ]"
+check "login: then the password prompt (${prompt:-never} ms)" sh -c "[ -n '$prompt' ] && [ $prompt -ge $turn ]"
+tmux_ send-keys -t login 's3cret' Enter
+sleep 1
+tmux_ send-keys -t login 'echo flowslot-$((6 * 7))' Enter
+sleep 1
+check "login: and then a shell" sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t login | grep -q '^flowslot-42'"
+tmux_ send-keys -t login 'exit' Enter
+
+# su, through its own service: the same countdown, live, then the command.
+service su "auth required @M url=unix://$TMP/r.sock key=su interval=2s countdown=1s" \
+	"auth required @P/pam_permit.so" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so"
+occupy su
+tmux_ new-session -d -s su -x 120 -y 40 \
+	"$(declare -f in_pane); TMP='$TMP' in_pane su -s /bin/sh -c 'echo su-ran' nobody; sleep 5"
+watch_pane su 3
+first=$(seen_at su 'Login queue: you are next')
+turn=$(seen_at su 'Login queue: your turn now.')
+ran=$(seen_at su 'su-ran')
+check "su: countdown live (${first:-never} then ${turn:-never} ms), then the command (${ran:-never} ms)" \
+	sh -c "[ -n '$ran' ] && [ $((turn - first)) -ge 1000 ] && [ $ran -ge $turn ]"
+
+finish
