@@ -24,6 +24,7 @@ PAMDIR = $(shell $(PKG_CONFIG) --variable=libdir pam)/security
 PREFIX ?= /usr
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
+PAMCONFIGDIR ?= $(PREFIX)/share/pam-configs
 
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
 	     $(PAM_CFLAGS) $(CFLAGS)
@@ -107,6 +108,7 @@ check-e2e: all
 	@sh tests/deps.sh
 	bash tests/e2e-ssh.sh
 	bash tests/e2e-console.sh
+	bash tests/debian.sh
 
 demo:
 	@sh tests/deps.sh
@@ -119,15 +121,18 @@ deps:
 	sh tests/deps.sh
 
 install: pam_flowslot.so
-	install -d -m 0755 $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
+	install -d -m 0755 $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(PAMCONFIGDIR)
 	install -m 0644 pam_flowslot.so $(DESTDIR)$(PAMDIR)/pam_flowslot.so
 	install -m 0644 pam_flowslot.8 $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8
 	install -m 0644 etc/pam.d/flowslot-example $(DESTDIR)$(DOCDIR)/pam.d-example
 	install -m 0644 etc/security/pam_flowslot.conf $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example
+	install -m 0644 etc/pam-configs/flowslot $(DESTDIR)$(PAMCONFIGDIR)/flowslot
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_flowslot.so $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8 \
-		$(DESTDIR)$(DOCDIR)/pam.d-example $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example
+		$(DESTDIR)$(DOCDIR)/pam.d-example $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example \
+		$(DESTDIR)$(PAMCONFIGDIR)/flowslot
 	-rmdir $(DESTDIR)$(DOCDIR)
 
 clean:

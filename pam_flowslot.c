@@ -134,6 +134,9 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	int ret;
 
 	opt_parse(&o, pamh, argc, argv);
+	/* Auth and account run under sshd's and login's deadlines; the session under none. */
+	if (!o.max_wait_set && phase != GATE_SESSION)
+		o.slot.max_wait_us = OPT_MAX_WAIT_PREAUTH_US;
 	gate_get_who(pamh, key_uses_user(o.key), &who);
 	if (key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key)) < 0) {
 		log_msg(pamh, LOG_ERR, "key: \"%s\" expands past %d bytes for user \"%s\"", o.key,

@@ -329,8 +329,11 @@ static int opt_set_interval(struct opt *o, const char *v, const char **why)
 
 static int opt_set_max_wait(struct opt *o, const char *v, const char **why)
 {
-	return opt_set_duration(&o->slot.max_wait_us, v, 0, 3600 * US_PER_S,
-				"must be from 0 to 60m", why);
+	if (opt_set_duration(&o->slot.max_wait_us, v, 0, 3600 * US_PER_S, "must be from 0 to 60m",
+			     why) != 0)
+		return -1;
+	o->max_wait_set = true;
+	return 0;
 }
 
 static int opt_set_timeout(struct opt *o, const char *v, const char **why)

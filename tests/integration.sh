@@ -12,6 +12,7 @@ else
 fi
 
 start_redis r || exit 1
+permit_line="auth required $PAM_DIR/pam_permit.so"
 
 # fresh BACKEND: sets $url to a new, empty schedule on that backend.
 STATE_N=0
@@ -294,6 +295,18 @@ service conf "auth required @M conf=$TMP/example.conf" "auth required @P/pam_per
 login cf1 conf alice
 check "etc/security/pam_flowslot.conf, uncommented: no error, admitted through Redis" \
 	sh -c "[ $(rc_of cf1) = 0 ] && ! grep -q 'SYSLOG(3)' '$TMP/cf1.err' && [ \$(redis-cli -s '$TMP/r.sock' exists confexample) = 1 ]"
+
+# max_wait's default: 45 s in auth (under LOGIN_TIMEOUT and LoginGraceTime), 60 s in session.
+service mwauth "auth required @M url=unix://$TMP/r.sock key=mwa interval=50s" "$permit_line"
+login mwa1 mwauth alice
+login mwa2 mwauth bob
+check "default max_wait in auth is 45 s: a 50 s wait is refused" \
+	sh -c "[ $(rc_of mwa2) = 1 ] && grep -q 'refused: .*max_wait_ms=45000' '$TMP/mwa2.err'"
+service mwsess "session required @M url=unix://$TMP/r.sock key=mws interval=70s" \
+	"session required @P/pam_permit.so"
+login mws1 mwsess alice open_session
+login mws2 mwsess bob open_session
+check "default max_wait in session is 60 s" grep -q 'refused: .*max_wait_ms=60000' "$TMP/mws2.err"
 
 # A 10,000-byte user name with key=%u: the key overflows; logged, and the fallback decides.
 long=$(head -c 10000 /dev/zero | tr '\0' 'x')

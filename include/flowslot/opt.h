@@ -16,6 +16,9 @@
 #define OPT_KEY_MAX 256
 #define OPT_DIR_MAX 255
 #define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
+/* Default max_wait before the session phase: under login(1)'s LOGIN_TIMEOUT (60 s) and,
+   with sshd's padding, under its LoginGraceTime (120 s). */
+#define OPT_MAX_WAIT_PREAUTH_US INT64_C(45000000)
 
 enum opt_backend {
 	OPT_BACKEND_TCP,
@@ -49,9 +52,10 @@ struct opt {
 	enum opt_fallback fallback;
 	char state_dir[OPT_DIR_MAX + 1];
 	char password_file[OPT_DIR_MAX + 1]; /* empty: none */
+	bool max_wait_set;		     /* false: the default, which depends on the phase */
 	bool quiet;
 	bool debug;
-	int errors;         /* bad options seen; any sends the login to the fallback */
+	int errors;	    /* bad options seen; any sends the login to the fallback */
 	const char *origin; /* "file:line" of the option being set; NULL: a module argument */
 };
 
