@@ -37,7 +37,9 @@ occupy() { # takes the next slot of the schedule, so that the login under test m
 }
 
 # /bin/login, gated in auth: countdown, then the password prompt, then a shell.
-service login "auth required @M url=unix://$TMP/r.sock key=console interval=3s countdown=1s" \
+# The auth line is etc/pam.d/login-flowslot's, with a shorter interval.
+mapfile -t recommended < <(example login-flowslot "unix://$TMP/r.sock" "key=console interval=3s countdown=1s")
+service login "${recommended[@]}" \
 	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so"
 occupy login

@@ -79,9 +79,10 @@ pw_login() {
 }
 
 # 1. Publickey logins, gated in the session stack: ten at once, one interval apart, in order.
+# The session lines are etc/pam.d/sshd-flowslot's, with a shorter interval.
+mapfile -t recommended < <(example sshd-flowslot "unix://$TMP/r.sock" "key=keys interval=1s countdown=0")
 start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
-	"session required @M url=unix://$TMP/r.sock key=keys interval=1s countdown=0" \
-	"session required @P/pam_permit.so" || exit 1
+	"${recommended[@]}" "session required @P/pam_permit.so" || exit 1
 pids=""
 for i in $(seq -w 1 10); do
 	key_login "k$i" &

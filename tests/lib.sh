@@ -186,3 +186,10 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # in_range VALUE LOW HIGH: LOW < VALUE <= HIGH.
 in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
+
+# example FILE URL [OPTIONS]: the active lines of one of etc/pam.d's examples, as a stack for
+# the tests: the module by its path, on URL, with OPTIONS added to its line.
+example() {
+	grep -v '^#' "$TOP/etc/pam.d/$1" | grep . |
+		sed "s|pam_flowslot.so url=[^ ]*|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+}
