@@ -25,9 +25,15 @@ conf_opts=$(sed -nE 's/^#([a-z_]+)(=.*)?$/\1/p' etc/security/pam_flowslot.conf |
 check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" \
 	[ "$conf_opts" = "$(echo "$code_opts" | tr ' ' '\n' | grep -vx conf | grep . | tr '\n' ' ')" ]
 
-# The man page renders without a warning.
-warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z pam_flowslot.8 2>&1)
-check "groff -ww renders pam_flowslot.8 without warnings" [ -z "$warnings" ]
+conf5_opts=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 |
+	sed -nE '/^\.TP/{n; s/^\.BI? ([a-z_]+)(=| |$).*/\1/p}' | sort -u | tr '\n' ' ')
+check "pam_flowslot.conf(5) OPTIONS: every option but conf ($conf5_opts)" [ "$conf5_opts" = "$conf_opts" ]
+
+# The man pages render without a warning.
+for page in pam_flowslot.8 pam_flowslot.conf.5; do
+	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "$page" 2>&1)
+	check "groff -ww renders $page without warnings" [ -z "$warnings" ]
+done
 
 # The README's example stack is the file in etc/.
 example=$(grep -c -F -x -f README.md etc/pam.d/flowslot-example)
@@ -39,9 +45,13 @@ dest=$TMP/dest
 make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make install puts the module in PAMDIR, mode 0644" \
 	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
-check "make install puts the man page in man8" [ -f "$dest/usr/share/man/man8/pam_flowslot.8" ]
+check "make install puts the man pages in man8 and man5" \
+	test -f "$dest/usr/share/man/man8/pam_flowslot.8" -a -f "$dest/usr/share/man/man5/pam_flowslot.conf.5"
+modes=$(find "$dest" -type f -printf '%m\n' | sort -u | tr '\n' ' ')
+check "make install: every file mode 0644 ($modes)" [ "$modes" = "644 " ]
+check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 7 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 8 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 
