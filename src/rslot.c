@@ -14,6 +14,7 @@
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
 
 #define RSLOT_POSITION_MAX INT64_C(1000000000)
+#define RSLOT_REPLY_MAX 65536 /* bytes buffered for one reply; a real one is under 100 */
 
 /* One login's exchange with the server. */
 struct rslot_call {
@@ -98,6 +99,12 @@ static int rslot_get_reply(struct rslot_call *call, redisReply **reply, const ch
 			return -1;
 		if (redisBufferRead(call->c) != REDIS_OK) {
 			*why = call->c->errstr;
+			return -1;
+		}
+		/* hiredis takes a bulk string of any length: a broken server could make the
+		   host process buffer hundreds of MB within the timeout. */
+		if (call->c->reader->len > RSLOT_REPLY_MAX) {
+			*why = "reply too large";
 			return -1;
 		}
 	}

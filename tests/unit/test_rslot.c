@@ -350,6 +350,26 @@ static void test_drip_bounded_by_deadline(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+static void test_huge_reply(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	static char chunk[256 * 1024];
+	int64_t t0;
+
+	(void)state;
+	opts(&o);
+	o.timeout_us = 5000000;
+	/* Announce 100 MB and send 256 KiB of it: refused at 64 KiB, not after the timeout. */
+	serve("$104857600\r\n");
+	memset(chunk, 'x', sizeof(chunk));
+	fcntl(peer, F_SETFL, O_NONBLOCK);
+	(void)!write(peer, chunk, sizeof(chunk));
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
+	assert_true(fstime_mono_us() - t0 < 1000000);
+}
+
 static void test_closed_half_way(void **state)
 {
 	struct opt o;
@@ -419,6 +439,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stall_times_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drip_bounded_by_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_huge_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closed_half_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_fails, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
