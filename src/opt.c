@@ -179,6 +179,10 @@ static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
 		}
 		h = host + 1;
 		hlen = (size_t)(close - h);
+		if (strspn(h, "0123456789abcdefABCDEF:.") < hlen) {
+			*why = "an IPv6 address in brackets holds only hex digits, ':' and '.'";
+			return -1;
+		}
 		if (close + 1 < host_end) {
 			if (close[1] != ':') {
 				*why = "junk after ']'";

@@ -379,6 +379,8 @@ static void test_url_bad(void **state)
 		"unix://relative",
 		"unix://",
 		"unix:///x?foo=1",
+		"redis://[::1 x]:6379",
+		"redis://[fe80::1%eth0]",
 		"unix:///x?user=",
 		"unix:///x?user=a&",
 		"unix:///x?",
