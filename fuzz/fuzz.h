@@ -1,0 +1,98 @@
+/* Shared by the libFuzzer targets in fuzz/: prototypes, the invariant check, url invariants. */
+#ifndef FLOWSLOT_FUZZ_H
+#define FLOWSLOT_FUZZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flowslot/opt.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A broken invariant: say which, on fd 2 itself (the stderr stream may point at /dev/null),
+   and abort so that libFuzzer saves the input. */
+#define FUZZ_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			dprintf(STDERR_FILENO, "%s:%d: invariant broken: %s\n", __FILE__,          \
+				__LINE__, #cond);                                                  \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+/* The module logs through the stderr stream when it has no PAM handle. Point that stream at
+   /dev/null, once. Not dup2() onto fd 2: libFuzzer (its status lines, through the stderr
+   stream it saved at start-up) and the sanitizers (their reports, through fd 2) write there,
+   and a crash would then leave nothing to read. */
+static inline void fuzz_silence_stderr(void)
+{
+	FILE *null = fopen("/dev/null", "w");
+
+	if (null == NULL) {
+		perror("fuzz: /dev/null");
+		exit(1);
+	}
+	stderr = null;
+}
+
+/* The input as a NUL-terminated heap string (cut at its first NUL). */
+static inline char *fuzz_cstr(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+
+	if (s == NULL)
+		abort();
+	if (size > 0)
+		memcpy(s, data, size);
+	s[size] = '\0';
+	return s;
+}
+
+static inline bool fuzz_terminated(const char *buf, size_t bufsz)
+{
+	return memchr(buf, '\0', bufsz) != NULL;
+}
+
+static inline bool fuzz_host_byte(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '-';
+}
+
+/* What opt_parse_url promises of a url it accepted. */
+static inline void fuzz_check_url(const struct opt_url *u)
+{
+	FUZZ_CHECK(fuzz_terminated(u->host, sizeof(u->host)));
+	FUZZ_CHECK(fuzz_terminated(u->socket, sizeof(u->socket)));
+	FUZZ_CHECK(fuzz_terminated(u->user, sizeof(u->user)));
+	FUZZ_CHECK(fuzz_terminated(u->password, sizeof(u->password)));
+	FUZZ_CHECK(u->db >= 0 && u->db <= 65535);
+	/* A password is there exactly when has_password says so. (A user may come without one:
+	   its password is then for password_file= to give.) */
+	FUZZ_CHECK(u->has_password == (u->password[0] != '\0'));
+	switch (u->backend) {
+	case OPT_BACKEND_TCP:
+		FUZZ_CHECK(u->host[0] != '\0');
+		FUZZ_CHECK(u->port >= 1 && u->port <= 65535);
+		/* Whatever the host form, nothing of the userinfo or the path ends up in it. */
+		FUZZ_CHECK(strpbrk(u->host, "/@") == NULL);
+		break;
+	case OPT_BACKEND_UNIX:
+		FUZZ_CHECK(u->socket[0] == '/');
+		FUZZ_CHECK(strlen(u->socket) <= OPT_SOCKET_MAX);
+		FUZZ_CHECK(strchr(u->socket, '?') == NULL);
+		break;
+	case OPT_BACKEND_LOCAL:
+		break;
+	default:
+		FUZZ_CHECK(!"backend out of range");
+	}
+}
+
+#endif

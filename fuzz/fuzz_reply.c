@@ -1,0 +1,166 @@
+/* libFuzzer target: what the module makes of a server's reply. The input is RESP, read by a
+   hiredis reader as rslot.c reads the socket; every reply, and every reply nested in one, goes
+   to rslot_read_reply under a few fixed schedules, and its text through log_escape as
+   rslot_fail shows it. */
+#include <hiredis/hiredis.h>
+
+#include "flowslot/log.h"
+#include "flowslot/rslot.h"
+#include "flowslot/slot.h"
+#include "fuzz.h"
+
+#define US_PER_S INT64_C(1000000)
+#define POSITION_MAX INT64_C(1000000000) /* RSLOT_POSITION_MAX in rslot.c */
+#define DEADLINE_UNTOUCHED INT64_C(-4242)
+#define ARRAY_MAX 1024
+
+/* The defaults, the smallest and largest settings, and the man page's burst example. */
+static const struct slot_params params[] = {
+	{ .interval_us = 7 * US_PER_S, .max_wait_us = 60 * US_PER_S, .burst = 1 },
+	{ .interval_us = 1000, .max_wait_us = 0, .burst = 1 },
+	{ .interval_us = 3600 * US_PER_S, .max_wait_us = 3600 * US_PER_S, .burst = 1000 },
+	{ .interval_us = 2 * US_PER_S, .max_wait_us = 30 * US_PER_S, .burst = 3 },
+};
+
+/* hiredis 0.14 has no maxelements: "*2000000000\r\n" would have it calloc 16 GB, which
+   libFuzzer reports as running out of memory. That is hiredis, not the module: refuse big
+   arrays (the reader then fails as out of memory). */
+static redisReplyObjectFunctions capped;
+static void *(*create_array)(const redisReadTask *task, int elements);
+
+static void *capped_create_array(const redisReadTask *task, int elements)
+{
+	if (elements < 0 || elements > ARRAY_MAX)
+		return NULL;
+	return create_array(task, elements);
+}
+
+/* log_escape, written out again: printable ASCII but '\' as is, the rest as \xNN, and "..."
+   in place of what does not fit. */
+static void ref_escape(const char *in, char *out, size_t outsz)
+{
+	size_t o = 0;
+
+	if (outsz < 8) {
+		out[0] = '\0';
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)in; *p != '\0'; p++) {
+		int printable = *p >= 0x20 && *p < 0x7f && *p != '\\';
+		size_t need = printable ? 1 : 4;
+
+		if (o + need + 4 > outsz) {
+			strcpy(out + o, "...");
+			return;
+		}
+		if (printable)
+			out[o++] = (char)*p;
+		else
+			o += (size_t)sprintf(out + o, "\\x%02x", *p);
+	}
+	out[o] = '\0';
+}
+
+static void check_escape(const char *in)
+{
+	/* rslot_fail's and opt_set's buffers, and the smallest around the cut-off. */
+	static const size_t sizes[] = { 160, 128, 12, 9, 8, 7, 1 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char *out = malloc(sizes[i]); /* exact size: ASan sees a byte past it */
+		char ref[160];
+		const char *shown;
+
+		if (out == NULL)
+			abort();
+		ref_escape(in, ref, sizes[i]);
+		shown = log_escape(in, out, sizes[i]);
+		FUZZ_CHECK(shown != NULL);
+		FUZZ_CHECK(strlen(shown) < sizes[i]);
+		FUZZ_CHECK(strcmp(shown, ref) == 0);
+		for (const char *p = shown; *p != '\0'; p++)
+			FUZZ_CHECK(*p >= 0x20 && *p < 0x7f);
+		free(out);
+	}
+}
+
+static void check_read(const redisReply *r, const struct slot_params *p)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE,
+				   .wait_us = -1,
+				   .position = -1,
+				   .deadline_us = DEADLINE_UNTOUCHED };
+	const char *why = NULL;
+	int rc = rslot_read_reply(r, p, &res, &why);
+
+	if (rc != 0) {
+		FUZZ_CHECK(rc == -1);
+		FUZZ_CHECK(why != NULL && why[0] != '\0');
+		return;
+	}
+	/* Only an array of three integers is read, and what is read is what it said. */
+	FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+	for (size_t i = 0; i < 3; i++)
+		FUZZ_CHECK(r->element[i]->type == REDIS_REPLY_INTEGER);
+	FUZZ_CHECK(res.verdict == (r->element[0]->integer == 1 ? SLOT_ADMIT : SLOT_REFUSE));
+	FUZZ_CHECK(r->element[0]->integer == 0 || r->element[0]->integer == 1);
+	FUZZ_CHECK(res.wait_us == r->element[1]->integer);
+	FUZZ_CHECK(res.position == r->element[2]->integer);
+	FUZZ_CHECK(res.deadline_us == DEADLINE_UNTOUCHED);
+	/* rslot.h and the README: the bounds that make a reply believable. */
+	FUZZ_CHECK(res.wait_us >= 0);
+	FUZZ_CHECK(res.position >= 1 && res.position <= POSITION_MAX);
+	FUZZ_CHECK(res.wait_us <= p->max_wait_us + p->burst * p->interval_us);
+	if (res.verdict == SLOT_ADMIT)
+		FUZZ_CHECK(res.wait_us <= p->max_wait_us);
+	else
+		FUZZ_CHECK(res.wait_us > p->max_wait_us);
+}
+
+static void check_reply(const redisReply *r, int depth)
+{
+	FUZZ_CHECK(depth < 16);
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		check_read(r, &params[i]);
+	switch (r->type) {
+	case REDIS_REPLY_STRING:
+	case REDIS_REPLY_STATUS:
+	case REDIS_REPLY_ERROR:
+		check_escape(r->str);
+		break;
+	case REDIS_REPLY_ARRAY:
+		for (size_t i = 0; i < r->elements; i++)
+			check_reply(r->element[i], depth + 1);
+		break;
+	default:
+		break;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	redisReader *rd;
+	void *reply = NULL;
+
+	if (create_array == NULL) {
+		rd = redisReaderCreate();
+		if (rd == NULL)
+			abort();
+		capped = *rd->fn;
+		create_array = capped.createArray;
+		capped.createArray = capped_create_array;
+		redisReaderFree(rd);
+	}
+	rd = redisReaderCreateWithFunctions(&capped);
+	if (rd == NULL)
+		abort();
+	if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
+		while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply != NULL) {
+			check_reply(reply, 0);
+			freeReplyObject(reply);
+			reply = NULL;
+		}
+	}
+	redisReaderFree(rd);
+	return 0;
+}

@@ -1,0 +1,91 @@
+/* libFuzzer target: opt_parse_url on the input as a C string (cut at its first NUL). */
+#include "flowslot/opt.h"
+#include "fuzz.h"
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The text at s starts with value and goes on with one of the bytes in next ("" for the
+   end). */
+static bool found_at(const char *s, const char *value, const char *next)
+{
+	size_t n = strlen(value);
+
+	return strncmp(s, value, n) == 0 && (s[n] == '\0' || strchr(next, s[n]) != NULL);
+}
+
+/* Checks an accepted url against the text it came from. */
+static void check_against_input(const char *s, const struct opt_url *u)
+{
+	if (strcmp(s, "local") == 0) {
+		FUZZ_CHECK(u->backend == OPT_BACKEND_LOCAL);
+	} else if (starts_with(s, "redis://")) {
+		const char *rest = s + strlen("redis://");
+		const char *at = strrchr(rest, '@');
+		const char *host = at ? at + 1 : rest;
+
+		FUZZ_CHECK(u->backend == OPT_BACKEND_TCP);
+		/* Credentials only from before an '@': user:password, :password or user alone. */
+		if (at == NULL)
+			FUZZ_CHECK(!u->has_password && u->user[0] == '\0');
+		else
+			FUZZ_CHECK(u->has_password || u->user[0] != '\0');
+		if (at != NULL && memchr(rest, ':', (size_t)(at - rest)) == NULL)
+			FUZZ_CHECK(!u->has_password);
+		if (*host == '[') {
+			FUZZ_CHECK(found_at(host + 1, u->host, "]"));
+		} else {
+			for (const char *p = u->host; *p != '\0'; p++)
+				FUZZ_CHECK(fuzz_host_byte(*p));
+			FUZZ_CHECK(found_at(host, u->host, ":/"));
+		}
+		if (strchr(host, '/') == NULL || strchr(host, '/')[1] == '\0')
+			FUZZ_CHECK(u->db == 0);
+	} else if (starts_with(s, "unix://")) {
+		const char *rest = s + strlen("unix://");
+		const char *query = strchr(rest, '?');
+
+		FUZZ_CHECK(u->backend == OPT_BACKEND_UNIX);
+		FUZZ_CHECK(found_at(rest, u->socket, "?"));
+		/* No password in a unix:// url; a user and a database only from ?user= and ?db=. */
+		FUZZ_CHECK(!u->has_password);
+		if (query == NULL || strstr(query, "db=") == NULL)
+			FUZZ_CHECK(u->db == 0);
+		if (query == NULL || strstr(query, "user=") == NULL)
+			FUZZ_CHECK(u->user[0] == '\0');
+		else
+			FUZZ_CHECK(u->user[0] != '\0');
+	} else {
+		FUZZ_CHECK(!"accepted a url of no known scheme");
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s = fuzz_cstr(data, size);
+	struct opt_url *u = malloc(sizeof(*u));
+	struct opt_url *before = malloc(sizeof(*before));
+	const char *why = NULL;
+	int rc;
+
+	if (u == NULL || before == NULL)
+		abort();
+	/* Garbage first: a refusal must leave all of it, an acceptance none of it. */
+	memset(u, 0xa5, sizeof(*u));
+	memcpy(before, u, sizeof(*u));
+	rc = opt_parse_url(s, u, &why);
+	if (rc == 0) {
+		fuzz_check_url(u);
+		check_against_input(s, u);
+	} else {
+		FUZZ_CHECK(rc == -1);
+		FUZZ_CHECK(why != NULL && why[0] != '\0');
+		FUZZ_CHECK(memcmp(u, before, sizeof(*u)) == 0);
+	}
+	free(before);
+	free(u);
+	free(s);
+	return 0;
+}
