@@ -1,0 +1,96 @@
+/* Measurement 4: decision capacity.
+ *
+ *   capacity P SECONDS OPTION...
+ *
+ * P processes call rslot_reserve, the module's own code path (a connection, one script call,
+ * a close, per decision), back to back on one schedule for SECONDS, all starting at the same
+ * instant. Prints the decisions made per second, by verdict, as name=value pairs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "flowslot/fstime.h"
+#include "flowslot/rslot.h"
+
+#define CAPACITY_MAX_P 1000
+
+struct capacity_result {
+	long long admit, refuse, unavailable;
+};
+
+struct capacity {
+	const struct opt *o;
+	int64_t run_us;
+	struct bench_gate gate;
+	struct capacity_result *res;
+};
+
+static int capacity_child(int i, void *arg)
+{
+	struct capacity *k = arg;
+	struct capacity_result *r = &k->res[i];
+	struct slot_result res;
+	int64_t end;
+
+	bench_gate_wait(&k->gate);
+	end = fstime_mono_us() + k->run_us;
+	while (fstime_mono_us() < end) {
+		switch (rslot_reserve(NULL, k->o, k->o->key, &res)) {
+		case SLOT_ADMIT:
+			r->admit++;
+			break;
+		case SLOT_REFUSE:
+			r->refuse++;
+			break;
+		default:
+			r->unavailable++;
+			break;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static int pids[CAPACITY_MAX_P];
+	struct capacity k;
+	struct opt o;
+	struct slot_result warm;
+	long long admit = 0, refuse = 0, unavailable = 0;
+	int p, ready, failed;
+	double seconds, elapsed;
+	int64_t t0;
+
+	if (argc < 3 || (p = atoi(argv[1])) < 1 || p > CAPACITY_MAX_P ||
+	    (seconds = atof(argv[2])) <= 0 || seconds > 60) {
+		fprintf(stderr, "usage: capacity P SECONDS OPTION...\n");
+		return 2;
+	}
+	bench_opt(&o, argc - 3, argv + 3);
+	k.o = &o;
+	k.run_us = (int64_t)(seconds * 1e6);
+	k.res = bench_shared(sizeof(*k.res) * (size_t)p);
+	/* The script is loaded before the clock starts. */
+	if (rslot_reserve(NULL, &o, o.key, &warm) != SLOT_ADMIT) {
+		fprintf(stderr, "capacity: the warm-up reservation failed\n");
+		return 1;
+	}
+
+	bench_gate_init(&k.gate);
+	bench_fork(p, capacity_child, &k, pids);
+	t0 = bench_gate_open(&k.gate, p, 30000000, &ready);
+	failed = bench_reap(p, pids);
+	elapsed = (double)(fstime_mono_us() - t0) / 1e6;
+
+	for (int i = 0; i < p; i++) {
+		admit += k.res[i].admit;
+		refuse += k.res[i].refuse;
+		unavailable += k.res[i].unavailable;
+	}
+	printf("clients=%d ready=%d failed=%d seconds=%.3f decisions=%lld admit=%lld refuse=%lld "
+	       "unavailable=%lld per_second=%.0f\n",
+	       p, ready, failed, elapsed, admit + refuse, admit, refuse, unavailable,
+	       (double)(admit + refuse) / elapsed);
+	return failed != 0 || ready != p;
+}

@@ -1,0 +1,550 @@
+#!/bin/bash
+# make bench: pam_flowslot against the alternatives, in one run on this machine (issue 6).
+# Private redis-servers on loopback or on Unix sockets in a temporary directory, stopped by pid
+# (tests/lib.sh); logins through the C clients of bench/ (the module's own code path: the
+# library objects, rslot_reserve, countdown_wait) or through pamtester under pam_wrapper.
+# Writes BENCHMARKS.md and bench/timeline.png; with QUICK=1, fewer and shorter rounds into
+# build/bench/BENCHMARKS-quick.md. BENCH_OUT= names another file. Nothing here asserts a time.
+set -u
+. "$(dirname "$0")/../tests/lib.sh"
+
+QUICK=${QUICK:-0}
+BIN=$TOP/build/bench
+if [ "$QUICK" = 1 ]; then
+	M1_REPS=1 M2_PAIRS=50 M3_N=50 M4_SECONDS=1 M4_GET_N=50000 M4_EVAL_N=30000
+	M5_N=100 M5_BASE=5 M5_WINDOW=2
+	OUT=${BENCH_OUT:-$TOP/build/bench/BENCHMARKS-quick.md}
+	COMMAND="make bench QUICK=1"
+else
+	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
+	M5_N=1000 M5_BASE=10 M5_WINDOW=5
+	OUT=${BENCH_OUT:-$TOP/BENCHMARKS.md}
+	COMMAND="make bench"
+fi
+[ -n "${BENCH_OUT:-}" ] && COMMAND="$COMMAND BENCH_OUT=$BENCH_OUT"
+case $OUT in /*) ;; *) OUT=$TOP/$OUT ;; esac
+if [ "$OUT" = "$TOP/BENCHMARKS.md" ]; then
+	PNG=$TOP/bench/timeline.png
+	PNG_LINK=bench/timeline.png
+else
+	PNG=${OUT%.md}-timeline.png
+	PNG_LINK=$(basename "$PNG")
+fi
+mkdir -p "$(dirname "$OUT")" "$TOP/build/bench"
+M1_NS="10 50 200"
+CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the module alike
+TICK=$(getconf CLK_TCK)
+RUN_START=$(date +%s)
+
+say() { echo "bench: $*" >&2; }
+fail() {
+	say "FAILED: $*"
+	exit 1
+}
+
+# run COMMAND...: runs a client and keeps its command line for the report, $TMP abbreviated.
+run() {
+	printf '%s\n' "$*" | sed "s|$TMP|\$TMP|g; s|$TOP/||g" >> "$TMP/commands"
+	"$@"
+}
+
+# field NAME LINE: the value of NAME=... in a line of name=value pairs.
+field() { printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# cpu_ticks PID: user plus system time, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# stats: "median p99 max min" of the numbers on stdin (nearest rank).
+stats() {
+	sort -n | awk '{ v[NR] = $1 } END {
+		if (NR == 0) { print "0 0 0 0"; exit }
+		m = int((NR * 50 + 99) / 100); p = int((NR * 99 + 99) / 100)
+		print v[m], v[p], v[NR], v[1] }'
+}
+
+ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
+
+# start_tcp_redis NAME: start_redis on a loopback port as well, in $PORT. The port is below the
+# kernel's ephemeral range (which an outgoing connection may hold without listening), and
+# another is tried if someone takes it first.
+start_tcp_redis() {
+	for try in 1 2 3 4 5; do
+		PORT=$(shuf -i 20000-32000 -n 1)
+		(exec 3<> "/dev/tcp/127.0.0.1/$PORT") 2> /dev/null && continue
+		if [ "$try" = 5 ]; then start_redis "$1" --port "$PORT" && return 0; fi
+		start_redis "$1" --port "$PORT" 2> /dev/null && return 0
+	done
+	return 1
+}
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+say "writing $OUT ($COMMAND); load average at the start: $LOAD_START"
+
+# ---------------------------------------------------------------------------------------------
+# 1. Redis commands per admitted login, under contention, over TCP loopback.
+say "1/5: commands per login, N = $M1_NS, $M1_REPS run(s) each"
+start_tcp_redis m1 || fail "redis m1"
+M1_PORT=$PORT
+M1_OPTS="url=redis://127.0.0.1:$M1_PORT/0 interval=1s max_wait=60m timeout=10s"
+: > "$TMP/m1.txt"
+for n in $M1_NS; do
+	for rep in $(seq "$M1_REPS"); do
+		for mode in flowslot watch naive; do
+			# shellcheck disable=SC2086
+			line=$(run "$BIN/contend" $mode "$n" $M1_OPTS "key=bench:m1:$mode:$n:$rep") ||
+				fail "contend $mode $n: $line"
+			echo "$line" >> "$TMP/m1.txt"
+		done
+	done
+done
+stop_redis m1
+
+# m1_row N MODE: one table row, averaged over the runs.
+m1_row() {
+	awk -v n="$1" -v mode="$2" -v reps="$M1_REPS" -v base="$3" '
+	function f(name,   i, kv) {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] }
+	}
+	f("mode") == mode && f("n") == n {
+		a = f("admitted"); runs++; adm += a
+		if (a == 0) a = 1 # no login admitted: per-login figures are per attempted login
+		per = f("sent") / a; sum += per
+		if (runs == 1 || per < lo) lo = per
+		if (runs == 1 || per > hi) hi = per
+		rt += f("round_trips") / a; srv += f("server_calls") / a
+		scl += f("server_client_calls") / a
+		if (f("attempts_max") > amax) amax = f("attempts_max")
+		sh += f("shared_slot"); if (f("shared_slot") > shmax) shmax = f("shared_slot")
+		if (f("largest_group") > lg) lg = f("largest_group")
+	}
+	END {
+		name = mode == "flowslot" ? "pam_flowslot (rslot_reserve)" : mode == "watch" ? "WATCH/MULTI/EXEC, retried" : "naive GET then SET"
+		mean = sum / runs
+		range = reps > 1 ? sprintf(" (%.2f to %.2f)", lo, hi) : ""
+		ratio = base > 0 ? sprintf("%.1f", mean / base) : "1"
+		tries = mode == "watch" ? amax : (mode == "flowslot" ? "1" : "n/a")
+		printf "| %d | %s | %d of %d | %.2f%s | %s | %.2f | %.2f | %.2f | %s | %.1f (max %d) | %d |\n",
+			n, name, adm, n * runs, mean, range, ratio, rt / runs, scl / runs, srv / runs,
+			tries, sh / runs, shmax, lg
+		printf "%.4f\n", mean > "/dev/stderr"
+	}' "$TMP/m1.txt"
+}
+M1_TABLE=""
+for n in $M1_NS; do
+	base=$(m1_row "$n" flowslot 0 2>&1 >/dev/null)
+	for mode in flowslot watch naive; do
+		M1_TABLE="$M1_TABLE$(m1_row "$n" $mode "$base" 2>/dev/null)
+"
+	done
+done
+watch_per_login() { awk -v n="$1" '$1 == "mode=watch" && $2 == "n=" n { split($7, kv, "="); split($4, a, "="); s += kv[2] / a[2]; r++ } END { printf "%.0f", s / r }' "$TMP/m1.txt"; }
+M1_W50=$(watch_per_login 50)
+M1_W200=$(watch_per_login 200)
+
+# ---------------------------------------------------------------------------------------------
+# 2. Latency that the module adds to a login with an empty queue: pamtester pairs.
+say "2/5: added latency, $M2_PAIRS pairs per transport"
+start_tcp_redis m2 || fail "redis m2"
+M2_PORT=$PORT
+PERMIT="auth required @P/pam_permit.so"
+GATE="key=bench:lat interval=1ms countdown=0 fallback=closed"
+service base "$PERMIT"
+service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 $GATE" "$PERMIT"
+service lat-unix "auth required @M url=unix://$TMP/m2.sock $GATE" "$PERMIT"
+service lat-local "auth required @M url=local state_dir=$TMP/m2state $GATE" "$PERMIT"
+pamtester_cmd() {
+	echo env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		pamtester -v "$1" benchuser authenticate
+}
+M2_TABLE=""
+for t in tcp unix local; do
+	# shellcheck disable=SC2046
+	line=$(cd "$TMP" && run "$BIN/pairtime" "$M2_PAIRS" "$TMP/m2-$t.raw" "$TMP/m2-$t-a.log" \
+		"$TMP/m2-$t-b.log" -- $(pamtester_cmd base) -- $(pamtester_cmd "lat-$t")) ||
+		fail "pairtime $t: $line"
+	waited=$(grep -c 'Login queue' "$TMP/m2-$t-b.log")
+	complaints=$(grep -c 'pam_flowslot(' "$TMP/m2-$t-b.log")
+	case $t in
+	tcp) what="Redis over TCP loopback" ;;
+	unix) what="Redis over a Unix socket" ;;
+	local) what="url=local (file under flock)" ;;
+	esac
+	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $waited | $complaints |
+"
+done
+stop_redis m2
+
+# ---------------------------------------------------------------------------------------------
+# 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.
+say "3/5: stagger precision, $M3_N logins at interval=100ms"
+start_redis m3 || fail "redis m3"
+M3_CSV=$TOP/build/bench/timeline.csv
+M3=$(run "$BIN/stagger" "$M3_N" "$M3_CSV" "url=unix://$TMP/m3.sock" key=bench:stagger \
+	interval=100ms max_wait=60s timeout=10s) || fail "stagger: $M3"
+stop_redis m3
+M3_ARRIVE=$(awk '!/^#/ { print $2 * 1000 }' "$M3_CSV" | stats)
+M3_DECIDE=$(awk '!/^#/ { print ($3 - $2) * 1000 }' "$M3_CSV" | stats)
+PNG_NOTE=""
+if command -v gnuplot > /dev/null; then
+	gnuplot <<-EOF || fail "gnuplot"
+		set terminal pngcairo size 1000,640 font 'DejaVu Sans,10'
+		set output '$PNG'
+		set termoption noenhanced
+		set title "pam_flowslot: $M3_N logins started at the same instant, interval=100ms (Redis on a Unix socket)"
+		set xlabel 'seconds since the common start'
+		set ylabel 'login, in order of admission'
+		set key bottom right box opaque
+		set grid
+		set yrange [0:$((M3_N + 1))]
+		set xrange [-0.1:*]
+		plot '$M3_CSV' using (\$2/1000):1:((\$5-\$2)/1000):(0) with vectors nohead lc rgb '#c0c0c0' title 'waiting (countdown_wait)', \
+		     '' using (\$2/1000):1 with points pt 7 ps 0.7 lc rgb '#1f77b4' title 'arrived: reservation sent', \
+		     '' using (\$5/1000):1 with points pt 5 ps 0.7 lc rgb '#d62728' title 'admitted: woke at its slot'
+	EOF
+	PNG_NOTE="![Admission timeline]($PNG_LINK)
+
+[\`$PNG_LINK\`]($PNG_LINK): each row is a login; the blue dot is when it sent its reservation,
+the red square when it woke at its slot and was admitted, the grey line the wait between."
+else
+	PNG_NOTE="**Not drawn:** gnuplot is not installed (Debian package gnuplot-nox), so there is no
+timeline picture in this run."
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 4. Decision capacity of one redis-server, against redis-benchmark GET in the same run.
+say "4/5: decision capacity, $CONC clients"
+start_redis m4 || fail "redis m4"
+M4_PID=$(cat "$TMP/m4.pid")
+SHA=$(sed -n 's/^#define RSLOT_SCRIPT_SHA1 "\(.*\)"$/\1/p' "$TOP/build/slot_lua.h")
+rcli m4 set 'key:__rand_int__' abc > /dev/null
+# The same bytes as the module sends, so the same SHA-1.
+[ "$(rcli m4 -x script load < "$TOP/src/slot.lua")" = "$SHA" ] || fail "SCRIPT LOAD: not $SHA"
+# m4_phase NAME COMMAND...: the command's output, and the server's CPU share while it ran.
+m4_phase() {
+	name=$1
+	shift
+	c0=$(cpu_ticks "$M4_PID")
+	t0=$(date +%s%N)
+	out=$(run "$@") || fail "$name: $out"
+	t1=$(date +%s%N)
+	c1=$(cpu_ticks "$M4_PID")
+	printf '%s\n' "$out" > "$TMP/m4-$name.out"
+	awk -v c=$((c1 - c0)) -v hz="$TICK" -v ns=$((t1 - t0)) \
+		'BEGIN { printf "%.0f", 100 * c / hz / (ns / 1e9) }' > "$TMP/m4-$name.cpu"
+}
+rb_rps() { tail -n 1 "$TMP/m4-$1.out" | cut -d, -f2 | tr -d '"'; }
+m4_phase get1 redis-benchmark -s "$TMP/m4.sock" -c $CONC -n "$M4_GET_N" -t get --csv
+m4_phase evalsha redis-benchmark -s "$TMP/m4.sock" -c $CONC -n "$M4_EVAL_N" --csv \
+	EVALSHA "$SHA" 1 bench:cap:rb 1000 1 3600000000
+m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap \
+	interval=1ms max_wait=60m timeout=10s
+m4_phase get2 redis-benchmark -s "$TMP/m4.sock" -c $CONC -n "$M4_GET_N" -t get --csv
+stop_redis m4
+M4_MOD=$(cat "$TMP/m4-module.out")
+M4_GET1=$(rb_rps get1)
+M4_GET2=$(rb_rps get2)
+M4_GET=$(awk -v a="$M4_GET1" -v b="$M4_GET2" 'BEGIN { printf "%.0f", (a + b) / 2 }')
+M4_EVAL=$(rb_rps evalsha)
+M4_MODPS=$(field per_second "$M4_MOD")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+# ---------------------------------------------------------------------------------------------
+# 5. The cost of waiting: M5_N pamtester logins held in the queue at once.
+say "5/5: $M5_N logins held in the queue"
+start_redis m5 || fail "redis m5"
+service hold "auth required @M url=unix://$TMP/m5.sock key=bench:hold interval=1s max_wait=60m timeout=10s fallback=closed" \
+	"$PERMIT"
+service exec-hold "auth required @P/pam_exec.so /bin/sleep 300" "$PERMIT"
+# Redis 7 allocates a latency histogram for each command at its first call after CONFIG
+# RESETSTAT: every command the logins will send runs once before the first sample.
+rcli m5 config resetstat > /dev/null
+[ "$(rcli m5 -x script load < "$TOP/src/slot.lua")" = "$SHA" ] || fail "SCRIPT LOAD: not $SHA"
+# The head of the queue: a slot taken 300 s ahead, as by a queue already there, so that no
+# login reaches its slot while the measurement lasts.
+rcli m5 evalsha "$SHA" 1 bench:hold 300000000 1 3600000000 > /dev/null
+m5_mem() { rcli m5 info memory | sed -n "s/^$1:\([0-9]*\).*/\1/p"; }
+m5_reserved() { rcli m5 info commandstats | awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }'; }
+m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); return math.floor((tonumber(redis.call('GET', KEYS[1])) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
+M5_AHEAD0=$(m5_ahead)
+M5_RES0=$(m5_reserved)
+M5_MEM0=$(m5_mem used_memory)
+M5_RSS0=$(m5_mem used_memory_rss)
+# hold_logins SERVICE N: starts N logins in the background; their pids in $HELD.
+hold_logins() {
+	HELD=""
+	for i in $(seq "$2"); do
+		"${PRIVATE_TMP[@]}" env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 \
+			PAM_WRAPPER_SERVICE_DIR="$TMP/svc" pamtester "$1" benchuser authenticate \
+			> /dev/null 2> "$TMP/$1-$i.err" < /dev/null &
+		HELD="$HELD $!"
+	done
+	PIDS="$PIDS $HELD"
+}
+echo "pamtester hold benchuser authenticate, $M5_N times at once, each in a private /tmp" >> "$TMP/commands"
+t0=$(date +%s%N)
+hold_logins hold "$M5_N"
+M5_PIDS=$HELD
+reserved=0
+for _ in $(seq 1200); do # at most 120 s
+	reserved=$(($(m5_reserved) - M5_RES0))
+	[ "$reserved" -ge "$M5_N" ] && break
+	sleep 0.1
+done
+M5_FILL_S=$(awk -v ns=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+sleep 0.5 # the last ones get from the reply into clock_nanosleep
+M5_AHEAD=$(m5_ahead)
+M5_MEMN=$(m5_mem used_memory)
+M5_RSSN=$(m5_mem used_memory_rss)
+M5_KEYS=$(rcli m5 dbsize)
+M5_CLIENTS=$(rcli m5 info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+proc_files() { for p in $1; do [ -r "/proc/$p/$2" ] && echo "/proc/$p/$2"; done; }
+mapfile -t SCHED_A < <(proc_files "$M5_PIDS" schedstat)
+awk '{ split(FILENAME, p, "/"); print p[3], $1 }' "${SCHED_A[@]}" | sort > "$TMP/m5-sched-a"
+sleep "$M5_WINDOW"
+mapfile -t SCHED_B < <(proc_files "$M5_PIDS" schedstat)
+awk '{ split(FILENAME, p, "/"); print p[3], $1 }' "${SCHED_B[@]}" | sort > "$TMP/m5-sched-b"
+M5_ALIVE=${#SCHED_B[@]}
+# shellcheck disable=SC2046
+M5_COMM=$(sort $(proc_files "$M5_PIDS" comm) 2> /dev/null | uniq -c | sort -rn | head -1 | awk '{ print $2 }')
+# shellcheck disable=SC2046
+awk '/^VmRSS:/ { print $2 }' $(proc_files "$M5_PIDS" status) > "$TMP/m5-rss"
+# shellcheck disable=SC2046
+awk '/^Pss:/ { print $2 }' $(proc_files "$M5_PIDS" smaps_rollup) > "$TMP/m5-pss"
+join "$TMP/m5-sched-a" "$TMP/m5-sched-b" | awk '{ print ($3 - $2) / 1000 }' > "$TMP/m5-cpu-us"
+M5_CPU=$(stats < "$TMP/m5-cpu-us")
+M5_CPU_SUM=$(awk '{ s += $1 } END { printf "%.0f", s }' "$TMP/m5-cpu-us")
+M5_RSS=$(stats < "$TMP/m5-rss")
+M5_PSS=$(stats < "$TMP/m5-pss")
+M5_PSS_SUM=$(awk '{ s += $1 } END { printf "%.0f", s / 1024 }' "$TMP/m5-pss")
+for p in $M5_PIDS; do kill "$p" 2> /dev/null; done
+for p in $M5_PIDS; do wait "$p" 2> /dev/null; done
+# Why any login was no longer waiting at the end: the module's log lines, counted.
+M5_WHY=$(cat "$TMP"/hold-*.err | grep -v '_pam_init_handlers: no default config other' |
+	sed 's/[0-9][0-9]*/N/g' | sort | uniq -c | sort -rn | head -5)
+
+# The baseline: the same pamtester held as long by pam_exec running sleep(1), without the module.
+echo "pamtester exec-hold benchuser authenticate, $M5_BASE times at once (pam_exec: /bin/sleep)" >> "$TMP/commands"
+hold_logins exec-hold "$M5_BASE"
+M5_BPIDS=$HELD
+for _ in $(seq 300); do # at most 30 s, until every login has its sleep(1) child
+	kids=0
+	for p in $M5_BPIDS; do
+		[ -n "$(ps -o pid= --ppid "$p")" ] && kids=$((kids + 1))
+	done
+	[ "$kids" -ge "$M5_BASE" ] && break
+	sleep 0.1
+done
+sleep 0.5
+# shellcheck disable=SC2046
+M5_BRSS=$(awk '/^VmRSS:/ { print $2 }' $(proc_files "$M5_BPIDS" status) | stats)
+# shellcheck disable=SC2046
+M5_BPSS=$(awk '/^Pss:/ { print $2 }' $(proc_files "$M5_BPIDS" smaps_rollup) | stats)
+for p in $M5_BPIDS; do
+	for k in $(ps -o pid= --ppid "$p"); do kill "$k" 2> /dev/null; done
+done
+for p in $M5_BPIDS; do wait "$p" 2> /dev/null; done
+stop_redis m5
+
+# ---------------------------------------------------------------------------------------------
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+ELAPSED=$(($(date +%s) - RUN_START))
+n1() { echo "$1" | cut -d' ' -f"$2"; }
+CPU_MODEL=$(lscpu 2> /dev/null | sed -n 's/^Model name: *//p' | head -1)
+MEM_GIB=$(awk '/^MemTotal:/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)
+REDIS_V=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+HIREDIS_V=$(dpkg-query -W -f='${Version}' libhiredis-dev 2> /dev/null)
+PAM_V=$(dpkg-query -W -f='${Version}' libpam0g 2> /dev/null)
+WRAP_V=$(dpkg-query -W -f='${Version}' libpam-wrapper 2> /dev/null)
+GCC_V=$(${CC:-cc} -dumpfullversion 2> /dev/null)
+REV=$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")
+OS=$(. /etc/os-release 2> /dev/null && echo "$PRETTY_NAME")
+S_ARR=$M3_ARRIVE
+S_DEC=$M3_DECIDE
+
+{
+	cat <<-EOF
+		# pam_flowslot benchmarks
+
+		Generated by \`$COMMAND\` (bench/run.sh) on $(date -u '+%Y-%m-%d at %H:%M UTC'), in ${ELAPSED} s.
+		Every figure below was measured in that one run, and every ratio is against a baseline
+		measured in the same run on the same machine. Nothing here is a pass/fail threshold:
+		\`make bench\` is not part of \`make check\`.$([ "$QUICK" = 1 ] && printf '\n\n**QUICK=1: a smoke run with fewer and shorter rounds. These are not the committed figures.**')
+
+		| machine | |
+		|---|---|
+		| CPU | $(nproc) cores ($CPU_MODEL), $MEM_GIB GiB |
+		| system | $OS, kernel $(uname -r) |
+		| Redis | redis-server $REDIS_V (Debian), private instances started by the run |
+		| libraries | hiredis $HIREDIS_V, Linux-PAM $PAM_V, pam_wrapper $WRAP_V, gcc $GCC_V, \`-O2 -g\` |
+		| tree | \`$REV\` |
+		| load average (1, 5, 15 min) | $LOAD_START at the start, $LOAD_END at the end |
+
+		**The machine may have been shared.** Other engineers were running test suites on it during
+		the run (see the load averages above), so absolute times and rates carry their noise, and so
+		do the WATCH/MULTI and naive counts of measurement 1, which depend on how the logins happen to
+		be scheduled. pam_flowslot's count and the Redis memory of measurement 5 do not; the ratios
+		compare runs that were interleaved or back to back, which cancels some of the noise, not all.
+
+		Reproduce: \`make bench\` (it installs the Debian packages that \`tests/deps.sh\` lists,
+		and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run in under a
+		minute that writes \`build/bench/BENCHMARKS-quick.md\` instead.
+
+		## 1. Redis commands per admitted login, under contention
+
+		N logins start at the same instant: N processes blocked on one pipe are released together,
+		each opens its own connection to one redis-server on TCP loopback and reserves one slot on
+		the same schedule (interval 1 s, so that every login can be told apart), ${M1_REPS} run(s)
+		per row. Three clients in \`bench/contend.c\`, all on the same hiredis:
+
+		- **pam_flowslot**: the module's own code path, \`rslot_reserve()\` from the library
+		  objects, which sends one \`EVALSHA\` of \`src/slot.lua\`. The script was loaded before the
+		  run (the first login after a Redis restart pays one \`NOSCRIPT\` reply and one \`EVAL\`).
+		- **WATCH/MULTI/EXEC**: \`WATCH key\`, \`GET key\`, then \`MULTI\`, \`SET key next PX ttl\`,
+		  \`EXEC\` pipelined; from \`WATCH\` again while \`EXEC\` answers nil (at most 10,000 tries).
+		  Five commands and three round trips a try.
+		- **naive**: \`GET key\`, then \`SET key next\`: the race the module exists to avoid.
+
+		The alternatives take "now" from the client's clock; the module asks the server
+		(\`TIME\` inside the script), which costs them nothing extra. Commands are counted by the
+		clients as they send them (for the module, every command that \`rslot.c\` formats, through
+		\`-Wl,--wrap=redisFormatCommandArgv\`), and by the server in \`INFO commandstats\` after a
+		\`CONFIG RESETSTAT\`. The server's count includes the \`TIME\`, \`GET\` and \`SET\` that run
+		inside the script, and leaves out the \`SET\`s queued in a transaction that \`EXEC\` then
+		aborted, which Redis never executes. "A slot already taken": the slots, sorted, are grouped
+		where less than half an interval apart; each group has one login in its own slot, the rest
+		share it.
+
+		| N | approach | admitted | commands sent per login: mean (range over runs) | × pam_flowslot | round trips per login | Redis count of the clients' commands, per login | Redis count of all commands run, per login (incl. inside the script) | most tries by one login | logins put in a slot already taken: mean (max) | largest group sharing one slot |
+		|---|---|---|---|---|---|---|---|---|---|---|
+	EOF
+	printf '%s' "$M1_TABLE"
+	cat <<-EOF
+
+		The issue's anchor for WATCH/MULTI was 16 to 36 commands per login for N = 50 to 200. This
+		run measured about $M1_W50 and $M1_W200: here the N logins are released within microseconds
+		of each other, so each round of the optimistic loop has nearly every remaining login in it
+		and only one of them commits: the tries per login, five commands each, grow with N. Logins
+		whose starts are spread over more time, as they may have been where the anchor was measured,
+		collide less. pam_flowslot's count does not depend on that: one script call per login.
+
+		## 2. Added latency of an admitted login with an empty queue
+
+		\`pamtester -v SERVICE benchuser authenticate\` under pam_wrapper (service files in the
+		run's temporary directory, as tests/lib.sh does), timed from spawn to exit by
+		\`bench/pairtime.c\`. A pair is one login with \`pam_permit\` alone and one with
+		\`pam_flowslot\` then \`pam_permit\`, run back to back in alternating order; ${M2_PAIRS} pairs per
+		row after 5 not counted. The module line is
+		\`auth required pam_flowslot.so url=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
+		a login starts more than 1 ms after the one before, so the queue stays empty, and a Redis
+		failure would fail the login instead of falling back. The last two columns check that: logins
+		that were told to wait, and module log lines (errors, fallbacks).
+
+		| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | logins that waited | module log lines |
+		|---|---|---|---|---|---|---|---|---|---|
+	EOF
+	printf '%s' "$M2_TABLE"
+	cat <<-EOF
+
+		What the module adds here is its whole cost in a login: loading \`pam_flowslot.so\` (and
+		hiredis) into the process, parsing its options, a connection to Redis, one script call and
+		the close (or, with \`url=local\`, opening, locking and rewriting a file). A login process
+		also pays for exec, the dynamic loader and pam_wrapper's copy of libpam in both columns.
+		Network latency to a Redis on another host is not measured: everything runs on loopback.
+
+		## 3. Stagger precision
+
+		$(field n "$M3") logins released at the same instant by \`bench/stagger.c\` each call \`rslot_reserve()\`
+		(\`interval=100ms\`, Redis on a Unix socket) and then \`countdown_wait()\`, the module's own
+		sleep, recording the deadline they got (\`CLOCK_MONOTONIC\`) and when they woke. The spacing
+		is between consecutive wake-ups; the lateness is each wake-up against its own deadline.
+
+		| logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
+		|---|---|---|---|---|---|---|---|---|
+		| $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
+
+		The logins called \`rslot_reserve()\` within $(ms "$(n1 "$S_ARR" 3)") ms of the common start (median
+		$(ms "$(n1 "$S_ARR" 1)") ms: $(field n "$M3") processes on $(nproc) cores), and each decision, from that call to
+		the reply (the connection included), took a median of $(ms "$(n1 "$S_DEC" 1)") ms (p99 $(ms "$(n1 "$S_DEC" 2)") ms,
+		max $(ms "$(n1 "$S_DEC" 3)") ms). The deadline is the server's slot carried over to this host's
+		clock when the reply arrives, so the spacing also carries the spread of those reply times;
+		the lateness is the sleep alone. The last column compares the k-th admission with an exact
+		grid, k × 100 ms plus the median offset of all of them. With fewer than 100 logins, a p99
+		(nearest rank) is the largest value.
+
+		$PNG_NOTE
+
+		## 4. Decision capacity
+
+		One redis-server on a Unix socket; $CONC concurrent clients throughout. The module's rate is
+		$CONC processes calling \`rslot_reserve()\` back to back for ${M4_SECONDS} s (\`bench/capacity.c\`),
+		each decision being what a login does: connect, one \`EVALSHA\`, close. \`redis-benchmark\`
+		keeps its $CONC connections open. GET ran before and after the others; the ratio is against
+		their mean. The last column is the redis-server process's CPU while the row ran (100% = one
+		core): the server is single-threaded, and the clients share the $(nproc) cores with it.
+
+		| what | requests | per second | ratio to GET | redis-server CPU |
+		|---|---|---|---|---|
+		| \`redis-benchmark -c $CONC -t get\` (before) | $M4_GET_N | $M4_GET1 | | $(cat "$TMP/m4-get1.cpu")% |
+		| \`redis-benchmark -c $CONC\` \`EVALSHA\` of src/slot.lua, connections kept open | $M4_EVAL_N | $M4_EVAL | $(ratio "$M4_EVAL" "$M4_GET") | $(cat "$TMP/m4-evalsha.cpu")% |
+		| pam_flowslot decisions, \`rslot_reserve()\`, a connection each | $(field decisions "$M4_MOD") in $(field seconds "$M4_MOD") s ($(field admit "$M4_MOD") admitted, $(field refuse "$M4_MOD") refused, $(field unavailable "$M4_MOD") unavailable) | $M4_MODPS | **$(ratio "$M4_MODPS" "$M4_GET")** | $(cat "$TMP/m4-module.cpu")% |
+		| \`redis-benchmark -c $CONC -t get\` (after) | $M4_GET_N | $M4_GET2 | | $(cat "$TMP/m4-get2.cpu")% |
+
+		The script's own cost shows in the EVALSHA row, against GET on the same kept-open
+		connections. The module's row adds a connection per decision (connect, accept, close), the
+		price of a PAM module that holds no connection between logins. Where the server's CPU is
+		well below 100%, the clients, sharing the $(nproc) cores with it, were the limit, and the rate
+		is a floor for what the server alone could sustain.
+
+		## 5. Cost of waiting
+
+		$M5_N logins (\`pamtester\` under pam_wrapper with the real \`pam_flowslot.so\`, each in a
+		private \`/tmp\` as tests/lib.sh does) were started at once, with \`interval=1s max_wait=60m\`
+		and the default \`countdown=15s\`, behind a slot already taken 300 s ahead, so that none
+		reaches its slot while this lasts. All $M5_N had reserved a slot ${M5_FILL_S} s after the
+		first was started. Then, over ${M5_WINDOW} s of waiting, each process's CPU time was read from
+		\`/proc/PID/schedstat\` (nanoseconds on a CPU), then its RSS (\`VmRSS\`) and PSS
+		(\`smaps_rollup\`: shared pages divided among the processes that share them, so it shrinks
+		as more of them run). The baseline is the same pamtester held as long by \`pam_exec\`
+		running \`sleep\`, without pam_flowslot ($M5_BASE logins).
+
+		| | logins | RSS median KiB | RSS max KiB | RSS median, ratio to the baseline | PSS median KiB | CPU while waiting, per process: median µs | p99 µs | max µs |
+		|---|---|---|---|---|---|---|---|---|
+		| waiting in pam_flowslot | $M5_ALIVE waiting of $M5_N ($M5_COMM) | $(n1 "$M5_RSS" 1) | $(n1 "$M5_RSS" 3) | $(ratio "$(n1 "$M5_RSS" 1)" "$(n1 "$M5_BRSS" 1)") | $(n1 "$M5_PSS" 1) | $(n1 "$M5_CPU" 1) | $(n1 "$M5_CPU" 2) | $(n1 "$M5_CPU" 3) |
+		| held by pam_exec + sleep (baseline) | $M5_BASE | $(n1 "$M5_BRSS" 1) | $(n1 "$M5_BRSS" 3) | 1 | $(n1 "$M5_BPSS" 1) | | | |
+
+		The $M5_ALIVE waiting processes together used $(ms "$M5_CPU_SUM") ms of CPU in ${M5_WINDOW} s (a
+		countdown message every 15 s, at most, wakes a process briefly; otherwise it sleeps in
+		\`clock_nanosleep\`), and $M5_PSS_SUM MiB of memory, the sum of their PSS, pam_wrapper's
+		private copy of libpam in each included. A waiting login holds no connection: while they
+		waited, the server had $M5_CLIENTS client connected, the one asking.
+
+		| Redis | with the head slot only | with $M5_N more logins queued | change |
+		|---|---|---|---|
+		| \`used_memory\`, bytes | $M5_MEM0 | $M5_MEMN | $((M5_MEMN - M5_MEM0)) |
+		| \`used_memory_rss\`, bytes | $M5_RSS0 | $M5_RSSN | $((M5_RSSN - M5_RSS0)) |
+		| keys | 1 | $M5_KEYS | |
+		| the schedule's end, seconds ahead | $M5_AHEAD0 | $M5_AHEAD | |
+
+		The queue is one key holding one time, whatever its length. Both samples were taken after
+		every command involved had run once since \`CONFIG RESETSTAT\` (Redis 7 allocates a latency
+		histogram for each command at its first call). \`used_memory_rss\` also moves with the
+		allocator's pages as $M5_N connections come and go, and is shown for completeness.
+		$([ "$M5_ALIVE" -lt "$M5_N" ] && printf '\n%s logins were no longer waiting at the end of the window. What their logins wrote to stderr, counted:\n\n```\n%s\n```\n' "$((M5_N - M5_ALIVE))" "${M5_WHY:-(nothing)}")
+
+		## What this run could not measure
+
+		- Logins from many hosts over a real network: every client is on this machine, on loopback
+		  or a Unix socket, so round-trip times are those of loopback.
+		- A real sshd or login(1): the logins are pamtester under pam_wrapper (measurements 2 and
+		  5) or C clients calling the module's code (1, 3, 4).
+		- Quiet-machine figures: see the note on sharing above.
+
+		## The commands run
+	EOF
+	echo
+	echo '```'
+	cat "$TMP/commands"
+	echo '```'
+} > "$OUT.tmp" || fail "writing $OUT"
+mv "$OUT.tmp" "$OUT"
+say "done in ${ELAPSED} s: $OUT${PNG_NOTE:+ and $PNG}"

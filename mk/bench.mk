@@ -1,0 +1,43 @@
+# Benchmarks against the alternatives (issue 6): bench/run.sh drives the C clients of bench/
+# against private redis-servers and pamtester, and writes BENCHMARKS.md and bench/timeline.png.
+# Not part of "make check": nothing here is a timed assertion.
+#
+#   make bench           the full run, about 3 minutes on 2 cores: writes BENCHMARKS.md
+#   make bench QUICK=1   a smoke run in under a minute, with fewer and shorter rounds: writes
+#                        build/bench/BENCHMARKS-quick.md, leaving the committed figures alone
+#
+# BENCH_OUT= names another output file. The figures are of the plain build: not with
+# SANITIZE=1. The Debian packages come from tests/deps.sh, plus gnuplot-nox for the picture.
+
+QUICK ?= 0
+BENCH_BINS = build/bench/contend build/bench/stagger build/bench/capacity build/bench/pairtime
+BENCH_COMMON = bench/bench.c bench/bench.h
+
+.PHONY: bench bench-run
+
+ifeq ($(SANITIZE),1)
+bench bench-run:
+	@echo "make bench measures the plain build: run it without SANITIZE=1" >&2; exit 1
+else
+bench:
+	@sh tests/deps.sh
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: all $(BENCH_BINS)
+	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) bash bench/run.sh
+endif
+
+build/bench: | build
+	mkdir -p build/bench
+
+# Counting what rslot.c sends: every command it formats goes through the wrapper.
+build/bench/contend: bench/contend.c $(BENCH_COMMON) $(LIB_OBJS) $(HEADERS) | build/bench
+	$(CC) $(ALL_CFLAGS) -Ibench -Wl,--wrap=redisFormatCommandArgv $(LDFLAGS) -o $@ \
+		bench/contend.c bench/bench.c $(LIB_OBJS) $(PAM_LIBS)
+
+build/bench/stagger build/bench/capacity: build/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_OBJS) \
+		$(HEADERS) | build/bench
+	$(CC) $(ALL_CFLAGS) -Ibench $(LDFLAGS) -o $@ $< bench/bench.c $(LIB_OBJS) $(PAM_LIBS)
+
+build/bench/pairtime: bench/pairtime.c | build/bench
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
