@@ -102,7 +102,7 @@ fi
 # No password reaches any log, at any level: a login with debug and the trace level on.
 service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \
 	"$permit"
-LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=3 \
+LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=3 \
 	pamtester -v trace alice authenticate > "$TMP/t1.out" 2> "$TMP/t1.err"
 check "debug traces are on in this run" grep -q 'SYSLOG(7)' "$TMP/t1.err"
 leaks=$(grep -l -e tr4cepw -e gatepw -e not-the-password "$TMP"/*.err "$TMP"/*.out 2> /dev/null | wc -l)

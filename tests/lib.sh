@@ -46,7 +46,9 @@ if [ "${FLOWSLOT_SANITIZE:-0}" = 1 ]; then
 	fi
 	SAN=1
 	PRELOAD="$(${CC:-gcc} -print-file-name=libasan.so) libpam_wrapper.so"
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=98}
+	# allocator_release_to_os_interval_ms=-1: otherwise the allocator reads the clock with
+	# a lock held, and under libfaketime that read mallocs (dlsym), deadlocking the login.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=98:allocator_release_to_os_interval_ms=-1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 fi
 
@@ -137,6 +139,8 @@ service() {
 
 # The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps.
 STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps"
+# The same, before the gate: when a login reached it, into $TMP/arrivals.
+ARRIVE="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/arrivals"
 
 # pam_wrapper picks its working directory /tmp/pam.X with lstat, then mkdir: two logins that
 # start together can pick the same one and trample each other's copy of the service files.

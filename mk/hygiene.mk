@@ -1,0 +1,14 @@
+# Process hygiene (issue 4): tests/hygiene.c calls the real libpam API under pam_wrapper and
+# checks that no entry point leaks a descriptor or touches a signal disposition, and that 16
+# threads with a handle each are admitted one interval apart; tests/hygiene.sh runs it against
+# private Redis servers, plainly and (but with SANITIZE=1) the threaded part under helgrind.
+
+.PHONY: check-hygiene
+
+build/hygiene: tests/hygiene.c | build
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
+
+check-hygiene: pam_flowslot.so build/hygiene
+	bash tests/hygiene.sh
+
+CHECK_EXTRA += check-hygiene
