@@ -57,6 +57,7 @@ static char *conf_slurp(int fd, size_t *len)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
+			explicit_bzero(buf, n);
 			free(buf);
 			return NULL;
 		}

@@ -444,7 +444,7 @@ static const struct opt_setter {
 	{ "fallback=", opt_set_fallback, false },
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
-	{ "password_file=", opt_set_password_file, false },
+	{ "password_file=", opt_set_password_file, true },
 	{ "conf=", opt_set_conf, false },
 };
 
@@ -495,9 +495,12 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 		return opt_bad(o, pamh, "bad value for %.*s: \"%s\": %s", (int)namelen - 1, arg,
 			       log_escape(arg + namelen, shown, sizeof(shown)), why);
 	}
-	/* Only the name: a mistyped url= would otherwise put its password in the log. */
+	/* Only a name: "url redis://:pw@h", or a password pasted alone on a line of the
+	   configuration file, would otherwise reach the log. */
 	log_escape(arg, shown, sizeof(shown));
-	shown[strcspn(shown, "=")] = '\0';
+	shown[strspn(shown, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")] = '\0';
+	if (shown[0] == '\0')
+		return opt_bad(o, pamh, "unknown option (not shown: it is not a name)");
 	return opt_bad(o, pamh, "unknown option \"%s\"", shown);
 }
 
@@ -513,9 +516,9 @@ void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **a
 			conf = v;
 	conf_read(o, pamh, conf != NULL ? conf : OPT_CONF_DEFAULT, conf != NULL);
 	for (int i = 0; i < argc; i++) {
-		opt_set(o, pamh, argv[i]);
 		/* /etc/pam.d is world-readable. */
-		if (str_skip_prefix(argv[i], "url=") != NULL && o->url.has_password)
+		if (opt_set(o, pamh, argv[i]) == 0 && str_skip_prefix(argv[i], "url=") != NULL &&
+		    o->url.has_password)
 			log_msg(pamh, LOG_WARNING,
 				"url= in the PAM stack holds a password, and files in /etc/pam.d "
 				"are world-readable: use password_file= or conf=");

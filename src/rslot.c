@@ -14,7 +14,7 @@
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
 
 #define RSLOT_POSITION_MAX INT64_C(1000000000)
-#define RSLOT_REPLY_MAX 65536 /* bytes buffered for one reply; a real one is under 100 */
+#define RSLOT_REPLY_MAX 65536 /* bytes read in one call; real replies are under 200 */
 
 /* One login's exchange with the server. */
 struct rslot_call {
@@ -22,6 +22,7 @@ struct rslot_call {
 	const struct opt *o;
 	redisContext *c;
 	int64_t deadline_us;
+	size_t received; /* bytes read from the server */
 	char where[OPT_HOST_MAX + 16];
 };
 
@@ -85,6 +86,7 @@ static int rslot_send(struct rslot_call *call, int argc, const char **argv, cons
 static int rslot_get_reply(struct rslot_call *call, redisReply **reply, const char **why)
 {
 	void *r = NULL;
+	size_t before;
 
 	for (;;) {
 		if (redisGetReplyFromReader(call->c, &r) != REDIS_OK) {
@@ -97,13 +99,16 @@ static int rslot_get_reply(struct rslot_call *call, redisReply **reply, const ch
 		}
 		if (rslot_poll(call, POLLIN, why) != 0)
 			return -1;
+		before = call->c->reader->len;
 		if (redisBufferRead(call->c) != REDIS_OK) {
 			*why = call->c->errstr;
 			return -1;
 		}
-		/* hiredis takes a bulk string of any length: a broken server could make the
-		   host process buffer hundreds of MB within the timeout. */
-		if (call->c->reader->len > RSLOT_REPLY_MAX) {
+		/* hiredis takes replies of any size: a broken server could make the host process
+		   allocate hundreds of MB within the timeout. Everything read counts, since hiredis
+		   turns parsed data into reply objects and drops it from its buffer. */
+		call->received += call->c->reader->len - before;
+		if (call->received > RSLOT_REPLY_MAX) {
 			*why = "reply too large";
 			return -1;
 		}

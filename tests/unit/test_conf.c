@@ -175,6 +175,15 @@ static void test_password_in_conf(void **state)
 	struct opt o;
 
 	(void)state;
+	/* Lines that are not name=value are named by their leading name only, if any. */
+	parse_conf(&o, text("typo.conf", "url redis://:S3cretPW@host\nurl: redis://:S3cretPW@h\n"
+					 "S3cretPW\n$3cretPW=x\n", 0600),
+		   NULL);
+	assert_int_equal(o.errors, 4);
+	assert_null(strstr(logged, "3cretPW"));
+	assert_non_null(strstr(logged, "unknown option \"url\""));
+	assert_non_null(strstr(logged, "not a name"));
+
 	/* Readable by others: not used, and said why, without the password. */
 	parse_conf(&o, text("pw644.conf", "url=redis://:s3cret@10.0.0.5\n", 0644), NULL);
 	expect_error(&o, "readable by others");
@@ -211,6 +220,12 @@ static void test_password_file(void **state)
 	snprintf(arg, sizeof(arg), "password_file=%s", text("empty", "\n", 0600));
 	parse(&o, 2, argv);
 	expect_error(&o, "first line");
+	/* A password given where its file belongs is not echoed. */
+	argv[1] = "password_file=hunter2";
+	parse(&o, 2, argv);
+	expect_error(&o, "password_file");
+	assert_null(strstr(logged, "hunter2"));
+	argv[1] = arg;
 	snprintf(arg, sizeof(arg), "password_file=%s", "/nonexistent/secret");
 	parse(&o, 2, argv);
 	expect_error(&o, "password_file: cannot use /nonexistent/secret");

@@ -370,6 +370,27 @@ static void test_huge_reply(void **state)
 	assert_true(fstime_mono_us() - t0 < 1000000);
 }
 
+static void test_endless_array(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	static char stream[128 * 1024];
+	int64_t t0;
+
+	(void)state;
+	opts(&o);
+	o.timeout_us = 5000000;
+	/* Parsed elements leave hiredis's buffer, yet the call must still stop at 64 KiB. */
+	serve("*20000000\r\n");
+	for (size_t i = 0; i + 4 <= sizeof(stream); i += 4)
+		memcpy(stream + i, ":1\r\n", 4);
+	fcntl(peer, F_SETFL, O_NONBLOCK);
+	(void)!write(peer, stream, sizeof(stream));
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
+	assert_true(fstime_mono_us() - t0 < 1000000);
+}
+
 static void test_closed_half_way(void **state)
 {
 	struct opt o;
@@ -440,6 +461,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stall_times_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drip_bounded_by_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_huge_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_endless_array, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closed_half_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_fails, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
