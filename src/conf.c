@@ -111,7 +111,7 @@ void conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool r
 {
 	struct stat st;
 	const char *why = NULL;
-	bool had_password = o->url.has_password;
+	bool had_password = o->url.has_password || o->has_sentinel_password;
 	size_t len = 0;
 	char *text;
 	int fd = conf_open_safely(path, &st, &why);
@@ -133,10 +133,12 @@ void conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool r
 	conf_apply(o, pamh, path, text, len);
 	explicit_bzero(text, len);
 	free(text);
-	if (!had_password && o->url.has_password && (st.st_mode & S_IROTH) != 0) {
+	if (!had_password && (o->url.has_password || o->has_sentinel_password) &&
+	    (st.st_mode & S_IROTH) != 0) {
 		o->errors++;
-		explicit_bzero(o->url.password, sizeof(o->url.password));
+		opt_wipe(o);
 		o->url.has_password = false;
+		o->has_sentinel_password = false;
 		log_msg(pamh, LOG_ERR,
 			"conf: %s holds a password but is readable by others (mode %04o): not "
 			"using it; chmod o-r",

@@ -34,6 +34,7 @@ void opt_defaults(struct opt *o)
 void opt_wipe(struct opt *o)
 {
 	explicit_bzero(o->url.password, sizeof(o->url.password));
+	explicit_bzero(o->sentinel_password, sizeof(o->sentinel_password));
 }
 
 int opt_parse_duration(const char *s, int64_t *out_us)
@@ -158,32 +159,45 @@ static int opt_parse_db(const char *s, struct opt_url *u, const char **why)
 	return 0;
 }
 
-static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
+static bool opt_host_byte(char c, bool colon)
 {
-	const char *at = strrchr(rest, '@');
-	const char *host = at ? at + 1 : rest;
-	const char *slash = strchr(host, '/');
-	const char *host_end = slash ? slash : host + strlen(host);
-	const char *port = NULL;
-	const char *h = host;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '-' || (colon && c == ':');
+}
+
+static int opt_parse_port(const char *s, size_t n, int *port)
+{
+	char digits[8];
+	long long v;
+
+	if (opt_copy(digits, sizeof(digits), s, n, false) != 0 ||
+	    opt_parse_int(digits, 1, 65535, &v) != 0)
+		return -1;
+	*port = (int)v;
+	return 0;
+}
+
+/* Parses "host[:port]" or "[IPv6][:port]", the n bytes at s; node->port keeps its default
+   when no port is given. */
+static int opt_parse_hostport(const char *s, size_t n, struct opt_node *node, const char **why)
+{
+	const char *end = s + n, *h = s, *port = NULL;
 	size_t hlen;
 
-	if (at && opt_parse_userinfo(rest, (size_t)(at - rest), u, why) != 0)
-		return -1;
-	if (*host == '[') { /* [IPv6] */
-		const char *close = memchr(host, ']', (size_t)(host_end - host));
+	if (*s == '[') {
+		const char *close = memchr(s, ']', n);
 
 		if (close == NULL) {
 			*why = "unclosed '[' in host";
 			return -1;
 		}
-		h = host + 1;
+		h = s + 1;
 		hlen = (size_t)(close - h);
 		if (strspn(h, "0123456789abcdefABCDEF:.") < hlen) {
 			*why = "an IPv6 address in brackets holds only hex digits, ':' and '.'";
 			return -1;
 		}
-		if (close + 1 < host_end) {
+		if (close + 1 < end) {
 			if (close[1] != ':') {
 				*why = "junk after ']'";
 				return -1;
@@ -191,38 +205,141 @@ static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
 			port = close + 2;
 		}
 	} else {
-		const char *colon = memchr(host, ':', (size_t)(host_end - host));
+		const char *colon = memchr(s, ':', n);
 
-		hlen = (size_t)((colon ? colon : host_end) - host);
+		hlen = (size_t)((colon ? colon : end) - s);
 		port = colon ? colon + 1 : NULL;
 		for (size_t i = 0; i < hlen; i++) {
-			char c = host[i];
-
-			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			      (c >= '0' && c <= '9') || c == '.' || c == '-')) {
+			if (!opt_host_byte(s[i], false)) {
 				*why = "host may hold only letters, digits, '.' and '-'";
 				return -1;
 			}
 		}
 	}
-	if (hlen == 0 || opt_copy(u->host, sizeof(u->host), h, hlen, false) != 0) {
+	if (hlen == 0 || opt_copy(node->host, sizeof(node->host), h, hlen, false) != 0) {
 		*why = "host missing or too long";
 		return -1;
 	}
-	if (port != NULL) {
-		char digits[8];
-		long long v;
+	if (port != NULL && opt_parse_port(port, (size_t)(end - port), &node->port) != 0) {
+		*why = "port must be a number from 1 to 65535";
+		return -1;
+	}
+	return 0;
+}
 
-		if (opt_copy(digits, sizeof(digits), port, (size_t)(host_end - port), false) != 0 ||
-		    opt_parse_int(digits, 1, 65535, &v) != 0) {
-			*why = "port must be a number from 1 to 65535";
+int opt_parse_endpoint(const char *s, size_t n, struct opt_node *node)
+{
+	const char *colon = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!opt_host_byte(s[i], true))
+			return -1;
+		if (s[i] == ':')
+			colon = s + i;
+	}
+	if (colon == NULL || colon == s ||
+	    opt_copy(node->host, sizeof(node->host), s, (size_t)(colon - s), false) != 0)
+		return -1;
+	return opt_parse_port(colon + 1, (size_t)(s + n - colon - 1), &node->port);
+}
+
+/* Parses "host1[:port1],host2[:port2],..." (n bytes at s) into u->nodes. */
+static int opt_parse_nodes(const char *s, size_t n, int default_port, struct opt_url *u,
+			   const char **why)
+{
+	const char *end = s + n;
+
+	u->n_nodes = 0;
+	for (const char *p = s; p <= end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *item_end = comma ? comma : end;
+
+		if (u->n_nodes == OPT_NODES_MAX) {
+			*why = "more than 8 hosts";
 			return -1;
 		}
-		u->port = (int)v;
+		u->nodes[u->n_nodes].port = default_port;
+		if (opt_parse_hostport(p, (size_t)(item_end - p), &u->nodes[u->n_nodes], why) != 0)
+			return -1;
+		u->n_nodes++;
+		p = item_end + 1;
 	}
-	if (slash != NULL && slash[1] != '\0' && opt_parse_db(slash + 1, u, why) != 0)
+	return 0;
+}
+
+/* Splits "[userinfo@]hosts[/path]": parses the userinfo, and returns where the hosts end. */
+static const char *opt_parse_authority(const char *rest, const char **hosts, struct opt_url *u,
+				       const char **why)
+{
+	/* The last '@': a password may hold '@' and '/', a path (database, master) neither. */
+	const char *at = strrchr(rest, '@');
+
+	*hosts = at ? at + 1 : rest;
+	if (at && opt_parse_userinfo(rest, (size_t)(at - rest), u, why) != 0)
+		return NULL;
+	return *hosts + strcspn(*hosts, "/");
+}
+
+static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
+{
+	const char *host;
+	const char *host_end = opt_parse_authority(rest, &host, u, why);
+	struct opt_node node = { .port = 6379 };
+
+	if (host_end == NULL || opt_parse_hostport(host, (size_t)(host_end - host), &node, why) != 0)
+		return -1;
+	strcpy(u->host, node.host);
+	u->port = node.port;
+	if (host_end[0] == '/' && host_end[1] != '\0' && opt_parse_db(host_end + 1, u, why) != 0)
 		return -1;
 	u->backend = OPT_BACKEND_TCP;
+	return 0;
+}
+
+/* redis-sentinel://[userinfo@]host1[:port1],host2[:port2],.../MASTER[/db] */
+static int opt_parse_sentinel(const char *rest, struct opt_url *u, const char **why)
+{
+	const char *hosts;
+	const char *hosts_end = opt_parse_authority(rest, &hosts, u, why);
+	const char *name, *name_end;
+
+	if (hosts_end == NULL || opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 26379, u,
+						  why) != 0)
+		return -1;
+	name = *hosts_end == '/' ? hosts_end + 1 : hosts_end;
+	name_end = name + strcspn(name, "/");
+	if (name == name_end || (size_t)(name_end - name) > OPT_MASTER_MAX) {
+		*why = "the master name is missing or longer than 64 bytes: .../MASTERNAME[/db]";
+		return -1;
+	}
+	for (const char *p = name; p < name_end; p++) {
+		if (!opt_host_byte(*p, false) && *p != '_') {
+			*why = "the master name may hold only letters, digits, '.', '-' and '_'";
+			return -1;
+		}
+	}
+	memcpy(u->master, name, (size_t)(name_end - name));
+	u->master[name_end - name] = '\0';
+	if (*name_end == '/' && name_end[1] != '\0' && opt_parse_db(name_end + 1, u, why) != 0)
+		return -1;
+	u->backend = OPT_BACKEND_SENTINEL;
+	return 0;
+}
+
+/* redis-cluster://[userinfo@]host1[:port1],host2[:port2],... (a cluster has only database 0) */
+static int opt_parse_cluster(const char *rest, struct opt_url *u, const char **why)
+{
+	const char *hosts;
+	const char *hosts_end = opt_parse_authority(rest, &hosts, u, why);
+
+	if (hosts_end == NULL || opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 6379, u,
+						  why) != 0)
+		return -1;
+	if (*hosts_end == '/' && strcmp(hosts_end, "/") != 0 && strcmp(hosts_end, "/0") != 0) {
+		*why = "a cluster has only database 0";
+		return -1;
+	}
+	u->backend = OPT_BACKEND_CLUSTER;
 	return 0;
 }
 
@@ -280,8 +397,13 @@ int opt_parse_url(const char *s, struct opt_url *u, const char **why)
 		rc = opt_parse_tcp(rest, &parsed, why);
 	} else if ((rest = str_skip_prefix(s, "unix://")) != NULL) {
 		rc = opt_parse_unix(rest, &parsed, why);
+	} else if ((rest = str_skip_prefix(s, "redis-sentinel://")) != NULL) {
+		rc = opt_parse_sentinel(rest, &parsed, why);
+	} else if ((rest = str_skip_prefix(s, "redis-cluster://")) != NULL) {
+		rc = opt_parse_cluster(rest, &parsed, why);
 	} else {
-		*why = "scheme must be redis://, unix:// or the word local";
+		*why = "scheme must be redis://, unix://, redis-sentinel://, redis-cluster:// or "
+		       "the word local";
 		rc = -1;
 	}
 	if (rc == 0)
@@ -416,6 +538,29 @@ static int opt_set_password_file(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_sentinel_password(struct opt *o, const char *v, const char **why)
+{
+	if (v[0] == '\0' || strlen(v) > OPT_PASSWORD_MAX) {
+		*why = "empty or longer than 511 bytes";
+		return -1;
+	}
+	strcpy(o->sentinel_password, v);
+	o->has_sentinel_password = true;
+	return 0;
+}
+
+static int opt_set_sync_replicas(struct opt *o, const char *v, const char **why)
+{
+	long long n;
+
+	if (opt_parse_int(v, 0, OPT_SYNC_REPLICAS_MAX, &n) != 0) {
+		*why = "must be a whole number from 0 to 16";
+		return -1;
+	}
+	o->sync_replicas = (int)n;
+	return 0;
+}
+
 /* conf= itself is read by opt_parse before anything else; here it is only checked. */
 static int opt_set_conf(struct opt *o, const char *v, const char **why)
 {
@@ -445,6 +590,8 @@ static const struct opt_setter {
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
 	{ "password_file=", opt_set_password_file, true },
+	{ "sentinel_password=", opt_set_sentinel_password, true },
+	{ "sync_replicas=", opt_set_sync_replicas, false },
 	{ "conf=", opt_set_conf, false },
 };
 
@@ -517,11 +664,16 @@ void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **a
 	conf_read(o, pamh, conf != NULL ? conf : OPT_CONF_DEFAULT, conf != NULL);
 	for (int i = 0; i < argc; i++) {
 		/* /etc/pam.d is world-readable. */
-		if (opt_set(o, pamh, argv[i]) == 0 && str_skip_prefix(argv[i], "url=") != NULL &&
-		    o->url.has_password)
+		if (opt_set(o, pamh, argv[i]) != 0)
+			continue;
+		if (str_skip_prefix(argv[i], "url=") != NULL && o->url.has_password)
 			log_msg(pamh, LOG_WARNING,
 				"url= in the PAM stack holds a password, and files in /etc/pam.d "
 				"are world-readable: use password_file= or conf=");
+		if (str_skip_prefix(argv[i], "sentinel_password=") != NULL)
+			log_msg(pamh, LOG_WARNING,
+				"sentinel_password= in the PAM stack, and files in /etc/pam.d are "
+				"world-readable: set it in conf=");
 	}
 	if (o->password_file[0] != '\0') {
 		if (conf_read_secret(o->password_file, o->url.password, sizeof(o->url.password),

@@ -3,6 +3,7 @@
 #define FLOWSLOT_OPT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <security/pam_modules.h>
@@ -15,6 +16,9 @@
 #define OPT_PASSWORD_MAX 511
 #define OPT_KEY_MAX 256
 #define OPT_DIR_MAX 255
+#define OPT_NODES_MAX 8	 /* sentinels, or cluster seeds, in one url */
+#define OPT_MASTER_MAX 64 /* a Sentinel master name */
+#define OPT_SYNC_REPLICAS_MAX 16
 #define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
 /* Default max_wait before the session phase: under login(1)'s LOGIN_TIMEOUT (60 s) and,
    with sshd's padding, under its LoginGraceTime (120 s). */
@@ -24,6 +28,8 @@ enum opt_backend {
 	OPT_BACKEND_TCP,
 	OPT_BACKEND_UNIX,
 	OPT_BACKEND_LOCAL,
+	OPT_BACKEND_SENTINEL, /* nodes are the sentinels; master names the monitored master */
+	OPT_BACKEND_CLUSTER,  /* nodes are the seeds */
 };
 
 enum opt_fallback {
@@ -32,10 +38,19 @@ enum opt_fallback {
 	OPT_FALLBACK_CLOSED,
 };
 
+/* A TCP endpoint. */
+struct opt_node {
+	char host[OPT_HOST_MAX + 1];
+	int port;
+};
+
 struct opt_url {
 	enum opt_backend backend;
 	char host[OPT_HOST_MAX + 1];	 /* TCP */
 	int port;			 /* TCP */
+	struct opt_node nodes[OPT_NODES_MAX];
+	int n_nodes;
+	char master[OPT_MASTER_MAX + 1];
 	char socket[OPT_SOCKET_MAX + 1]; /* Unix */
 	char user[OPT_USER_MAX + 1];	 /* empty: the default user */
 	char password[OPT_PASSWORD_MAX + 1];
@@ -52,6 +67,9 @@ struct opt {
 	enum opt_fallback fallback;
 	char state_dir[OPT_DIR_MAX + 1];
 	char password_file[OPT_DIR_MAX + 1]; /* empty: none */
+	char sentinel_password[OPT_PASSWORD_MAX + 1];
+	bool has_sentinel_password;
+	int sync_replicas; /* 0: do not wait for replicas */
 	bool max_wait_set;		     /* false: the default, which depends on the phase */
 	bool quiet;
 	bool debug;
@@ -76,6 +94,10 @@ int opt_parse_duration(const char *s, int64_t *out_us);
 
 /* Parses url= into u. Returns 0, or -1 with *why saying what is wrong. */
 int opt_parse_url(const char *s, struct opt_url *u, const char **why);
+
+/* Parses "host:port" (n bytes at s; the last ':' splits, so an IPv6 address needs no
+   brackets), as a server names a node in MOVED and ASK. Returns 0, or -1. */
+int opt_parse_endpoint(const char *s, size_t n, struct opt_node *node);
 
 /* Zeroes what o holds of secrets. */
 void opt_wipe(struct opt *o);

@@ -292,6 +292,77 @@ static void test_url_ipv6_unix_local(void **state)
 	assert_false(u.has_password);
 }
 
+static void test_url_sentinel_cluster(void **state)
+{
+	struct opt_url u;
+
+	(void)state;
+	u = parse_ok("redis-sentinel://s1,s2:26380,[::1]:26381/mymaster");
+	assert_int_equal(u.backend, OPT_BACKEND_SENTINEL);
+	assert_int_equal(u.n_nodes, 3);
+	assert_string_equal(u.nodes[0].host, "s1");
+	assert_int_equal(u.nodes[0].port, 26379);
+	assert_string_equal(u.nodes[1].host, "s2");
+	assert_int_equal(u.nodes[1].port, 26380);
+	assert_string_equal(u.nodes[2].host, "::1");
+	assert_int_equal(u.nodes[2].port, 26381);
+	assert_string_equal(u.master, "mymaster");
+	assert_int_equal(u.db, 0);
+	assert_false(u.has_password);
+
+	u = parse_ok("redis-sentinel://ops:p%40w@10.0.0.1:5000/fs_m-1.a/7");
+	assert_int_equal(u.n_nodes, 1);
+	assert_string_equal(u.nodes[0].host, "10.0.0.1");
+	assert_int_equal(u.nodes[0].port, 5000);
+	assert_string_equal(u.master, "fs_m-1.a");
+	assert_int_equal(u.db, 7);
+	assert_string_equal(u.user, "ops");
+	assert_string_equal(u.password, "p@w");
+	assert_true(u.has_password);
+
+	/* A raw '@' or '/' in the password: the last '@' ends it. */
+	u = parse_ok("redis-sentinel://:a/b@c@s1/m");
+	assert_string_equal(u.password, "a/b@c");
+	assert_string_equal(u.master, "m");
+
+	u = parse_ok("redis-cluster://n1:7000,n2:7001,n3");
+	assert_int_equal(u.backend, OPT_BACKEND_CLUSTER);
+	assert_int_equal(u.n_nodes, 3);
+	assert_string_equal(u.nodes[2].host, "n3");
+	assert_int_equal(u.nodes[2].port, 6379);
+	assert_int_equal(u.db, 0);
+
+	u = parse_ok("redis-cluster://:pw@n1/");
+	assert_int_equal(u.n_nodes, 1);
+	assert_string_equal(u.password, "pw");
+	u = parse_ok("redis-cluster://a,b,c,d,e,f,g,h/0");
+	assert_int_equal(u.n_nodes, OPT_NODES_MAX);
+	assert_string_equal(u.nodes[7].host, "h");
+}
+
+/* How MOVED and ASK name a node: "host:port", IPv6 without brackets. */
+static void test_endpoint(void **state)
+{
+	static const char *const bad[] = { "",	     "host",	":6379",    "h:",     "h:0",
+					   "h:65536", "h:6379x", "h h:1",   "[::1]:1", "h/x:1",
+					   "h:-1",    "h:+1",	 "h\n:1" };
+	struct opt_node n;
+
+	(void)state;
+	assert_int_equal(opt_parse_endpoint("127.0.0.1:7001", 14, &n), 0);
+	assert_string_equal(n.host, "127.0.0.1");
+	assert_int_equal(n.port, 7001);
+	assert_int_equal(opt_parse_endpoint("::1:7002", 8, &n), 0);
+	assert_string_equal(n.host, "::1");
+	assert_int_equal(n.port, 7002);
+	/* Only the n bytes given. */
+	assert_int_equal(opt_parse_endpoint("node-2.example:7003\nxx", 19, &n), 0);
+	assert_string_equal(n.host, "node-2.example");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (opt_parse_endpoint(bad[i], strlen(bad[i]), &n) != -1)
+			fail_msg("\"%s\" accepted", bad[i]);
+}
+
 static void test_url_limits(void **state)
 {
 	char s[1024], part[600];
@@ -391,6 +462,27 @@ static void test_url_bad(void **state)
 		"local:",
 		"LOCAL",
 		" local",
+		"redis-sentinel://s1",
+		"redis-sentinel://s1/",
+		"redis-sentinel://s1//",
+		"redis-sentinel:///m",
+		"redis-sentinel://s1,/m",
+		"redis-sentinel://,s1/m",
+		"redis-sentinel://s1:0/m",
+		"redis-sentinel://s1/m/x",
+		"redis-sentinel://s1/m/70000",
+		"redis-sentinel://s1/m%20x",
+		"redis-sentinel://s1/m:x",
+		"redis-sentinel://a,b,c,d,e,f,g,h,i/m",
+		"redis-sentinel://s1/mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm",
+		"redis-sentinel://@s1/m",
+		"redis-cluster://",
+		"redis-cluster://n1/1",
+		"redis-cluster://n1/x",
+		"redis-cluster://n1,,n2",
+		"redis-cluster://n1 n2",
+		"redis-cluster://a,b,c,d,e,f,g,h,i",
+		"redis-cluster://n_1",
 	};
 
 	(void)state;
@@ -450,6 +542,8 @@ static void test_parse_every_option(void **state)
 		"fallback=open",
 		"state_dir=/var/lib/flowslot",
 		"countdown=0",
+		"sentinel_password=s%nt",
+		"sync_replicas=16",
 		"quiet",
 		"debug",
 	};
@@ -482,12 +576,17 @@ static void test_parse_every_option(void **state)
 	assert_int_equal(o.fallback, OPT_FALLBACK_OPEN);
 	assert_string_equal(o.state_dir, "/var/lib/flowslot");
 	assert_int_equal(o.countdown_us, 0);
+	assert_string_equal(o.sentinel_password, "s%nt");
+	assert_true(o.has_sentinel_password);
+	assert_int_equal(o.sync_replicas, 16);
 	assert_true(o.quiet);
 	assert_true(o.debug);
 
 	opt_wipe(&o);
 	for (size_t i = 0; i < sizeof(o.url.password); i++)
 		assert_int_equal(o.url.password[i], 0);
+	for (size_t i = 0; i < sizeof(o.sentinel_password); i++)
+		assert_int_equal(o.sentinel_password[i], 0);
 
 	/* The other ends of the ranges, and the other backends and fallbacks. */
 	opt_parse(&o, NULL, (int)ARRAY_SIZE(argv2), argv2);
@@ -573,6 +672,11 @@ static void test_set_bad_values(void **state)
 		"key=trailing%",
 		"url=http://host",
 		"url=redis://:s3cret@host:99999",
+		"url=redis-cluster://:s3cret@n1/2",
+		"sync_replicas=17",
+		"sync_replicas=-1",
+		"sync_replicas=one",
+		"sentinel_password=",
 		long_key,
 		long_dir,
 		"foo=1",
@@ -707,6 +811,8 @@ int main(void)
 		cmocka_unit_test(test_url_tcp),
 		cmocka_unit_test(test_url_percent),
 		cmocka_unit_test(test_url_ipv6_unix_local),
+		cmocka_unit_test(test_url_sentinel_cluster),
+		cmocka_unit_test(test_endpoint),
 		cmocka_unit_test(test_url_limits),
 		cmocka_unit_test(test_url_bad),
 		cmocka_unit_test(test_defaults),
