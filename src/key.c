@@ -101,3 +101,27 @@ int key_expand(const char *tmpl, const char *service, const char *user, const ch
 	}
 	return rc == 0 ? (int)len : -1;
 }
+
+/* CRC-16/XMODEM, the checksum Redis Cluster spreads keys with. */
+static unsigned key_crc16(const char *s, size_t n)
+{
+	unsigned crc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		crc ^= (unsigned)(unsigned char)s[i] << 8;
+		for (int bit = 0; bit < 8; bit++)
+			crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+	}
+	return crc;
+}
+
+int key_hash_slot(const char *key)
+{
+	const char *open = strchr(key, '{');
+	const char *close = open ? strchr(open + 1, '}') : NULL;
+
+	/* A hash tag: only what is between the first '{' and the next '}', if anything. */
+	if (close != NULL && close > open + 1)
+		return (int)(key_crc16(open + 1, (size_t)(close - open - 1)) & 16383);
+	return (int)(key_crc16(key, strlen(key)) & 16383);
+}

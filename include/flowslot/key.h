@@ -17,4 +17,8 @@ bool key_uses_user(const char *tmpl);
 int key_expand(const char *tmpl, const char *service, const char *user, const char *rhost,
 	       char *out, size_t outsz);
 
+/* The Redis Cluster hash slot of key (0 to 16383), hash tags included: "flowslot:{web}:a" and
+   "flowslot:{web}:b" share one. */
+int key_hash_slot(const char *key);
+
 #endif

@@ -211,6 +211,22 @@ static void test_expand_bad_template(void **state)
 	assert_int_equal(expand_guarded("abc%", "s", "u", "h", out, KEY_BUF), -1);
 }
 
+/* Redis Cluster's hash slots: the spec's CRC16 check value, a known key, and its tag rules. */
+static void test_hash_slot(void **state)
+{
+	(void)state;
+	assert_int_equal(key_hash_slot("123456789"), 0x31c3);
+	assert_int_equal(key_hash_slot("foo"), 12182);
+	assert_int_equal(key_hash_slot("flowslot:{web}:a"), key_hash_slot("web"));
+	assert_int_equal(key_hash_slot("flowslot:{web}:b"), key_hash_slot("web"));
+	assert_int_equal(key_hash_slot("foo{bar}{zap}"), key_hash_slot("bar"));
+	assert_int_equal(key_hash_slot("foo{{bar}}zap"), key_hash_slot("{bar"));
+	/* An empty tag, or no closing brace, hashes the whole key. */
+	assert_int_not_equal(key_hash_slot("foo{}{bar}"), key_hash_slot("bar"));
+	assert_int_not_equal(key_hash_slot("a{b"), key_hash_slot("b"));
+	assert_in_range(key_hash_slot(""), 0, 16383);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_expand_sizes),
 		cmocka_unit_test(test_expand_huge_user),
 		cmocka_unit_test(test_expand_bad_template),
+		cmocka_unit_test(test_hash_slot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
