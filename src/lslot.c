@@ -19,16 +19,23 @@
 #define LSLOT_PREFIX "slot."
 #define LSLOT_LOCK_WAIT_US 1000000
 
+uint64_t lslot_hash(uint64_t hash, const char *s)
+{
+	if (hash == 0)
+		hash = UINT64_C(14695981039346656037); /* FNV-1a */
+	for (; *s != '\0'; s++)
+		hash = (hash ^ (unsigned char)*s) * UINT64_C(1099511628211);
+	return hash;
+}
+
 void lslot_file_name(const char *key, char *out, size_t outsz)
 {
 	/* Room left for a cut name's "~" and 16 hex digits. */
 	const size_t readable_max = outsz - 1 - 17;
-	uint64_t hash = UINT64_C(14695981039346656037); /* FNV-1a */
 	size_t o = (size_t)snprintf(out, outsz, "%s", LSLOT_PREFIX);
 	bool cut = false;
 
 	for (const char *p = key; *p != '\0'; p++) {
-		hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
 		if (cut || o + (*p == '/' ? 3 : 1) > readable_max) {
 			cut = true;
 		} else if (*p == '/') {
@@ -40,11 +47,10 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 	}
 	out[o] = '\0';
 	if (cut)
-		snprintf(out + o, outsz - o, "~%016" PRIx64, hash);
+		snprintf(out + o, outsz - o, "~%016" PRIx64, lslot_hash(UINT64_C(0), key));
 }
 
-/* Opens dir, creating it, and checks that only we can write there. */
-static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
+int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
 {
 	struct stat st;
 	int dfd;

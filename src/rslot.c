@@ -9,21 +9,48 @@
 #include <string.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/key.h"
 #include "flowslot/log.h"
+#include "flowslot/ncache.h"
 #include "flowslot/str.h"
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
 
 #define RSLOT_POSITION_MAX INT64_C(1000000000)
-#define RSLOT_REPLY_MAX 65536 /* bytes read in one call; real replies are under 200 */
+#define RSLOT_REPLY_MAX 65536 /* bytes read from one server; real replies are under 200 */
+#define RSLOT_REDIRECTS_MAX 3
 
-/* One login's exchange with the server. */
+/* One login's exchanges with the servers, one connection at a time. */
 struct rslot_call {
 	const pam_handle_t *pamh;
 	const struct opt *o;
+	const char *key;
 	redisContext *c;
-	int64_t deadline_us;
-	size_t received; /* bytes read from the server */
-	char where[OPT_HOST_MAX + 16];
+	int64_t deadline_us; /* for the current connection */
+	size_t received;     /* bytes read on the current connection */
+	int redirects;	     /* MOVED and ASK followed */
+	char where[OPT_HOST_MAX + 32];
+};
+
+/* Where one attempt at the script goes, and how. */
+struct rslot_target {
+	const struct opt_node *node; /* NULL: the url's own host or socket */
+	bool check_role;	     /* Sentinel: ROLE ahead of the script, and only a master will do */
+	bool asking;		     /* Cluster: ASKING ahead of the script, after an ASK */
+};
+
+/* What one attempt came to. */
+enum rslot_step {
+	RSLOT_DONE,	   /* the script answered */
+	RSLOT_UNREACHABLE, /* no connection; logged */
+	RSLOT_FAILED,	   /* logged */
+	RSLOT_NOT_MASTER,  /* a replica: ROLE said so, or the script met READONLY */
+	RSLOT_REDIRECT,	   /* MOVED or ASK, to the node in the hop */
+};
+
+/* Where a cluster node sends us. */
+struct rslot_hop {
+	struct opt_node node;
+	bool ask; /* ASK: for this one command; MOVED: from now on */
 };
 
 /* Waits until fd is ready for events, or the call's deadline passes. */
@@ -119,11 +146,11 @@ static void rslot_fail(const struct rslot_call *call, const char *what, const ch
 {
 	char shown[160];
 
-	log_msg(call->pamh, LOG_ERR, "redis %s: %s: %s", call->where, what,
+	log_msg(call->pamh, LOG_ERR, "%s: %s: %s", call->where, what,
 		log_escape(why, shown, sizeof(shown)));
 }
 
-/* Checks the status reply of AUTH. */
+/* Checks a status reply: AUTH's, ASKING's. */
 static int rslot_expect_ok(struct rslot_call *call, const char *what)
 {
 	redisReply *r = NULL;
@@ -142,77 +169,156 @@ static int rslot_expect_ok(struct rslot_call *call, const char *what)
 	return rc;
 }
 
-/* The database goes to the script as ARGV[4] rather than as a pipelined SELECT: a SELECT that
-   failed (db out of range) would leave the script to reserve on database 0. */
-static int rslot_send_script(struct rslot_call *call, bool by_sha, const char *key,
-			     const char **why)
+/* Connects to node (NULL: the url's own host or socket), with a deadline of its own. */
+static int rslot_connect(struct rslot_call *call, const char *role, const struct opt_node *node)
 {
-	const struct slot_params *p = &call->o->slot;
-	char interval[24], burst[24], max_wait[24], db[16];
+	const struct opt_url *u = &call->o->url;
+	struct timeval tv = fstime_timeval(call->o->timeout_us);
+	redisContext *c;
+
+	call->deadline_us = fstime_mono_us() + call->o->timeout_us;
+	call->received = 0;
+	if (node == NULL && u->backend == OPT_BACKEND_UNIX) {
+		snprintf(call->where, sizeof(call->where), "%s unix:%s", role, u->socket);
+		c = redisConnectUnixWithTimeout(u->socket, tv);
+	} else {
+		const char *host = node ? node->host : u->host;
+		int port = node ? node->port : u->port;
+
+		snprintf(call->where, sizeof(call->where), "%s %s:%d", role, host, port);
+		c = redisConnectWithTimeout(host, port, tv);
+	}
+	if (c == NULL || c->err) {
+		rslot_fail(call, "cannot connect", c ? c->errstr : "out of memory");
+		redisFree(c);
+		return -1;
+	}
+	/* hiredis offers no SOCK_CLOEXEC: close the window as soon as we can. */
+	if (fcntl(c->fd, F_SETFD, FD_CLOEXEC) != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
+		rslot_fail(call, "cannot set up the socket", strerror(errno));
+		redisFree(c);
+		return -1;
+	}
+	call->c = c;
+	return 0;
+}
+
+static void rslot_disconnect(struct rslot_call *call)
+{
+	redisFree(call->c);
+	call->c = NULL;
+}
+
+static int rslot_send_auth(struct rslot_call *call, const char *user, const char *password,
+			   const char **why)
+{
+	const char *auth[3] = { "AUTH" };
+	int n = 1;
+
+	if (user[0] != '\0')
+		auth[n++] = user;
+	auth[n++] = password;
+	return rslot_send(call, n, auth, why);
+}
+
+/* Sends [ASKING] EVALSHA|EVAL [WAIT]. The database goes to the script as ARGV[4] rather than
+   as a pipelined SELECT: a SELECT that failed (db out of range) would leave the script to
+   reserve on database 0. */
+static int rslot_send_script(struct rslot_call *call, bool by_sha, bool asking, const char **why)
+{
+	const struct opt *o = call->o;
+	const struct slot_params *p = &o->slot;
+	char interval[24], burst[24], max_wait[24], db[16], replicas[16], wait_ms[24];
 	const char *argv[] = { by_sha ? "EVALSHA" : "EVAL",
 			       by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
 			       "1",
-			       key,
+			       call->key,
 			       interval,
 			       burst,
 			       max_wait,
 			       db };
+	const char *asking_argv[] = { "ASKING" };
+	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
 	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
 
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
 	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);
-	snprintf(db, sizeof(db), "%d", call->o->url.db);
-	return rslot_send(call, call->o->url.db != 0 ? argc : argc - 1, argv, why);
+	snprintf(db, sizeof(db), "%d", o->url.db);
+	if (asking && rslot_send(call, 1, asking_argv, why) != 0)
+		return -1;
+	if (rslot_send(call, o->url.db != 0 ? argc : argc - 1, argv, why) != 0)
+		return -1;
+	if (o->sync_replicas == 0)
+		return 0;
+	/* The server waits half of what is left: it notices a WAIT's timeout only on its next
+	   tick (100 ms at the default hz 10), and its answer must still arrive in time. Never
+	   0, which would be for ever. */
+	snprintf(replicas, sizeof(replicas), "%d", o->sync_replicas);
+	snprintf(wait_ms, sizeof(wait_ms), "%" PRId64,
+		 (call->deadline_us - fstime_mono_us()) / 2000 + 1);
+	return rslot_send(call, 3, wait_argv, why);
 }
 
-/* Pipelines AUTH and EVALSHA, and falls back to EVAL once if the server has lost the
-   script. Returns the script's reply, or NULL with the reason logged. */
-static redisReply *rslot_exchange(struct rslot_call *call, const char *key)
+static bool rslot_is_error(const redisReply *r, const char *code)
 {
-	const struct opt_url *u = &call->o->url;
+	size_t n = strlen(code);
+
+	return r->type == REDIS_REPLY_ERROR && strncmp(r->str, code, n) == 0 &&
+	       (r->str[n] == ' ' || r->str[n] == '\0');
+}
+
+/* After sync_replicas=N, reads WAIT's answer to an admission: a reservation too few replicas
+   hold could be lost in a failover, but it is made, so the login goes on. */
+static int rslot_read_wait(struct rslot_call *call, const redisReply *script)
+{
+	bool admitted = script->type == REDIS_REPLY_ARRAY && script->elements == 3 &&
+			script->element[0]->type == REDIS_REPLY_INTEGER &&
+			script->element[0]->integer == 1;
 	redisReply *r = NULL;
-	const char *why = NULL;
-	int sent = 0;
+	const char *why;
+	char shown[160];
+	int rc = 0;
 
-	if (u->has_password) {
-		const char *auth[3] = { "AUTH" };
-		int n = 1;
-
-		if (u->user[0] != '\0')
-			auth[n++] = u->user;
-		auth[n++] = u->password;
-		sent = rslot_send(call, n, auth, &why);
-	}
-	if (sent == 0)
-		sent = rslot_send_script(call, true, key, &why);
-	if (sent != 0) {
-		rslot_fail(call, "sending", why);
-		return NULL;
-	}
-	if (u->has_password && rslot_expect_ok(call, "AUTH") != 0)
-		return NULL;
 	if (rslot_get_reply(call, &r, &why) != 0) {
+		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: no answer to WAIT: %s",
+			call->where, why);
+		rc = -1;
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: WAIT failed: %s", call->where,
+			log_escape(r->str, shown, sizeof(shown)));
+	} else if (admitted && (r->type != REDIS_REPLY_INTEGER ||
+				r->integer < call->o->sync_replicas)) {
+		log_msg(call->pamh, LOG_WARNING,
+			"%s: sync_replicas: %lld of %d replicas hold the reservation: a failover "
+			"now could lose it",
+			call->where, r->type == REDIS_REPLY_INTEGER ? (long long)r->integer : 0LL,
+			call->o->sync_replicas);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Reads what rslot_send_script sent for. */
+static int rslot_read_script(struct rslot_call *call, bool asking, redisReply **reply)
+{
+	const char *why;
+
+	if (asking && rslot_expect_ok(call, "ASKING") != 0)
+		return -1;
+	if (rslot_get_reply(call, reply, &why) != 0) {
 		rslot_fail(call, "script", why);
-		return NULL;
+		return -1;
 	}
-	if (r->type == REDIS_REPLY_ERROR && str_skip_prefix(r->str, "NOSCRIPT") != NULL) {
-		freeReplyObject(r);
-		r = NULL;
-		if (rslot_send_script(call, false, key, &why) == 0 &&
-		    rslot_get_reply(call, &r, &why) == 0)
-			why = NULL;
-		if (why != NULL) {
-			rslot_fail(call, "loading the script", why);
-			return NULL;
-		}
+	/* A NOSCRIPT answer is sent again on this connection: WAIT's reply must be out of the
+	   way first. */
+	if (call->o->sync_replicas > 0 && rslot_read_wait(call, *reply) != 0 &&
+	    rslot_is_error(*reply, "NOSCRIPT")) {
+		freeReplyObject(*reply);
+		*reply = NULL;
+		return -1;
 	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		rslot_fail(call, "script failed", r->str);
-		freeReplyObject(r);
-		return NULL;
-	}
-	return r;
+	return 0;
 }
 
 int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct slot_result *res,
@@ -247,56 +353,269 @@ int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct sl
 	return 0;
 }
 
-static redisContext *rslot_connect(struct rslot_call *call)
+/* Reads "MOVED 3999 host:port" or "ASK 3999 host:port" into hop. An empty host is the
+   node that answered. */
+static int rslot_read_hop(const struct rslot_call *call, const struct opt_node *from,
+			  const redisReply *r, struct rslot_hop *hop)
 {
-	const struct opt_url *u = &call->o->url;
-	struct timeval tv = fstime_timeval(call->o->timeout_us);
-	redisContext *c;
+	const char *p = r->str + (rslot_is_error(r, "ASK") ? 4 : 6);
+	char endpoint[OPT_HOST_MAX + 8];
 
-	if (u->backend == OPT_BACKEND_UNIX) {
-		snprintf(call->where, sizeof(call->where), "unix:%s", u->socket);
-		c = redisConnectUnixWithTimeout(u->socket, tv);
+	hop->ask = rslot_is_error(r, "ASK");
+	p += strspn(p, "0123456789");
+	if (*p++ != ' ')
+		return -1;
+	if (*p == ':') {
+		const char *host = from ? from->host : call->o->url.host;
+
+		if (snprintf(endpoint, sizeof(endpoint), "%s%s", host, p) >= (int)sizeof(endpoint))
+			return -1;
+		p = endpoint;
+	}
+	return opt_parse_endpoint(p, strlen(p), &hop->node);
+}
+
+/* Reads ROLE's answer: 0 for a master, 1 for anything else, -1 for no answer. */
+static int rslot_read_role(struct rslot_call *call)
+{
+	redisReply *r = NULL;
+	const char *why;
+	int rc = 1;
+
+	if (rslot_get_reply(call, &r, &why) != 0) {
+		rslot_fail(call, "ROLE", why);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+	    r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
+		rc = 0;
+	else
+		log_msg(call->pamh, LOG_NOTICE, "%s: not a master: asking the sentinels",
+			call->where);
+	freeReplyObject(r);
+	return rc;
+}
+
+/* One attempt: connects to the target, sends [AUTH] [ROLE] [ASKING] EVALSHA [WAIT] in one
+   go, and reads the answers; a server that lost the script gets EVAL once. */
+static enum rslot_step rslot_attempt(struct rslot_call *call, const struct rslot_target *t,
+				     redisReply **reply, struct rslot_hop *hop)
+{
+	const char *role_argv[] = { "ROLE" };
+	const struct opt_url *u = &call->o->url;
+	enum rslot_step step = RSLOT_FAILED;
+	redisReply *r = NULL;
+	const char *why = NULL;
+	int role = 0;
+
+	if (rslot_connect(call, "redis", t->node) != 0)
+		return RSLOT_UNREACHABLE;
+	if ((u->has_password && rslot_send_auth(call, u->user, u->password, &why) != 0) ||
+	    (t->check_role && rslot_send(call, 1, role_argv, &why) != 0) ||
+	    rslot_send_script(call, true, t->asking, &why) != 0) {
+		rslot_fail(call, "sending", why);
+		goto out;
+	}
+	if (u->has_password && rslot_expect_ok(call, "AUTH") != 0)
+		goto out;
+	if (t->check_role && (role = rslot_read_role(call)) != 0) {
+		step = role > 0 ? RSLOT_NOT_MASTER : RSLOT_FAILED;
+		goto out;
+	}
+	if (rslot_read_script(call, t->asking, &r) != 0)
+		goto out;
+	if (rslot_is_error(r, "NOSCRIPT")) {
+		freeReplyObject(r);
+		r = NULL;
+		if (rslot_send_script(call, false, t->asking, &why) != 0) {
+			rslot_fail(call, "loading the script", why);
+			goto out;
+		}
+		if (rslot_read_script(call, t->asking, &r) != 0)
+			goto out;
+	}
+	if (r->type != REDIS_REPLY_ERROR) {
+		step = RSLOT_DONE;
+		*reply = r;
+		r = NULL;
+	} else if ((rslot_is_error(r, "MOVED") || rslot_is_error(r, "ASK")) &&
+		   u->backend == OPT_BACKEND_CLUSTER) {
+		if (rslot_read_hop(call, t->node, r, hop) == 0)
+			step = RSLOT_REDIRECT;
+		else
+			rslot_fail(call, "bad redirect", r->str);
+	} else if (rslot_is_error(r, "READONLY") && u->backend == OPT_BACKEND_SENTINEL) {
+		step = RSLOT_NOT_MASTER;
 	} else {
-		snprintf(call->where, sizeof(call->where), "%s:%d", u->host, u->port);
-		c = redisConnectWithTimeout(u->host, u->port, tv);
+		rslot_fail(call, "script failed", r->str);
 	}
-	if (c == NULL || c->err) {
-		rslot_fail(call, "cannot connect", c ? c->errstr : "out of memory");
-		redisFree(c);
-		return NULL;
+out:
+	freeReplyObject(r);
+	rslot_disconnect(call);
+	return step;
+}
+
+static bool rslot_same_node(const struct opt_node *a, const struct opt_node *b)
+{
+	return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+/* Asks one sentinel where the master is. */
+static int rslot_ask_sentinel(struct rslot_call *call, const struct opt_node *sentinel,
+			      struct opt_node *master)
+{
+	const struct opt *o = call->o;
+	const char *argv[] = { "SENTINEL", "get-master-addr-by-name", o->url.master };
+	char endpoint[OPT_HOST_MAX + 16];
+	redisReply *r = NULL;
+	const char *why = NULL;
+	int rc = -1;
+
+	if (rslot_connect(call, "sentinel", sentinel) != 0)
+		return -1;
+	if ((o->has_sentinel_password &&
+	     rslot_send_auth(call, "", o->sentinel_password, &why) != 0) ||
+	    rslot_send(call, 3, argv, &why) != 0) {
+		rslot_fail(call, "sending", why);
+		goto out;
 	}
-	/* hiredis offers no SOCK_CLOEXEC: close the window as soon as we can. */
-	if (fcntl(c->fd, F_SETFD, FD_CLOEXEC) != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
-		rslot_fail(call, "cannot set up the socket", strerror(errno));
-		redisFree(c);
-		return NULL;
+	if (o->has_sentinel_password && rslot_expect_ok(call, "AUTH") != 0)
+		goto out;
+	if (rslot_get_reply(call, &r, &why) != 0)
+		rslot_fail(call, "get-master-addr-by-name", why);
+	else if (r->type == REDIS_REPLY_NIL)
+		rslot_fail(call, "get-master-addr-by-name", "no master of that name");
+	else if (r->type == REDIS_REPLY_ERROR)
+		rslot_fail(call, "get-master-addr-by-name", r->str);
+	else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		 r->element[0]->type != REDIS_REPLY_STRING ||
+		 r->element[1]->type != REDIS_REPLY_STRING ||
+		 snprintf(endpoint, sizeof(endpoint), "%s:%s", r->element[0]->str,
+			  r->element[1]->str) >= (int)sizeof(endpoint) ||
+		 opt_parse_endpoint(endpoint, strlen(endpoint), master) != 0)
+		rslot_fail(call, "get-master-addr-by-name", "not a host and port");
+	else
+		rc = 0;
+out:
+	freeReplyObject(r);
+	rslot_disconnect(call);
+	return rc;
+}
+
+/* Sentinel: the master this host last used, if ROLE still says master; else the sentinels,
+   in order, each answer checked with ROLE. */
+static enum rslot_step rslot_reserve_sentinel(struct rslot_call *call, redisReply **reply)
+{
+	const struct opt *o = call->o;
+	struct rslot_target t = { .check_role = true };
+	struct opt_node cached, master;
+	char name[NCACHE_NAME_MAX];
+	enum rslot_step step = RSLOT_UNREACHABLE;
+	bool have = false;
+
+	ncache_name(&o->url, "master", name, sizeof(name));
+	if (ncache_get(o->state_dir, name, &cached) == 0) {
+		have = true;
+		t.node = &cached;
+		step = rslot_attempt(call, &t, reply, NULL);
+		if (step == RSLOT_DONE || step == RSLOT_FAILED)
+			return step;
 	}
-	return c;
+	for (int i = 0; i < o->url.n_nodes; i++) {
+		if (rslot_ask_sentinel(call, &o->url.nodes[i], &master) != 0)
+			continue;
+		/* Found down already: another sentinel may know better. */
+		if (have && step == RSLOT_UNREACHABLE && rslot_same_node(&master, &cached))
+			continue;
+		t.node = &master;
+		step = rslot_attempt(call, &t, reply, NULL);
+		if (step == RSLOT_DONE && (!have || !rslot_same_node(&master, &cached)))
+			ncache_put(call->pamh, o->state_dir, name, &master);
+		if (step == RSLOT_DONE || step == RSLOT_FAILED)
+			return step;
+	}
+	log_msg(call->pamh, LOG_ERR, "sentinel: no sentinel named a master that would answer");
+	return RSLOT_FAILED;
+}
+
+/* Cluster: the node this host last saw serve the key's slot, else the seeds in order;
+   MOVED and ASK are followed, up to RSLOT_REDIRECTS_MAX. */
+static enum rslot_step rslot_reserve_cluster(struct rslot_call *call, redisReply **reply)
+{
+	const struct opt *o = call->o;
+	struct rslot_target t = { 0 };
+	struct opt_node cached, hop_node;
+	struct rslot_hop hop;
+	char name[NCACHE_NAME_MAX], slot[8];
+	enum rslot_step step;
+	bool have;
+	int seed = 0;
+
+	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->key));
+	ncache_name(&o->url, slot, name, sizeof(name));
+	have = ncache_get(o->state_dir, name, &cached) == 0;
+	t.node = have ? &cached : &o->url.nodes[seed++];
+	for (;;) {
+		step = rslot_attempt(call, &t, reply, &hop);
+		if (step == RSLOT_DONE) {
+			if (!t.asking && (!have || !rslot_same_node(t.node, &cached)))
+				ncache_put(call->pamh, o->state_dir, name, t.node);
+			return step;
+		}
+		if (step == RSLOT_REDIRECT) {
+			if (++call->redirects > RSLOT_REDIRECTS_MAX) {
+				rslot_fail(call, "redirect", "more than 3 redirects: giving up");
+				return RSLOT_FAILED;
+			}
+			hop_node = hop.node;
+			t.node = &hop_node;
+			t.asking = hop.ask;
+			continue;
+		}
+		if (step != RSLOT_UNREACHABLE)
+			return RSLOT_FAILED;
+		/* A node that is down: the next seed that is not the same node. */
+		while (seed < o->url.n_nodes && rslot_same_node(&o->url.nodes[seed], t.node))
+			seed++;
+		if (seed == o->url.n_nodes)
+			return RSLOT_UNREACHABLE;
+		t.node = &o->url.nodes[seed++];
+		t.asking = false;
+	}
 }
 
 enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, const char *key,
 				struct slot_result *res)
 {
-	struct rslot_call call = { .pamh = pamh, .o = o };
+	struct rslot_call call = { .pamh = pamh, .o = o, .key = key };
+	const struct rslot_target direct = { 0 };
 	redisReply *r = NULL;
 	const char *why;
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
+	enum rslot_step step;
 
-	/* One deadline for the whole decision: the connect, then what is left for the exchange. */
-	call.deadline_us = fstime_mono_us() + o->timeout_us;
-	call.c = rslot_connect(&call);
-	if (call.c == NULL)
+	switch (o->url.backend) {
+	case OPT_BACKEND_SENTINEL:
+		step = rslot_reserve_sentinel(&call, &r);
+		break;
+	case OPT_BACKEND_CLUSTER:
+		step = rslot_reserve_cluster(&call, &r);
+		break;
+	default:
+		step = rslot_attempt(&call, &direct, &r, NULL);
+		break;
+	}
+	if (step != RSLOT_DONE)
 		return SLOT_UNAVAILABLE;
-	r = rslot_exchange(&call, key);
-	if (r != NULL) {
-		if (rslot_read_reply(r, &o->slot, res, &why) != 0) {
-			rslot_fail(&call, "garbage reply to the script", why);
-		} else {
-			res->deadline_us = fstime_mono_us() + res->wait_us;
-			verdict = res->verdict;
-		}
+	if (rslot_read_reply(r, &o->slot, res, &why) != 0) {
+		rslot_fail(&call, "garbage reply to the script", why);
+	} else {
+		res->deadline_us = fstime_mono_us() + res->wait_us;
+		verdict = res->verdict;
+		if (o->debug)
+			log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where,
+				call.redirects);
 	}
 	freeReplyObject(r);
-	redisFree(call.c);
 	return verdict;
 }

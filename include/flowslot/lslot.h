@@ -3,6 +3,7 @@
 #define FLOWSLOT_LSLOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <security/pam_modules.h>
 
@@ -17,5 +18,12 @@ enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const
 /* The file name for key, in out of NAME_MAX + 1 bytes: the key itself where it fits, never a
    path. */
 void lslot_file_name(const char *key, char *out, size_t outsz);
+
+/* Opens dir (the state_dir), creating it 0700 when missing, and checks that only we can write
+   there. Returns an O_CLOEXEC fd, or -1 with the reason logged. */
+int lslot_open_dir(const pam_handle_t *pamh, const char *dir);
+
+/* FNV-1a of s, continuing from hash (0: start afresh): names files after long keys. */
+uint64_t lslot_hash(uint64_t hash, const char *s);
 
 #endif

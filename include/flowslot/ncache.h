@@ -1,0 +1,25 @@
+/* Which node last served a schedule (a cluster hash slot, a Sentinel master), remembered
+   between logins in a small file under state_dir. Only a hint: a missing, garbled or unsafe
+   entry costs a redirect, or a question to a sentinel, never a wrong answer. */
+#ifndef FLOWSLOT_NCACHE_H
+#define FLOWSLOT_NCACHE_H
+
+#include <stddef.h>
+
+#include <security/pam_modules.h>
+
+#include "flowslot/opt.h"
+
+#define NCACHE_NAME_MAX 48
+
+/* The entry's file name for url u and what (a hash slot, or "master"), in out. */
+void ncache_name(const struct opt_url *u, const char *what, char *out, size_t outsz);
+
+/* Reads the entry name under dir into node. Returns 0, or -1 when there is none to trust. */
+int ncache_get(const char *dir, const char *name, struct opt_node *node);
+
+/* Stores node as the entry name under dir, atomically; a failure is logged. */
+void ncache_put(const pam_handle_t *pamh, const char *dir, const char *name,
+		const struct opt_node *node);
+
+#endif
