@@ -297,10 +297,11 @@ login ex1 example alice open_session
 check "etc/pam.d/flowslot-example: a session is admitted on its schedule" \
 	sh -c "[ $(rc_of ex1) = 0 ] && [ \$(redis-cli -s '$TMP/r.sock' exists pam_flowslot) = 1 ]"
 
-# The example configuration file, every option uncommented, parses without an error.
+# The example configuration file, every option uncommented, parses without an error. It then
+# holds a password (sentinel_password=, unused by unix://), so it is readable by root alone.
 sed -E 's/^#([a-z_]+(=.*)?)$/\1/; /^password_file=/d' "$TOP/etc/security/pam_flowslot.conf" |
 	sed "s|^url=.*|url=unix://$TMP/r.sock|; s|^key=.*|key=confexample|" > "$TMP/example.conf"
-chmod 0644 "$TMP/example.conf"
+chmod 0600 "$TMP/example.conf"
 service conf "auth required @M conf=$TMP/example.conf" "auth required @P/pam_permit.so"
 login cf1 conf alice
 check "etc/security/pam_flowslot.conf, uncommented: no error, admitted through Redis" \
