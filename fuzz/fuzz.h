@@ -90,6 +90,21 @@ static inline void fuzz_check_url(const struct opt_url *u)
 		break;
 	case OPT_BACKEND_LOCAL:
 		break;
+	case OPT_BACKEND_SENTINEL:
+	case OPT_BACKEND_CLUSTER:
+		FUZZ_CHECK(u->n_nodes >= 1 && u->n_nodes <= OPT_NODES_MAX);
+		for (int i = 0; i < u->n_nodes; i++) {
+			FUZZ_CHECK(fuzz_terminated(u->nodes[i].host, sizeof(u->nodes[i].host)));
+			FUZZ_CHECK(u->nodes[i].host[0] != '\0');
+			FUZZ_CHECK(strpbrk(u->nodes[i].host, "/@,[]") == NULL);
+			FUZZ_CHECK(u->nodes[i].port >= 1 && u->nodes[i].port <= 65535);
+		}
+		FUZZ_CHECK(fuzz_terminated(u->master, sizeof(u->master)));
+		if (u->backend == OPT_BACKEND_SENTINEL)
+			FUZZ_CHECK(u->master[0] != '\0' && strpbrk(u->master, "/@,:") == NULL);
+		else
+			FUZZ_CHECK(u->db == 0);
+		break;
 	default:
 		FUZZ_CHECK(!"backend out of range");
 	}

@@ -57,8 +57,32 @@ static void check_against_input(const char *s, const struct opt_url *u)
 			FUZZ_CHECK(u->user[0] == '\0');
 		else
 			FUZZ_CHECK(u->user[0] != '\0');
+	} else if (starts_with(s, "redis-sentinel://")) {
+		FUZZ_CHECK(u->backend == OPT_BACKEND_SENTINEL);
+		/* The master name is the path's first part, whole. */
+		FUZZ_CHECK(strstr(s, u->master) != NULL);
+	} else if (starts_with(s, "redis-cluster://")) {
+		FUZZ_CHECK(u->backend == OPT_BACKEND_CLUSTER);
 	} else {
 		FUZZ_CHECK(!"accepted a url of no known scheme");
+	}
+	/* Each node's host is in the text, followed by its port, a ',', a '/', a ']' or the end. */
+	for (int i = 0; u->backend >= OPT_BACKEND_SENTINEL && i < u->n_nodes; i++)
+		FUZZ_CHECK(strstr(s, u->nodes[i].host) != NULL);
+}
+
+/* How a server names a node in MOVED and ASK: any n bytes, and the port always in range. */
+static void check_endpoint(const char *s)
+{
+	struct opt_node node;
+
+	memset(&node, 0xa5, sizeof(node));
+	if (opt_parse_endpoint(s, strlen(s), &node) == 0) {
+		FUZZ_CHECK(fuzz_terminated(node.host, sizeof(node.host)));
+		FUZZ_CHECK(node.host[0] != '\0');
+		for (const char *p = node.host; *p != '\0'; p++)
+			FUZZ_CHECK(fuzz_host_byte(*p) || *p == ':');
+		FUZZ_CHECK(node.port >= 1 && node.port <= 65535);
 	}
 }
 
@@ -84,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(why != NULL && why[0] != '\0');
 		FUZZ_CHECK(memcmp(u, before, sizeof(*u)) == 0);
 	}
+	check_endpoint(s);
 	free(before);
 	free(u);
 	free(s);
