@@ -389,6 +389,8 @@ static int rslot_read_role(struct rslot_call *call)
 	if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
 	    r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
 		rc = 0;
+	else if (r->type == REDIS_REPLY_ERROR) /* an ACL user without ROLE, say */
+		rc = -1, rslot_fail(call, "ROLE", r->str);
 	else
 		log_msg(call->pamh, LOG_NOTICE, "%s: not a master: asking the sentinels",
 			call->where);

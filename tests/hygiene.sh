@@ -1,8 +1,8 @@
 #!/bin/bash
 # Process hygiene: build/hygiene (tests/hygiene.c) drives the real libpam under pam_wrapper
 # through every entry point of stacks that use pam_flowslot.so against private Redis servers
-# (a live one, a stopped one, a TCP one with a password, none at all) and url=local, and
-# checks what each call leaves of the process: descriptors, signal dispositions and mask.
+# (a live one, a stopped one, a TCP one with a password, none at all), url=local, and
+# Sentinel and Cluster URLs, and checks what each call leaves of the process: descriptors, signal dispositions and mask.
 # Then 16 threads log in at once. The threaded part runs again under valgrind's helgrind,
 # which must report no race (tests/hygiene.supp says what is not ours); not with SANITIZE=1,
 # as valgrind and ASan do not mix.
@@ -43,8 +43,13 @@ gated hyg_down "$NONE state_dir=$TMP/hyg-down interval=1ms"
 gated hyg_frozen "url=unix://$TMP/frozen.sock timeout=200ms fallback=open"
 gated hyg_closed "$NONE fallback=closed"
 gated hyg_badopt "$R interval=7x fallback=open"
+# Past one Redis: a plain server as a cluster seed answers the script itself (and the node is
+# cached in state_dir); sentinels that are down or are no sentinel send the login to its
+# local slot.
+gated hyg_cluster "url=redis-cluster://:hyg%3Apw@127.0.0.1:$tport key=hyg_cl interval=1ms state_dir=$TMP/hyg-cl"
+gated hyg_sentinel "url=redis-sentinel://127.0.0.1:$(free_port),127.0.0.1:$tport/m timeout=200ms state_dir=$TMP/hyg-sen interval=1ms"
 SERVICES="hyg_redis:ok hyg_queue:queue hyg_tcp:ok hyg_refuse:refuse hyg_local:ok hyg_unsafe:ok
-hyg_down:ok hyg_frozen:ok hyg_closed:closed hyg_badopt:ok"
+hyg_down:ok hyg_frozen:ok hyg_closed:closed hyg_badopt:ok hyg_cluster:ok hyg_sentinel:ok"
 
 # threads RUN: the threads' services on keys of their own for this run. pam_wrapper copies the
 # service files when the process starts, so this comes before each run.
