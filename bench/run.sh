@@ -12,12 +12,12 @@ QUICK=${QUICK:-0}
 BIN=$TOP/build/bench
 if [ "$QUICK" = 1 ]; then
 	M1_REPS=1 M2_PAIRS=50 M3_N=50 M4_SECONDS=1 M4_GET_N=50000 M4_EVAL_N=30000
-	M5_N=100 M5_BASE=5 M5_WINDOW=2
+	M5_N=100 M5_BASE=5 M5_WINDOW=2 M6_ROUNDS=300
 	OUT=${BENCH_OUT:-$TOP/build/bench/BENCHMARKS-quick.md}
 	COMMAND="make bench QUICK=1"
 else
 	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
-	M5_N=1000 M5_BASE=10 M5_WINDOW=5
+	M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
 	OUT=${BENCH_OUT:-$TOP/BENCHMARKS.md}
 	COMMAND="make bench"
 fi
@@ -64,16 +64,43 @@ stats() {
 
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
 
-# start_tcp_redis NAME: start_redis on a loopback port as well, in $PORT. The port is below the
-# kernel's ephemeral range (which an outgoing connection may hold without listening), and
-# another is tried if someone takes it first.
+# start_tcp_redis NAME [OPTIONS...]: start_redis on a loopback port as well, in $PORT. The port
+# is below the kernel's ephemeral range (which an outgoing connection may hold without
+# listening), and another is tried if someone takes it first.
 start_tcp_redis() {
+	name=$1
+	shift
 	for try in 1 2 3 4 5; do
 		PORT=$(shuf -i 20000-32000 -n 1)
 		(exec 3<> "/dev/tcp/127.0.0.1/$PORT") 2> /dev/null && continue
-		if [ "$try" = 5 ]; then start_redis "$1" --port "$PORT" && return 0; fi
-		start_redis "$1" --port "$PORT" 2> /dev/null && return 0
+		if [ "$try" = 5 ]; then start_redis "$name" "$@" --port "$PORT" && return 0; fi
+		start_redis "$name" "$@" --port "$PORT" 2> /dev/null && return 0
 	done
+	return 1
+}
+
+# start_sentinel NAME MASTER-PORT: one redis-sentinel on a loopback port, in $PORT, watching
+# the master "fsm" on 127.0.0.1:MASTER-PORT (quorum 1); its pid in $TMP/NAME.pid, for
+# stop_redis. Its config file is its own: a sentinel rewrites it.
+start_sentinel() {
+	for try in 1 2 3 4 5; do
+		PORT=$(shuf -i 20000-32000 -n 1)
+		(exec 3<> "/dev/tcp/127.0.0.1/$PORT") 2> /dev/null && continue
+		printf '%s\n' "port $PORT" "bind 127.0.0.1" "dir $TMP" \
+			"sentinel monitor fsm 127.0.0.1 $2 1" > "$TMP/$1.conf"
+		redis-sentinel "$TMP/$1.conf" > "$TMP/$1.log" 2>&1 &
+		echo $! > "$TMP/$1.pid"
+		PIDS="$PIDS $!"
+		for _ in $(seq 100); do
+			[ "$(redis-cli -p "$PORT" sentinel get-master-addr-by-name fsm 2> /dev/null |
+				tail -n 1)" = "$2" ] && return 0
+			kill -0 "$(cat "$TMP/$1.pid")" 2> /dev/null || break
+			sleep 0.05
+		done
+		stop_redis "$1"
+	done
+	echo "sentinel $1 did not start:" >&2
+	cat "$TMP/$1.log" >&2
 	return 1
 }
 
@@ -82,7 +109,7 @@ say "writing $OUT ($COMMAND); load average at the start: $LOAD_START"
 
 # ---------------------------------------------------------------------------------------------
 # 1. Redis commands per admitted login, under contention, over TCP loopback.
-say "1/5: commands per login, N = $M1_NS, $M1_REPS run(s) each"
+say "1/6: commands per login, N = $M1_NS, $M1_REPS run(s) each"
 start_tcp_redis m1 || fail "redis m1"
 M1_PORT=$PORT
 M1_OPTS="url=redis://127.0.0.1:$M1_PORT/0 interval=1s max_wait=60m timeout=10s"
@@ -143,7 +170,7 @@ M1_W200=$(watch_per_login 200)
 
 # ---------------------------------------------------------------------------------------------
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs.
-say "2/5: added latency, $M2_PAIRS pairs per transport"
+say "2/6: added latency, $M2_PAIRS pairs per transport"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
 PERMIT="auth required @P/pam_permit.so"
@@ -176,7 +203,7 @@ stop_redis m2
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.
-say "3/5: stagger precision, $M3_N logins at interval=100ms"
+say "3/6: stagger precision, $M3_N logins at interval=100ms"
 start_redis m3 || fail "redis m3"
 M3_CSV=$TOP/build/bench/timeline.csv
 M3=$(run "$BIN/stagger" "$M3_N" "$M3_CSV" "url=unix://$TMP/m3.sock" key=bench:stagger \
@@ -212,14 +239,16 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # 4. Decision capacity of one redis-server, against redis-benchmark GET in the same run.
-say "4/5: decision capacity, $CONC clients"
-start_redis m4 || fail "redis m4"
+say "4/6: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
+start_tcp_redis m4 || fail "redis m4"
+M4_PORT=$PORT
 M4_PID=$(cat "$TMP/m4.pid")
 SHA=$(sed -n 's/^#define RSLOT_SCRIPT_SHA1 "\(.*\)"$/\1/p' "$TOP/build/slot_lua.h")
 rcli m4 set 'key:__rand_int__' abc > /dev/null
 # The same bytes as the module sends, so the same SHA-1.
 [ "$(rcli m4 -x script load < "$TOP/src/slot.lua")" = "$SHA" ] || fail "SCRIPT LOAD: not $SHA"
-# m4_phase NAME COMMAND...: the command's output, and the server's CPU share while it ran.
+# m4_phase NAME COMMAND...: the command's output, and the server's CPU while it ran: its share
+# of one core, and its clock ticks.
 m4_phase() {
 	name=$1
 	shift
@@ -231,14 +260,26 @@ m4_phase() {
 	printf '%s\n' "$out" > "$TMP/m4-$name.out"
 	awk -v c=$((c1 - c0)) -v hz="$TICK" -v ns=$((t1 - t0)) \
 		'BEGIN { printf "%.0f", 100 * c / hz / (ns / 1e9) }' > "$TMP/m4-$name.cpu"
+	echo $((c1 - c0)) > "$TMP/m4-$name.ticks"
 }
 rb_rps() { tail -n 1 "$TMP/m4-$1.out" | cut -d, -f2 | tr -d '"'; }
-m4_phase get1 redis-benchmark -s "$TMP/m4.sock" -c $CONC -n "$M4_GET_N" -t get --csv
-m4_phase evalsha redis-benchmark -s "$TMP/m4.sock" -c $CONC -n "$M4_EVAL_N" --csv \
+# m4_cpu_us NAME REQUESTS: the server's CPU time per request in phase NAME, in µs.
+m4_cpu_us() { awk -v c="$(cat "$TMP/m4-$1.ticks")" -v hz="$TICK" -v n="$2" 'BEGIN { printf "%.1f", c / hz * 1e6 / n }'; }
+# Each transport's module row between a GET before and a GET after, on that transport.
+UNIX_RB=(-s "$TMP/m4.sock")
+TCP_RB=(-h 127.0.0.1 -p "$M4_PORT")
+CAP_OPTS="interval=1ms max_wait=60m timeout=10s"
+m4_phase get1 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
+m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" --csv \
 	EVALSHA "$SHA" 1 bench:cap:rb 1000 1 3600000000
-m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap \
-	interval=1ms max_wait=60m timeout=10s
-m4_phase get2 redis-benchmark -s "$TMP/m4.sock" -c $CONC -n "$M4_GET_N" -t get --csv
+# shellcheck disable=SC2086
+m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap $CAP_OPTS
+m4_phase get2 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
+m4_phase tget1 redis-benchmark "${TCP_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
+# shellcheck disable=SC2086
+m4_phase tmodule "$BIN/capacity" $CONC "$M4_SECONDS" "url=redis://127.0.0.1:$M4_PORT/0" \
+	key=bench:cap:tcp $CAP_OPTS
+m4_phase tget2 redis-benchmark "${TCP_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
 stop_redis m4
 M4_MOD=$(cat "$TMP/m4-module.out")
 M4_GET1=$(rb_rps get1)
@@ -246,11 +287,20 @@ M4_GET2=$(rb_rps get2)
 M4_GET=$(awk -v a="$M4_GET1" -v b="$M4_GET2" 'BEGIN { printf "%.0f", (a + b) / 2 }')
 M4_EVAL=$(rb_rps evalsha)
 M4_MODPS=$(field per_second "$M4_MOD")
+M4_TMOD=$(cat "$TMP/m4-tmodule.out")
+M4_TGET1=$(rb_rps tget1)
+M4_TGET2=$(rb_rps tget2)
+M4_TGET=$(awk -v a="$M4_TGET1" -v b="$M4_TGET2" 'BEGIN { printf "%.0f", (a + b) / 2 }')
+M4_TMODPS=$(field per_second "$M4_TMOD")
+# The server's CPU per decision over TCP: what one of its cores would decide per second with
+# nothing else to do, an estimate.
+M4_TCPU_US=$(m4_cpu_us tmodule "$(field decisions "$M4_TMOD")")
+M4_TCEIL=$(awk -v us="$M4_TCPU_US" 'BEGIN { printf "%.0f", (us > 0) ? 1e6 / us : 0 }')
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # ---------------------------------------------------------------------------------------------
 # 5. The cost of waiting: M5_N pamtester logins held in the queue at once.
-say "5/5: $M5_N logins held in the queue"
+say "5/6: $M5_N logins held in the queue"
 start_redis m5 || fail "redis m5"
 service hold "auth required @M url=unix://$TMP/m5.sock key=bench:hold interval=1s max_wait=60m timeout=10s fallback=closed" \
 	"$PERMIT"
@@ -344,6 +394,63 @@ for p in $M5_BPIDS; do
 done
 for p in $M5_BPIDS; do wait "$p" 2> /dev/null; done
 stop_redis m5
+
+# ---------------------------------------------------------------------------------------------
+# 6. What sync_replicas=1 and Sentinel cost a decision: a master, its replica and one sentinel
+# on loopback, every configuration against the same master, interleaved round by round.
+say "6/6: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
+start_tcp_redis m6master --repl-diskless-sync-delay 0 || fail "redis m6master"
+M6_MPORT=$PORT
+start_tcp_redis m6replica --replicaof 127.0.0.1 "$M6_MPORT" || fail "redis m6replica"
+start_sentinel m6sentinel "$M6_MPORT" || fail "redis-sentinel"
+M6_SPORT=$PORT
+# The replica online: WAIT 1 would otherwise wait for it.
+for _ in $(seq 300); do # at most 30 s
+	rcli m6master info replication | grep -q '^slave0:.*state=online' && break
+	sleep 0.1
+done
+rcli m6master info replication | grep -q '^slave0:.*state=online' || fail "the replica did not sync"
+rcli m6master config resetstat > /dev/null
+# The node cache on a tmpfs, as /run normally is: on a disk file system, creating its file can
+# cost more than the rest of the decision.
+if M6_STATE=$(mktemp -d /dev/shm/flowslot-bench.XXXXXX 2> /dev/null); then
+	trap 'cleanup; rm -rf "$M6_STATE"' EXIT
+	M6_FS="a tmpfs (\`/dev/shm\`), as \`/run\` normally is"
+else
+	M6_STATE=$TMP/m6state
+	M6_FS="$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
+fi
+M6_PLAIN="url=redis://127.0.0.1:$M6_MPORT/0"
+M6_SENT="url=redis-sentinel://127.0.0.1:$M6_SPORT/fsm"
+M6=$(run "$BIN/optcost" "$M6_ROUNDS" interval=1ms max_wait=60m timeout=10s \
+	"state_dir=$M6_STATE" -- plain "$M6_PLAIN" key=bench:m6:plain \
+	-- sync1 "$M6_PLAIN" key=bench:m6:sync1 sync_replicas=1 \
+	-- sentinel "$M6_SENT" key=bench:m6:sentinel \
+	-- uncached "$M6_SENT" key=bench:m6:uncached nocache 2> "$TMP/m6.err") ||
+	fail "optcost: $M6 $(head -n 5 "$TMP/m6.err")"
+# What the master saw: a WAIT for every sync_replicas=1 decision, the warm-up's included.
+M6_WAITS=$(rcli m6master info commandstats | sed -n 's/^cmdstat_wait:calls=\([0-9]*\).*/\1/p')
+M6_COMPLAINTS=$(grep -c 'pam_flowslot:' "$TMP/m6.err")
+stop_redis m6sentinel
+stop_redis m6replica
+stop_redis m6master
+[ "$M6_STATE" = "$TMP/m6state" ] || rm -rf "$M6_STATE"
+# m6 NAME FIELD: a field of configuration NAME's line.
+m6() { field "$2" "$(printf '%s\n' "$M6" | grep "^name=$1 ")"; }
+# m6_row NAME DESCRIPTION: one table row, against the baseline "plain".
+m6_row() {
+	awk -v d="$2" -v n="$(m6 "$1" rounds)" -v a="$(m6 "$1" admit)" -v c="$(m6 "$1" connections)" \
+		-v k="$(m6 "$1" commands)" -v m="$(m6 "$1" median_us)" -v p="$(m6 "$1" p99_us)" \
+		-v bm="$(m6 plain median_us)" -v bp="$(m6 plain p99_us)" -v base="$([ "$1" = plain ] && echo 1)" 'BEGIN {
+		printf "| %s | %d of %d | %.2f | %.2f | %.3f | %.3f | %s | %s | %s | %s |\n", d, a, n, c / n,
+			k / n, m / 1000, p / 1000, base ? "1" : sprintf("%.3f", m / bm),
+			base ? "1" : sprintf("%.3f", p / bp),
+			base ? "" : sprintf("%+.3f", (m - bm) / 1000), base ? "" : sprintf("%+.3f", (p - bp) / 1000)
+	}'
+}
+# m6_added NAME PERCENTILE: the time that configuration NAME added to the baseline, in ms.
+m6_added() { awk -v a="$(m6 "$1" "$2"_us)" -v b="$(m6 plain "$2"_us)" 'BEGIN { printf "%.3f", (a - b) / 1000 }'; }
+m6_ratio() { ratio "$(m6 "$1" "$2"_us)" "$(m6 plain "$2"_us)"; }
 
 # ---------------------------------------------------------------------------------------------
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -475,22 +582,34 @@ S_DEC=$M3_DECIDE
 
 		## 4. Decision capacity
 
-		One redis-server on a Unix socket; $CONC concurrent clients throughout. The module's rate is
-		$CONC processes calling \`rslot_reserve()\` back to back for ${M4_SECONDS} s (\`bench/capacity.c\`),
-		each decision being what a login does: connect, one \`EVALSHA\`, close. \`redis-benchmark\`
-		keeps its $CONC connections open. GET ran before and after the others; the ratio is against
-		their mean. The last column is the redis-server process's CPU while the row ran (100% = one
-		core): the server is single-threaded, and the clients share the $(nproc) cores with it.
+		One redis-server, reached over a Unix socket and then over TCP loopback; $CONC concurrent
+		clients throughout. The module's rate is $CONC processes calling \`rslot_reserve()\` back to
+		back for ${M4_SECONDS} s (\`bench/capacity.c\`), each decision being what a login does:
+		connect, one \`EVALSHA\`, close. \`redis-benchmark\` keeps its $CONC connections open. On
+		each transport, GET ran before and after the module; the ratio is against their mean. The
+		last two columns are the redis-server process's CPU while the row ran (100% = one core: the
+		server is single-threaded, and the clients share the $(nproc) cores with it), and that CPU
+		time divided by the requests the row made.
 
-		| what | requests | per second | ratio to GET | redis-server CPU |
-		|---|---|---|---|---|
-		| \`redis-benchmark -c $CONC -t get\` (before) | $M4_GET_N | $M4_GET1 | | $(cat "$TMP/m4-get1.cpu")% |
-		| \`redis-benchmark -c $CONC\` \`EVALSHA\` of src/slot.lua, connections kept open | $M4_EVAL_N | $M4_EVAL | $(ratio "$M4_EVAL" "$M4_GET") | $(cat "$TMP/m4-evalsha.cpu")% |
-		| pam_flowslot decisions, \`rslot_reserve()\`, a connection each | $(field decisions "$M4_MOD") in $(field seconds "$M4_MOD") s ($(field admit "$M4_MOD") admitted, $(field refuse "$M4_MOD") refused, $(field unavailable "$M4_MOD") unavailable) | $M4_MODPS | **$(ratio "$M4_MODPS" "$M4_GET")** | $(cat "$TMP/m4-module.cpu")% |
-		| \`redis-benchmark -c $CONC -t get\` (after) | $M4_GET_N | $M4_GET2 | | $(cat "$TMP/m4-get2.cpu")% |
+		| transport | what | requests | per second | ratio to GET | redis-server CPU | redis-server CPU per request, µs |
+		|---|---|---|---|---|---|---|
+		| Unix socket | \`redis-benchmark -c $CONC -t get\` (before) | $M4_GET_N | $M4_GET1 | | $(cat "$TMP/m4-get1.cpu")% | $(m4_cpu_us get1 "$M4_GET_N") |
+		| Unix socket | \`redis-benchmark -c $CONC\` \`EVALSHA\` of src/slot.lua, connections kept open | $M4_EVAL_N | $M4_EVAL | $(ratio "$M4_EVAL" "$M4_GET") | $(cat "$TMP/m4-evalsha.cpu")% | $(m4_cpu_us evalsha "$M4_EVAL_N") |
+		| Unix socket | pam_flowslot decisions, \`rslot_reserve()\`, a connection each | $(field decisions "$M4_MOD") in $(field seconds "$M4_MOD") s ($(field admit "$M4_MOD") admitted, $(field refuse "$M4_MOD") refused, $(field unavailable "$M4_MOD") unavailable) | **$M4_MODPS** | **$(ratio "$M4_MODPS" "$M4_GET")** | $(cat "$TMP/m4-module.cpu")% | $(m4_cpu_us module "$(field decisions "$M4_MOD")") |
+		| Unix socket | \`redis-benchmark -c $CONC -t get\` (after) | $M4_GET_N | $M4_GET2 | | $(cat "$TMP/m4-get2.cpu")% | $(m4_cpu_us get2 "$M4_GET_N") |
+		| TCP loopback | \`redis-benchmark -c $CONC -t get\` (before) | $M4_GET_N | $M4_TGET1 | | $(cat "$TMP/m4-tget1.cpu")% | $(m4_cpu_us tget1 "$M4_GET_N") |
+		| TCP loopback | pam_flowslot decisions, \`rslot_reserve()\`, a connection each | $(field decisions "$M4_TMOD") in $(field seconds "$M4_TMOD") s ($(field admit "$M4_TMOD") admitted, $(field refuse "$M4_TMOD") refused, $(field unavailable "$M4_TMOD") unavailable) | **$M4_TMODPS** | **$(ratio "$M4_TMODPS" "$M4_TGET")** | $(cat "$TMP/m4-tmodule.cpu")% | $M4_TCPU_US |
+		| TCP loopback | \`redis-benchmark -c $CONC -t get\` (after) | $M4_GET_N | $M4_TGET2 | | $(cat "$TMP/m4-tget2.cpu")% | $(m4_cpu_us tget2 "$M4_GET_N") |
+
+		**Capacity: one Redis decided $M4_TMODPS logins per second over TCP loopback**
+		($M4_MODPS over a Unix socket), through the module's own code path with a connection per
+		decision, from $CONC clients sharing this machine's $(nproc) cores with the server, which used
+		$(cat "$TMP/m4-tmodule.cpu")% of its one core: $(ratio "$M4_TMODPS" "$M4_TGET") × \`redis-benchmark\` GET on the same
+		transport in the same run. At $M4_TCPU_US µs of server CPU per decision, a core with nothing
+		else to do would decide about $(awk -v n="$M4_TCEIL" 'BEGIN { printf "%d", int(n / 100 + 0.5) * 100 }') per second: an estimate, not a measured rate.
 
 		The script's own cost shows in the EVALSHA row, against GET on the same kept-open
-		connections. The module's row adds a connection per decision (connect, accept, close), the
+		connections. The module's rows add a connection per decision (connect, accept, close), the
 		price of a PAM module that holds no connection between logins. Where the server's CPU is
 		well below 100%, the clients, sharing the $(nproc) cores with it, were the limit, and the rate
 		is a floor for what the server alone could sustain.
@@ -531,12 +650,58 @@ S_DEC=$M3_DECIDE
 		allocator's pages as $M5_N connections come and go, and is shown for completeness.
 		$([ "$M5_ALIVE" -lt "$M5_N" ] && printf '\n%s logins were no longer waiting at the end of the window. What their logins wrote to stderr, counted:\n\n```\n%s\n```\n' "$((M5_N - M5_ALIVE))" "${M5_WHY:-(nothing)}")
 
+		## 6. The cost of sync_replicas=1 and of Sentinel
+
+		A master, one replica of it (\`replicaof\`) and one \`redis-sentinel\` watching the master
+		(quorum 1), all on TCP loopback. One process (\`bench/optcost.c\`) makes one decision at a
+		time through \`rslot_reserve()\`, the module's own code path, with each configuration in
+		turn, round after round, starting from a different one each round; ${M6_ROUNDS} rounds after
+		20 not counted, each decision timed from the call to its return. Every configuration reaches
+		the same master, with \`interval=1ms max_wait=60m timeout=10s\` and a key of its own:
+
+		- **baseline**: \`url=redis://127.0.0.1:PORT/0\`, the master directly, \`sync_replicas=0\`.
+		- **sync_replicas=1**: the same url; the module pipelines \`WAIT 1 <ms>\` after the script,
+		  so the reply waits until the replica has acknowledged the reservation.
+		- **Sentinel, master cached**: \`url=redis-sentinel://127.0.0.1:SPORT/fsm\`; the master's
+		  address is read from its file in \`state_dir\`, here on $M6_FS, and \`ROLE\`
+		  is pipelined ahead of the script, on the one connection.
+		- **Sentinel, cache removed**: the same url, with the cache file removed before each
+		  decision (untimed), as for the first login after a reboot empties \`/run\`: a connection to
+		  the sentinel (\`SENTINEL get-master-addr-by-name\`), then the master, and the file written.
+
+		Connections and commands are counted by the client as \`rslot.c\` opens and formats them
+		(\`-Wl,--wrap\`). "Added" is the configuration's percentile less the baseline's.
+
+		| configuration | admitted | connections per decision | commands sent per decision | median ms | p99 ms | × baseline, median | × baseline, p99 | added, median ms | added, p99 ms |
+		|---|---|---|---|---|---|---|---|---|---|
+		$(m6_row plain "baseline: \`redis://\`, \`sync_replicas=0\`")
+		$(m6_row sync1 "\`redis://\`, **\`sync_replicas=1\`**")
+		$(m6_row sentinel "\`redis-sentinel://\`, master cached in \`state_dir\`")
+		$(m6_row uncached "\`redis-sentinel://\`, cache removed before each decision")
+
+		**sync_replicas=1 added $(m6_added sync1 median) ms per decision at the median ($(m6_ratio sync1 median) × the
+		same master without it) and $(m6_added sync1 p99) ms at the p99 ($(m6_ratio sync1 p99) ×)**, with the replica
+		on loopback. The master ran $M6_WAITS \`WAIT\`s, one for each of the $(($(m6 sync1 rounds) + 20)) decisions with
+		\`sync_replicas=1\`, warm-up included, and the module logged $M6_COMPLAINTS lines during this
+		measurement (a replica that did not acknowledge in time logs a warning). What \`WAIT\` adds
+		is the replica's acknowledgement: the master asks for it (\`REPLCONF GETACK\`) before its next
+		event loop sleep, and the replica answers; with a replica on another host, add that round
+		trip. Each such decision also waits for one more process, the replica, to be scheduled:
+		on a shared $(nproc)-core machine that shows in the p99 more than in the median, and the
+		p99s here carry the machine's noise more than the medians do.
+		**Sentinel with the master cached added $(m6_added sentinel median) ms at the median ($(m6_ratio sentinel median) ×)**:
+		the cache file's read and a \`ROLE\` on the same round trip. Without the cache, a decision
+		added $(m6_added uncached median) ms ($(m6_ratio uncached median) ×): a connection to the sentinel and its answer, then
+		the cache file written again.
+
 		## What this run could not measure
 
 		- Logins from many hosts over a real network: every client is on this machine, on loopback
 		  or a Unix socket, so round-trip times are those of loopback.
 		- A real sshd or login(1): the logins are pamtester under pam_wrapper (measurements 2 and
-		  5) or C clients calling the module's code (1, 3, 4).
+		  5) or C clients calling the module's code (1, 3, 4, 6).
+		- A replica or a sentinel on another host (measurement 6): here \`WAIT\`'s round trip to the
+		  replica, and the sentinel's, are over loopback.
 		- Quiet-machine figures: see the note on sharing above.
 
 		## The commands run

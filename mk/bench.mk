@@ -10,7 +10,8 @@
 # SANITIZE=1. The Debian packages come from tests/deps.sh, plus gnuplot-nox for the picture.
 
 QUICK ?= 0
-BENCH_BINS = build/bench/contend build/bench/stagger build/bench/capacity build/bench/pairtime
+BENCH_BINS = build/bench/contend build/bench/stagger build/bench/capacity build/bench/optcost \
+	     build/bench/pairtime
 BENCH_COMMON = bench/bench.c bench/bench.h
 
 .PHONY: bench bench-run
@@ -38,6 +39,13 @@ build/bench/contend: bench/contend.c $(BENCH_COMMON) $(LIB_OBJS) $(HEADERS) | bu
 build/bench/stagger build/bench/capacity: build/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_OBJS) \
 		$(HEADERS) | build/bench
 	$(CC) $(ALL_CFLAGS) -Ibench $(LDFLAGS) -o $@ $< bench/bench.c $(LIB_OBJS) $(PAM_LIBS)
+
+# Counting the connections and commands of each decision, through the same kind of wrappers.
+OPTCOST_WRAPS = -Wl,--wrap=redisFormatCommandArgv,--wrap=redisConnectWithTimeout \
+		-Wl,--wrap=redisConnectUnixWithTimeout
+build/bench/optcost: bench/optcost.c $(BENCH_COMMON) $(LIB_OBJS) $(HEADERS) | build/bench
+	$(CC) $(ALL_CFLAGS) -Ibench $(OPTCOST_WRAPS) $(LDFLAGS) -o $@ bench/optcost.c bench/bench.c \
+		$(LIB_OBJS) $(PAM_LIBS)
 
 build/bench/pairtime: bench/pairtime.c | build/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
