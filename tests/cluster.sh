@@ -1,0 +1,323 @@
+#!/bin/bash
+# Redis Cluster (issue 5): three masters on loopback TCP. Logins reach the node that owns their
+# key's slot, a hash tag keeps keys together, a cached slot map saves the redirect, and a stream
+# of logins on one key rides out a slot migration (MIGRATING, MIGRATE, ASK, MOVED) without a
+# login lost or the stagger broken.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+permit="auth required @P/pam_permit.so"
+
+# cluster_port: a free port whose cluster bus (port + 10000) is free too, and clear of the
+# ports and buses already taken. Below the ephemeral range if it can, so that no outgoing
+# connection holds the port or the bus port by the time the node binds them.
+TAKEN=""
+EPHEMERAL=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
+MAX_PORT=55535
+[ "$EPHEMERAL" -gt 30010 ] && MAX_PORT=$((EPHEMERAL - 10001))
+cluster_port() {
+	while :; do
+		p=$(free_port)
+		[ "$p" -le "$MAX_PORT" ] || continue
+		(exec 3<> "/dev/tcp/127.0.0.1/$((p + 10000))") 2> /dev/null && continue
+		case " $TAKEN " in *" $p "* | *" $((p + 10000)) "* | *" $((p - 10000)) "*) continue ;; esac
+		TAKEN="$TAKEN $p"
+		echo "$p"
+		return
+	done
+}
+
+# wait_for SECONDS COMMAND...: COMMAND succeeds within SECONDS.
+wait_for() {
+	limit=$(($(now_ms) + $1 * 1000))
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -lt "$limit" ] || return 1
+		sleep 0.05
+	done
+}
+
+# start_node N: cluster node N on a port of its own, in $P[N]. Another test may take the port
+# between the check and the bind: then another port.
+P=()
+start_node() {
+	for _ in 1 2 3 4 5; do
+		P[$1]=$(cluster_port)
+		start_redis "c$1" --port "${P[$1]}" --cluster-enabled yes \
+			--cluster-config-file "$TMP/nodes-$1.conf" --cluster-node-timeout 2000 \
+			2> /dev/null && return 0
+		rm -f "$TMP/nodes-$1.conf"
+	done
+	echo "Bail out! cluster node $1 did not start"
+	cat "$TMP/c$1.log"
+	exit 1
+}
+for n in 1 2 3; do start_node "$n"; done
+t0=$(now_ms)
+if ! timeout 30 redis-cli --cluster create "127.0.0.1:${P[1]}" "127.0.0.1:${P[2]}" \
+	"127.0.0.1:${P[3]}" --cluster-yes > "$TMP/create.log" 2>&1; then
+	echo "Bail out! redis-cli --cluster create failed"
+	cat "$TMP/create.log"
+	exit 1
+fi
+cluster_ok() {
+	for n in 1 2 3; do
+		rcli "c$n" cluster info | tr -d '\r' | grep -qx 'cluster_state:ok' || return 1
+		rcli "c$n" cluster info | tr -d '\r' | grep -qx 'cluster_known_nodes:3' || return 1
+	done
+}
+if ! wait_for 20 cluster_ok; then
+	echo "Bail out! the cluster did not reach cluster_state:ok within 20 s"
+	for n in 1 2 3; do rcli "c$n" cluster info | head -3; done
+	exit 1
+fi
+echo "# cluster ok in $(($(now_ms) - t0)) ms: ports ${P[*]}"
+SEEDS=127.0.0.1:${P[1]},127.0.0.1:${P[2]},127.0.0.1:${P[3]}
+ID=()
+for n in 1 2 3; do ID[n]=$(rcli "c$n" cluster myid); done
+
+slot_of() { rcli c1 cluster keyslot "$1"; }
+
+# owner SLOT: the port of the node that serves SLOT, as node 1 sees it.
+owner() {
+	rcli c1 cluster nodes | awk -v s="$1" '{
+		for (i = 9; i <= NF; i++) {
+			if ($i ~ /^\[/) continue  # a migration in progress, not an owner
+			n = split($i, r, "-")
+			if (n == 1) r[2] = r[1]
+			if (s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) { split($2, a, "[:@]"); print a[2] }
+		}
+	}'
+}
+
+# name_on PORT PREFIX TEMPLATE: the first PREFIX<i> whose key (TEMPLATE with %s replaced by it)
+# hashes to a slot on PORT.
+name_on() {
+	for i in $(seq 100); do
+		k=${3/\%s/$2$i}
+		[ "$(owner "$(slot_of "$k")")" = "$1" ] && { echo "$2$i"; return; }
+	done
+	return 1
+}
+
+# decided NAME: "HOST:PORT REDIRECTS" from the login's debug line, if Redis decided.
+decided() {
+	sed -n 's/.*redis \([0-9.]*:[0-9]*\): decided after \([0-9]*\) redirects.*/\1 \2/p' "$TMP/$1.err" | tail -1
+}
+
+# all_redis NAME...: every login succeeded and was admitted by Redis (no fallback).
+all_redis() {
+	for nm in "$@"; do
+		if [ "$(rc_of "$nm")" != 0 ] || ! grep -Eq '(admitted|queued): .*via=redis' "$TMP/$nm.err" ||
+			[ -z "$(decided "$nm")" ]; then
+			echo "$nm: rc $(rc_of "$nm")" >&2
+			grep SYSLOG "$TMP/$nm.err" >&2
+			return 1
+		fi
+	done
+}
+
+# staggered PREFIX MIN_MS ORDER_MS: the logins whose users start with PREFIX passed the gate at
+# least MIN_MS apart, and any two of them that arrived more than ORDER_MS apart passed it in
+# the order they arrived.
+staggered() {
+	join -j 2 <(grep " $1" "$TMP/arrivals" | sort -k2) <(grep " $1" "$TMP/stamps" | sort -k2) |
+		awk -v min="$2" -v ms="$3" '{ user[NR] = $1; arr[NR] = $2; adm[NR] = $3 }
+		END {
+			for (i = 1; i <= NR; i++)
+				for (j = 1; j <= NR; j++) {
+					d = (adm[j] - adm[i]) / 1e6
+					if (i != j && d >= 0 && d < min) {
+						printf "%s and %s admitted %d ms apart\n", user[i], user[j], d
+						bad = 1
+					}
+					if ((arr[j] - arr[i]) / 1e6 > ms && adm[j] <= adm[i]) {
+						printf "%s arrived %d ms after %s, admitted first\n", user[j],
+							(arr[j] - arr[i]) / 1e6, user[i]
+						bad = 1
+					}
+				}
+			exit bad || NR < 2
+		}' >&2
+}
+
+# gaps PREFIX: the gaps between consecutive admissions of PREFIX's logins, in ms.
+gaps() {
+	grep " $1" "$TMP/stamps" | sort -n |
+		awk 'NR > 1 { printf "%d ", ($1 - prev) / 1e6 } { prev = $1 }'
+}
+
+# 1. One key on each node, four logins per key, arriving 300 ms apart (keys interleaved): each
+# key's logins are admitted an interval apart in arrival order, all by Redis, and each key is
+# stored on the node that owns its slot.
+rm -f "$TMP/stamps" "$TMP/arrivals"
+SVC=()
+for n in 1 2 3; do
+	SVC[n]=$(name_on "${P[n]}" "k${n}x" "fs:%s") || { echo "Bail out! no key for node $n"; exit 1; }
+	service "${SVC[n]}" "$ARRIVE" \
+		"auth required @M url=redis-cluster://$SEEDS key=fs:%s interval=500ms countdown=0 timeout=1s max_wait=10s state_dir=$TMP/state1 debug" \
+		"$STAMP" "$permit"
+done
+lpids=""
+names=""
+for i in 1 2 3 4; do
+	for n in 1 2 3; do
+		login "n${n}u$i" "${SVC[n]}" "n${n}u$i" &
+		lpids="$lpids $!"
+		names="$names n${n}u$i"
+		sleep 0.1
+	done
+done
+# Each schedule expires an interval after its last slot: look while the queues are still full.
+stored=""
+for n in 1 2 3; do stored="$stored$(redis-cli -p "${P[n]}" exists "fs:${SVC[n]}")"; done
+# shellcheck disable=SC2086
+wait $lpids
+# shellcheck disable=SC2086
+check "three keys, one per node: 12 logins admitted, all by Redis" all_redis $names
+for n in 1 2 3; do
+	k=fs:${SVC[n]}
+	check "$k (slot $(slot_of "$k"), node $n): admitted 500 ms apart (>= 300) in arrival order ($(gaps "n$n"))" \
+		staggered "n$n" 300 200
+	check "$k: stored on node $n, which owns its slot" [ "${stored:n-1:1}" = 1 ]
+	check "$k: decided on node $n" \
+		sh -c "for f in n${n}u1 n${n}u2 n${n}u3 n${n}u4; do grep -q 'redis 127.0.0.1:${P[n]}: decided' '$TMP/'\$f.err || exit 1; done"
+done
+
+# 2. The slot map: with an empty state_dir, a login on a key whose slot is not on the first seed
+# is redirected once; the next one goes straight to the owner (cached in state_dir), with
+# exactly one EVALSHA across the whole cluster and nothing else.
+svc=$(name_on "${P[2]}" "r" "fs:%s")
+service "$svc" "auth required @M url=redis-cluster://$SEEDS key=fs:%s interval=1ms countdown=0 timeout=1s state_dir=$TMP/state2 debug" \
+	"$permit"
+login rd1 "$svc" alice
+check "a key on node 2 (fs:$svc), empty slot map: decided on node 2 after 1 redirect ($(decided rd1))" \
+	[ "$(decided rd1)" = "127.0.0.1:${P[2]} 1" ]
+for n in 1 2 3; do rcli "c$n" config resetstat > /dev/null; done
+login rd2 "$svc" bob
+check "the next login: on node 2 after 0 redirects, from the cached map ($(decided rd2))" \
+	[ "$(decided rd2)" = "127.0.0.1:${P[2]} 0" ]
+# stats N: node N's commands since the reset, as "name=calls ..." (CONFIG RESETSTAT left out).
+stats() {
+	rcli "c$1" info commandstats | tr -d '\r' |
+		sed -nE 's/^cmdstat_([^:]+):calls=([0-9]+).*/\1=\2/p' | grep -v '^config|resetstat=' | sort | tr '\n' ' '
+}
+s1=$(stats 1) s2=$(stats 2) s3=$(stats 3)
+check "... one script call in the cluster: one EVALSHA on node 2 (${s2:-none}), none elsewhere (${s1:-none} / ${s3:-none})" \
+	sh -c "echo '$s2' | grep -q 'evalsha=1 ' && ! echo '$s2' | grep -Eq '(^| )(eval|asking)=' && [ -z '$s1$s3' ]"
+check "both logins admitted by Redis" all_redis rd1 rd2
+
+# 3. Hash tags: flowslot:{TAG}:a and flowslot:{TAG}:b share a slot, so a node. The tag is
+# picked on node 3, off the first seed: once :a's login has cached the slot, :b's goes there
+# with no redirect only if the module hashed the tag alone. (A long interval keeps the keys.)
+tag=$(name_on "${P[3]}" "grp" "{%s}") || { echo "Bail out! no tag for node 3"; exit 1; }
+ka="flowslot:{$tag}:a" kb="flowslot:{$tag}:b"
+for x in a b; do
+	service "tag$x" "auth required @M url=redis-cluster://$SEEDS key=flowslot:{$tag}:$x interval=1m countdown=0 timeout=1s state_dir=$TMP/state3 debug" \
+		"$permit"
+done
+login tg1 taga alice
+login tg2 tagb bob
+check "hash tag: $ka and $kb hash to one slot ($(slot_of "$ka") $(slot_of "$kb"))" \
+	[ "$(slot_of "$ka")" = "$(slot_of "$kb")" ]
+check "... both keys are on node 3, which owns it" \
+	[ "$(redis-cli -p "${P[3]}" exists "$ka" "$kb")" = 2 ]
+check "... :a decided on node 3 after 1 redirect ($(decided tg1)), :b after 0 ($(decided tg2))" \
+	[ "$(decided tg1)/$(decided tg2)" = "127.0.0.1:${P[3]} 1/127.0.0.1:${P[3]} 0" ]
+
+# 4. A slot migrated by hand while a login arrives every 200 ms on its key (interval 300 ms, so
+# the queue grows). The new owner has never run the script: the logins sent there by ASK
+# must load it there. No login may be lost or fall back, and the stagger must hold. The key is
+# on the first seed, so until the migration no login needs a redirect, map or not.
+svc=$(name_on "${P[1]}" "m" "fs:%s")
+key=fs:$svc
+slot=$(slot_of "$key")
+SRC=1 DST=2
+rcli "c$DST" script flush > /dev/null
+rcli "c$DST" config resetstat > /dev/null
+service "$svc" "$ARRIVE" \
+	"auth required @M url=redis-cluster://$SEEDS key=fs:%s interval=300ms countdown=0 timeout=1s max_wait=15s state_dir=$TMP/state4 debug" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps" "$TMP/arrivals"
+N=24
+names=$(seq -f 'mg%02g' 1 $N)
+# The first three at once, so that the queue (and so the schedule's TTL) stays a second or
+# more ahead even if the machine is slow to start the others: an empty schedule expires.
+(
+	for nm in $names; do
+		login "$nm" "$svc" "$nm" &
+		case $nm in mg0[12]) ;; *) sleep 0.2 ;; esac
+	done
+	wait
+) &
+stream=$!
+sleep 0.9
+t_migrating=$(date +%s%N)
+rcli "c$DST" cluster setslot "$slot" importing "${ID[SRC]}" > "$TMP/migrate.log"
+rcli "c$SRC" cluster setslot "$slot" migrating "${ID[DST]}" >> "$TMP/migrate.log"
+sleep 1
+t_migrate=$(date +%s%N)
+rcli "c$SRC" migrate 127.0.0.1 "${P[DST]}" "" 0 5000 keys "$key" >> "$TMP/migrate.log"
+sleep 1
+t_node=$(date +%s%N)
+for n in $DST $SRC 3; do
+	rcli "c$n" cluster setslot "$slot" node "${ID[DST]}" >> "$TMP/migrate.log"
+done
+# While the queue is still long (the schedule expires an interval after its last slot).
+on_dst=$(redis-cli -p "${P[DST]}" exists "$key")
+on_src=$(redis-cli -p "${P[SRC]}" cluster countkeysinslot "$slot")
+wait $stream
+check "migration: every step answered OK" [ "$(grep -cx OK "$TMP/migrate.log")" = 6 ]
+# shellcheck disable=SC2086
+check "migration: all $N logins admitted by Redis, none lost, none fell back" all_redis $names
+check "migration: $N admissions stamped" [ "$(grep -c ' mg' "$TMP/stamps")" = $N ]
+check "migration: admitted 300 ms apart (>= 150) in arrival order ($(gaps mg))" staggered mg 150 300
+# A schedule lost or reset on the way would let later logins in early, and shorten this.
+span=$(grep ' mg' "$TMP/stamps" | sort -n | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }')
+check "migration: first to last admission spans >= 0.9*$((N - 1)) intervals (${span} ms)" \
+	[ "$span" -ge $((300 * (N - 1) * 9 / 10)) ]
+check "migration: $key ends on node $DST" [ "$on_dst" = 1 ]
+check "... and no key of its slot is left on node $SRC" [ "$on_src" = 0 ]
+# ASKING holds for one command only: after NOSCRIPT, the EVAL that loads the script needs its own.
+dst=$(stats $DST)
+check "migration: node $DST loaded the script once, with ASKING ($dst)" \
+	sh -c "echo '$dst' | grep -Eq '(^| )eval=1 ' && echo '$dst' | grep -Eq '(^| )asking=[1-9]'"
+# Each login: the phase it reached the gate in, and the node that decided it after how many
+# redirects. Phases: before, migrating (the key still on SRC), ask (after MIGRATE), moved
+# (after the final SETSLOT); "~PHASE" within 150 ms of its start (the time from a login's
+# arrival to its script), when it may have met either.
+SLACK=150000000
+for nm in $names; do
+	a=$(awk -v u="$nm" '$2 == u { print $1 }' "$TMP/arrivals")
+	phase=before
+	for step in migrating:$t_migrating ask:$t_migrate moved:$t_node; do
+		t=${step#*:}
+		[ "$a" -gt $((t - SLACK)) ] && phase="~${step%:*}"
+		[ "$a" -gt $((t + SLACK)) ] && phase=${step%:*}
+	done
+	echo "$nm $phase $(decided "$nm")"
+done > "$TMP/redirects"
+echo "# $(awk '{ sub(/.*:/, "", $3); printf "%s:%s:%s ", $2, $3, $4 }' "$TMP/redirects")"
+# in_phase PHASE WANT: every login of PHASE was decided as WANT ("HOST:PORT REDIRECTS"), and
+# there was at least one.
+in_phase() {
+	awk -v p="$1" -v w="$2" '$2 == p { n++; if ($3 " " $4 != w) { print; bad = 1 } }
+		END { exit bad || n == 0 }' "$TMP/redirects" >&2
+}
+# moved_followed: a login at or after the final SETSLOT was sent to SRC by the map and
+# redirected to DST.
+moved_followed() {
+	awk -v w="127.0.0.1:${P[DST]} 1" '($2 == "moved" || $2 == "~moved") && $3 " " $4 == w { f = 1 }
+		END { exit !f }' "$TMP/redirects"
+}
+check "migration: before it, decided on node $SRC with no redirect" \
+	in_phase before "127.0.0.1:${P[SRC]} 0"
+check "migration: MIGRATING with the key still on node $SRC: decided there, no redirect" \
+	in_phase migrating "127.0.0.1:${P[SRC]} 0"
+check "migration: after MIGRATE: ASK followed, decided on node $DST after 1 redirect" \
+	in_phase ask "127.0.0.1:${P[DST]} 1"
+check "migration: after the final SETSLOT: a login followed MOVED to node $DST" moved_followed
+check "migration: ... and the last went straight there (MOVED updated the map)" \
+	[ "$(tail -1 "$TMP/redirects" | cut -d' ' -f3-)" = "127.0.0.1:${P[DST]} 0" ]
+
+finish
