@@ -353,22 +353,24 @@ int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct sl
 	return 0;
 }
 
-/* Reads "MOVED 3999 host:port" or "ASK 3999 host:port" into hop. An empty host is the
-   node that answered. */
-static int rslot_read_hop(const struct rslot_call *call, const struct opt_node *from,
-			  const redisReply *r, struct rslot_hop *hop)
+/* Reads "MOVED 3999 host:port" or "ASK 3999 host:port" into hop. An empty host (":port") is
+   the node that answered; an IPv6 address comes without brackets ("::1:7000"). */
+static int rslot_read_hop(const struct opt_node *from, const redisReply *r, struct rslot_hop *hop)
 {
-	const char *p = r->str + (rslot_is_error(r, "ASK") ? 4 : 6);
+	const char *p = strchr(r->str, ' ');
 	char endpoint[OPT_HOST_MAX + 8];
+	size_t digits;
 
 	hop->ask = rslot_is_error(r, "ASK");
-	p += strspn(p, "0123456789");
-	if (*p++ != ' ')
+	if (p == NULL)
 		return -1;
-	if (*p == ':') {
-		const char *host = from ? from->host : call->o->url.host;
-
-		if (snprintf(endpoint, sizeof(endpoint), "%s%s", host, p) >= (int)sizeof(endpoint))
+	digits = strspn(++p, "0123456789");
+	if (digits == 0 || p[digits] != ' ')
+		return -1;
+	p += digits + 1;
+	if (p[0] == ':' && strchr(p + 1, ':') == NULL) {
+		if (snprintf(endpoint, sizeof(endpoint), "%s%s", from->host, p) >=
+		    (int)sizeof(endpoint))
 			return -1;
 		p = endpoint;
 	}
@@ -392,16 +394,15 @@ static int rslot_read_role(struct rslot_call *call)
 	else if (r->type == REDIS_REPLY_ERROR) /* an ACL user without ROLE, say */
 		rc = -1, rslot_fail(call, "ROLE", r->str);
 	else
-		log_msg(call->pamh, LOG_NOTICE, "%s: not a master: asking the sentinels",
-			call->where);
+		log_msg(call->pamh, LOG_NOTICE, "%s: not a master", call->where);
 	freeReplyObject(r);
 	return rc;
 }
 
 /* One attempt: connects to the target, sends [AUTH] [ROLE] [ASKING] EVALSHA [WAIT] in one
-   go, and reads the answers; a server that lost the script gets EVAL once. */
+   go, and reads the answers into res; a server that lost the script gets EVAL once. */
 static enum rslot_step rslot_attempt(struct rslot_call *call, const struct rslot_target *t,
-				     redisReply **reply, struct rslot_hop *hop)
+				     struct slot_result *res, struct rslot_hop *hop)
 {
 	const char *role_argv[] = { "ROLE" };
 	const struct opt_url *u = &call->o->url;
@@ -437,12 +438,13 @@ static enum rslot_step rslot_attempt(struct rslot_call *call, const struct rslot
 			goto out;
 	}
 	if (r->type != REDIS_REPLY_ERROR) {
-		step = RSLOT_DONE;
-		*reply = r;
-		r = NULL;
+		if (rslot_read_reply(r, &call->o->slot, res, &why) == 0)
+			step = RSLOT_DONE;
+		else
+			rslot_fail(call, "garbage reply to the script", why);
 	} else if ((rslot_is_error(r, "MOVED") || rslot_is_error(r, "ASK")) &&
 		   u->backend == OPT_BACKEND_CLUSTER) {
-		if (rslot_read_hop(call, t->node, r, hop) == 0)
+		if (rslot_read_hop(t->node, r, hop) == 0)
 			step = RSLOT_REDIRECT;
 		else
 			rslot_fail(call, "bad redirect", r->str);
@@ -504,52 +506,69 @@ out:
 	return rc;
 }
 
+/* The nodes that failed this login, so that none is tried twice. */
+struct rslot_failed {
+	struct opt_node nodes[OPT_NODES_MAX + RSLOT_REDIRECTS_MAX + 1];
+	int n;
+};
+
+static bool rslot_has_failed(const struct rslot_failed *f, const struct opt_node *node)
+{
+	for (int i = 0; i < f->n; i++)
+		if (rslot_same_node(&f->nodes[i], node))
+			return true;
+	return false;
+}
+
+static void rslot_add_failed(struct rslot_failed *f, const struct opt_node *node)
+{
+	if (f->n < (int)(sizeof(f->nodes) / sizeof(f->nodes[0])))
+		f->nodes[f->n++] = *node;
+}
+
 /* Sentinel: the master this host last used, if ROLE still says master; else the sentinels,
-   in order, each answer checked with ROLE. */
-static enum rslot_step rslot_reserve_sentinel(struct rslot_call *call, redisReply **reply)
+   in order, each answer checked with ROLE. A node that failed is not tried again. */
+static enum rslot_step rslot_reserve_sentinel(struct rslot_call *call, struct slot_result *res)
 {
 	const struct opt *o = call->o;
 	struct rslot_target t = { .check_role = true };
+	struct rslot_failed failed = { .n = 0 };
 	struct opt_node cached, master;
 	char name[NCACHE_NAME_MAX];
-	enum rslot_step step = RSLOT_UNREACHABLE;
-	bool have = false;
 
 	ncache_name(&o->url, "master", name, sizeof(name));
 	if (ncache_get(o->state_dir, name, &cached) == 0) {
-		have = true;
 		t.node = &cached;
-		step = rslot_attempt(call, &t, reply, NULL);
-		if (step == RSLOT_DONE || step == RSLOT_FAILED)
-			return step;
+		if (rslot_attempt(call, &t, res, NULL) == RSLOT_DONE)
+			return RSLOT_DONE;
+		rslot_add_failed(&failed, &cached);
 	}
 	for (int i = 0; i < o->url.n_nodes; i++) {
-		if (rslot_ask_sentinel(call, &o->url.nodes[i], &master) != 0)
-			continue;
-		/* Found down already: another sentinel may know better. */
-		if (have && step == RSLOT_UNREACHABLE && rslot_same_node(&master, &cached))
+		if (rslot_ask_sentinel(call, &o->url.nodes[i], &master) != 0 ||
+		    rslot_has_failed(&failed, &master))
 			continue;
 		t.node = &master;
-		step = rslot_attempt(call, &t, reply, NULL);
-		if (step == RSLOT_DONE && (!have || !rslot_same_node(&master, &cached)))
+		if (rslot_attempt(call, &t, res, NULL) == RSLOT_DONE) {
 			ncache_put(call->pamh, o->state_dir, name, &master);
-		if (step == RSLOT_DONE || step == RSLOT_FAILED)
-			return step;
+			return RSLOT_DONE;
+		}
+		rslot_add_failed(&failed, &master);
 	}
 	log_msg(call->pamh, LOG_ERR, "sentinel: no sentinel named a master that would answer");
 	return RSLOT_FAILED;
 }
 
 /* Cluster: the node this host last saw serve the key's slot, else the seeds in order;
-   MOVED and ASK are followed, up to RSLOT_REDIRECTS_MAX. */
-static enum rslot_step rslot_reserve_cluster(struct rslot_call *call, redisReply **reply)
+   MOVED and ASK are followed, up to RSLOT_REDIRECTS_MAX. A node that fails is replaced by
+   the next seed not yet tried. */
+static enum rslot_step rslot_reserve_cluster(struct rslot_call *call, struct slot_result *res)
 {
 	const struct opt *o = call->o;
 	struct rslot_target t = { 0 };
+	struct rslot_failed failed = { .n = 0 };
 	struct opt_node cached, hop_node;
 	struct rslot_hop hop;
 	char name[NCACHE_NAME_MAX], slot[8];
-	enum rslot_step step;
 	bool have;
 	int seed = 0;
 
@@ -558,13 +577,12 @@ static enum rslot_step rslot_reserve_cluster(struct rslot_call *call, redisReply
 	have = ncache_get(o->state_dir, name, &cached) == 0;
 	t.node = have ? &cached : &o->url.nodes[seed++];
 	for (;;) {
-		step = rslot_attempt(call, &t, reply, &hop);
-		if (step == RSLOT_DONE) {
+		switch (rslot_attempt(call, &t, res, &hop)) {
+		case RSLOT_DONE:
 			if (!t.asking && (!have || !rslot_same_node(t.node, &cached)))
 				ncache_put(call->pamh, o->state_dir, name, t.node);
-			return step;
-		}
-		if (step == RSLOT_REDIRECT) {
+			return RSLOT_DONE;
+		case RSLOT_REDIRECT:
 			if (++call->redirects > RSLOT_REDIRECTS_MAX) {
 				rslot_fail(call, "redirect", "more than 3 redirects: giving up");
 				return RSLOT_FAILED;
@@ -573,14 +591,14 @@ static enum rslot_step rslot_reserve_cluster(struct rslot_call *call, redisReply
 			t.node = &hop_node;
 			t.asking = hop.ask;
 			continue;
+		default:
+			rslot_add_failed(&failed, t.node);
+			break;
 		}
-		if (step != RSLOT_UNREACHABLE)
-			return RSLOT_FAILED;
-		/* A node that is down: the next seed that is not the same node. */
-		while (seed < o->url.n_nodes && rslot_same_node(&o->url.nodes[seed], t.node))
+		while (seed < o->url.n_nodes && rslot_has_failed(&failed, &o->url.nodes[seed]))
 			seed++;
 		if (seed == o->url.n_nodes)
-			return RSLOT_UNREACHABLE;
+			return RSLOT_FAILED;
 		t.node = &o->url.nodes[seed++];
 		t.asking = false;
 	}
@@ -591,33 +609,23 @@ enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, c
 {
 	struct rslot_call call = { .pamh = pamh, .o = o, .key = key };
 	const struct rslot_target direct = { 0 };
-	redisReply *r = NULL;
-	const char *why;
-	enum slot_verdict verdict = SLOT_UNAVAILABLE;
 	enum rslot_step step;
 
 	switch (o->url.backend) {
 	case OPT_BACKEND_SENTINEL:
-		step = rslot_reserve_sentinel(&call, &r);
+		step = rslot_reserve_sentinel(&call, res);
 		break;
 	case OPT_BACKEND_CLUSTER:
-		step = rslot_reserve_cluster(&call, &r);
+		step = rslot_reserve_cluster(&call, res);
 		break;
 	default:
-		step = rslot_attempt(&call, &direct, &r, NULL);
+		step = rslot_attempt(&call, &direct, res, NULL);
 		break;
 	}
 	if (step != RSLOT_DONE)
 		return SLOT_UNAVAILABLE;
-	if (rslot_read_reply(r, &o->slot, res, &why) != 0) {
-		rslot_fail(&call, "garbage reply to the script", why);
-	} else {
-		res->deadline_us = fstime_mono_us() + res->wait_us;
-		verdict = res->verdict;
-		if (o->debug)
-			log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where,
-				call.redirects);
-	}
-	freeReplyObject(r);
-	return verdict;
+	res->deadline_us = fstime_mono_us() + res->wait_us;
+	if (o->debug)
+		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where, call.redirects);
+	return res->verdict;
 }
