@@ -4,16 +4,20 @@
  *   fake_redis [-p PORT] [-P PIDFILE] MODE SOCKET
  *
  * Listens on the Unix socket SOCKET (and on 127.0.0.1:PORT with -p), takes connections one
- * after another, reads the first command of each (enough of the RESP framing to know where it
- * ends; nothing is interpreted) and answers it as MODE says. Later commands on the same
- * connection are read and dropped. One line per connection goes to stderr:
+ * after another and reads the commands on each (enough of the RESP framing to know where one
+ * ends; only the command name is looked at). A command the mode has an answer for (AUTH,
+ * ASKING, a sentinel's SENTINEL, a master's ROLE) gets it and the connection goes on; any other
+ * command is the script, and gets the mode's reply, after which later commands on the
+ * connection are read and dropped. One line per command read goes to stderr:
  *
  *   fake_redis MODE: conn N: read "EVALSHA" (B bytes)
  *
- * Modes: ok, wrong-type, integer, string, huge-bulk, negative, nan, nan-bulk, truncated,
- * half-close, stall, drip, close (see the table below). SIGTERM or SIGINT ends it with status
- * 0, removing SOCKET and PIDFILE. The pid file is written once the sockets listen, so that a
- * test can wait for it. SIGPIPE is ignored and every send uses MSG_NOSIGNAL.
+ * In a reply, @ADDR@ stands for "127.0.0.1:PORT", @PORT@ for PORT, and @PAIR@ for a
+ * sentinel's answer naming 127.0.0.1:PORT, the server itself.
+ *
+ * Modes: see the table below. SIGTERM or SIGINT ends it with status 0, removing SOCKET and
+ * PIDFILE. The pid file is written once the sockets listen, so that a test can wait for it.
+ * SIGPIPE is ignored and every send uses MSG_NOSIGNAL.
  */
 
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -34,6 +39,12 @@
 #define HUGE_BULK_SENT (4u << 20) /* bytes of the 100 MB actually sent */
 #define DRIP_MS 200
 #define REQUEST_MAX 65536
+#define REPLY_MAX 4096 /* a reply once its @...@ are filled in */
+
+/* A 300-byte host name: past any host the module takes (255). */
+#define HOST10 "hhhhhhhhhh"
+#define HOST100 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10
+#define HOST300 HOST100 HOST100 HOST100
 
 enum after {
 	AFTER_HOLD,	  /* keep the connection until the client closes it */
@@ -43,33 +54,102 @@ enum after {
 
 struct mode {
 	const char *name;
-	const char *reply; /* NULL: no reply */
+	const char *reply; /* to the script; NULL: no reply */
 	size_t reply_len;  /* 0: strlen(reply) */
-	bool read_first;   /* false: close without reading (mode close) */
+	bool no_read;	   /* close without reading (mode close) */
 	bool drip;	   /* one byte every DRIP_MS */
 	bool huge;	   /* HUGE_BULK_SENT bytes of filler after the reply */
 	enum after after;
+	const char *first_reply; /* if set, the reply to the script on connection 1 */
+	/* Answers to the commands that come ahead of the script; NULL: taken as the script. */
+	const char *auth;
+	const char *asking;
+	const char *sentinel; /* SENTINEL get-master-addr-by-name */
+	const char *role;
 };
 
+#define ROLE_MASTER "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"
+#define ROLE_SLAVE "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:0\r\n"
+
 static const struct mode modes[] = {
-	{ "ok", VALID_REPLY, 0, true, false, false, AFTER_HOLD },
-	{ "wrong-type", "+OK\r\n", 0, true, false, false, AFTER_HOLD },
-	{ "integer", ":1\r\n", 0, true, false, false, AFTER_HOLD },
-	{ "string", "$5\r\nhello\r\n", 0, true, false, false, AFTER_HOLD },
-	{ "huge-bulk", HUGE_BULK_HEADER, 0, true, false, true, AFTER_HOLD },
-	{ "negative", "*3\r\n:1\r\n:-5000\r\n:1\r\n", 0, true, false, false, AFTER_HOLD },
-	{ "nan", "*3\r\n:1\r\n:nan\r\n:1\r\n", 0, true, false, false, AFTER_HOLD },
-	{ "nan-bulk", "*3\r\n:1\r\n$3\r\nnan\r\n:1\r\n", 0, true, false, false, AFTER_HOLD },
-	{ "truncated", "*3\r\n:1\r\n", 0, true, false, false, AFTER_CLOSE },
+	/* The script's reply, garbled. */
+	{ .name = "ok", .reply = VALID_REPLY },
+	{ .name = "wrong-type", .reply = "+OK\r\n" },
+	{ .name = "integer", .reply = ":1\r\n" },
+	{ .name = "string", .reply = "$5\r\nhello\r\n" },
+	{ .name = "huge-bulk", .reply = HUGE_BULK_HEADER, .huge = true },
+	{ .name = "negative", .reply = "*3\r\n:1\r\n:-5000\r\n:1\r\n" },
+	{ .name = "nan", .reply = "*3\r\n:1\r\n:nan\r\n:1\r\n" },
+	{ .name = "nan-bulk", .reply = "*3\r\n:1\r\n$3\r\nnan\r\n:1\r\n" },
+	{ .name = "truncated", .reply = "*3\r\n:1\r\n", .after = AFTER_CLOSE },
 	/* Half of the valid reply, cut inside its second element, then end of stream. */
-	{ "half-close", VALID_REPLY, (sizeof(VALID_REPLY) - 1) / 2 + 1, true, false, false,
-	  AFTER_SHUT_WRITE },
-	{ "stall", NULL, 0, true, false, false, AFTER_HOLD },
-	{ "drip", VALID_REPLY, 0, true, true, false, AFTER_HOLD },
-	{ "close", NULL, 0, false, false, false, AFTER_CLOSE },
+	{ .name = "half-close",
+	  .reply = VALID_REPLY,
+	  .reply_len = (sizeof(VALID_REPLY) - 1) / 2 + 1,
+	  .after = AFTER_SHUT_WRITE },
+	{ .name = "stall" },
+	{ .name = "drip", .reply = VALID_REPLY, .drip = true },
+	{ .name = "close", .no_read = true, .after = AFTER_CLOSE },
+
+	/* Cluster: redirects for ever, or garbled, or once to ":PORT" (this host). */
+	{ .name = "moved-loop", .reply = "-MOVED 1234 @ADDR@\r\n" },
+	{ .name = "ask-loop", .reply = "-ASK 1234 @ADDR@\r\n", .asking = "+OK\r\n" },
+	{ .name = "ask-refused", .reply = "-ASK 1234 @ADDR@\r\n", .asking = "-ERR not now\r\n" },
+	{ .name = "moved-once", .reply = VALID_REPLY, .first_reply = "-MOVED 1234 :@PORT@\r\n" },
+	{ .name = "moved-bare", .reply = "-MOVED\r\n" },
+	{ .name = "ask-bare", .reply = "-ASK\r\n" },
+	{ .name = "moved-nohostport", .reply = "-MOVED 12 nohostport\r\n" },
+	{ .name = "moved-badport", .reply = "-MOVED 12 127.0.0.1:99999\r\n" },
+	{ .name = "moved-port0", .reply = "-MOVED 12 127.0.0.1:0\r\n" },
+	{ .name = "moved-space", .reply = "-MOVED 12 bad host:1\r\n" },
+	{ .name = "moved-longhost", .reply = "-MOVED 12 " HOST300 ":1\r\n" },
+	{ .name = "moved-noslot", .reply = "-MOVED  127.0.0.1:1\r\n" },
+	{ .name = "moved-ipv6", .reply = "-MOVED 12 ::1:@PORT@\r\n" },
+	{ .name = "ask-noslot", .reply = "-ASK x :0\r\n", .asking = "+OK\r\n" },
+
+	/* Sentinel: a sentinel that names itself as the master, then garbled answers to
+	   get-master-addr-by-name, then a master whose ROLE is not "master". The script's reply
+	   is always valid: taking it would show. */
+	{ .name = "sentinel-ok", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = ROLE_MASTER },
+	{ .name = "sentinel-nil", .reply = VALID_REPLY, .sentinel = "*-1\r\n" },
+	{ .name = "sentinel-error",
+	  .reply = VALID_REPLY,
+	  .sentinel = "-ERR No such master with that name\r\n" },
+	{ .name = "sentinel-integer", .reply = VALID_REPLY, .sentinel = ":6379\r\n" },
+	{ .name = "sentinel-three",
+	  .reply = VALID_REPLY,
+	  .sentinel = "*3\r\n$9\r\n127.0.0.1\r\n$4\r\n6379\r\n$1\r\nx\r\n" },
+	{ .name = "sentinel-integers",
+	  .reply = VALID_REPLY,
+	  .sentinel = "*2\r\n:127\r\n:6379\r\n" },
+	{ .name = "sentinel-space",
+	  .reply = VALID_REPLY,
+	  .sentinel = "*2\r\n$8\r\nbad host\r\n$4\r\n6379\r\n" },
+	{ .name = "sentinel-notaport",
+	  .reply = VALID_REPLY,
+	  .sentinel = "*2\r\n$9\r\n127.0.0.1\r\n$8\r\nnotaport\r\n" },
+	{ .name = "sentinel-port0",
+	  .reply = VALID_REPLY,
+	  .sentinel = "*2\r\n$9\r\n127.0.0.1\r\n$1\r\n0\r\n" },
+	{ .name = "sentinel-longhost",
+	  .reply = VALID_REPLY,
+	  .sentinel = "*2\r\n$300\r\n" HOST300 "\r\n$4\r\n6379\r\n" },
+	{ .name = "sentinel-auth",
+	  .reply = VALID_REPLY,
+	  .auth = ":1\r\n",
+	  .sentinel = "@PAIR@",
+	  .role = ROLE_MASTER },
+	{ .name = "role-status", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = "+OK\r\n" },
+	{ .name = "role-slave", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = ROLE_SLAVE },
+	{ .name = "role-empty", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = "*0\r\n" },
+	{ .name = "role-error",
+	  .reply = VALID_REPLY,
+	  .sentinel = "@PAIR@",
+	  .role = "-ERR unknown command 'ROLE'\r\n" },
 };
 
 static volatile sig_atomic_t stopping;
+static int tcp_port; /* for @ADDR@, @PORT@, @PAIR@ */
 
 static void on_stop(int sig)
 {
@@ -116,6 +196,32 @@ static int send_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* Copies the template t into out, filling in @ADDR@, @PORT@ and @PAIR@. Returns the length. */
+static size_t expand(const char *t, char *out, size_t size)
+{
+	char port[8];
+	size_t n = 0;
+
+	snprintf(port, sizeof(port), "%d", tcp_port);
+	while (*t != '\0' && n + 64 < size) {
+		if (strncmp(t, "@ADDR@", 6) == 0) {
+			n += (size_t)snprintf(out + n, size - n, "127.0.0.1:%s", port);
+			t += 6;
+		} else if (strncmp(t, "@PORT@", 6) == 0) {
+			n += (size_t)snprintf(out + n, size - n, "%s", port);
+			t += 6;
+		} else if (strncmp(t, "@PAIR@", 6) == 0) {
+			n += (size_t)snprintf(out + n, size - n,
+					      "*2\r\n$9\r\n127.0.0.1\r\n$%zu\r\n%s\r\n",
+					      strlen(port), port);
+			t += 6;
+		} else {
+			out[n++] = *t++;
+		}
+	}
+	return n;
+}
+
 /* Finds "\r\n" in buf[from, len). Returns the index just past it, or 0. */
 static size_t past_crlf(const char *buf, size_t from, size_t len)
 {
@@ -158,20 +264,26 @@ static size_t command_end(const char *buf, size_t len)
 	return at;
 }
 
-/* Reads the first command. Returns its length, or -1 when the client left first or we are
-   asked to stop. The first word goes to name (for the log line). A request longer than the
-   buffer counts as read once the buffer is full. */
-static long read_request(int fd, char *name, size_t name_size)
-{
-	static char buf[REQUEST_MAX];
-	size_t len = 0, end = 0;
+/* What was read on a connection and not yet taken as a command: pipelined commands (ROLE
+   then EVALSHA, ASKING then EVALSHA) often come in one read. */
+struct request_buf {
+	char buf[REQUEST_MAX];
+	size_t len;
+};
 
-	while (end == 0 && len < sizeof(buf)) {
+/* Reads the next command. Returns its length, or -1 when the client left first or we are
+   asked to stop. The first word goes to name (for the log line and the answers). A request
+   longer than the buffer counts as read once the buffer is full. */
+static long read_request(int fd, struct request_buf *rb, char *name, size_t name_size)
+{
+	size_t end = command_end(rb->buf, rb->len);
+
+	while (end == 0 && rb->len < sizeof(rb->buf)) {
 		ssize_t n;
 
 		if (wait_fd(fd, POLLIN, -1) != 1)
 			return -1;
-		n = read(fd, buf + len, sizeof(buf) - len);
+		n = read(fd, rb->buf + rb->len, sizeof(rb->buf) - rb->len);
 		if (n == 0)
 			return -1;
 		if (n < 0) {
@@ -179,25 +291,30 @@ static long read_request(int fd, char *name, size_t name_size)
 				continue;
 			return -1;
 		}
-		len += (size_t)n;
-		end = command_end(buf, len);
+		rb->len += (size_t)n;
+		end = command_end(rb->buf, rb->len);
 	}
+	if (end == 0)
+		end = rb->len;
 	/* The command name: the first bulk of a multibulk, or the first inline word. */
 	name[0] = '\0';
-	if (len > 0) {
-		size_t at = buf[0] == '*' ? past_crlf(buf, 0, len) : 0;
+	if (end > 0) {
+		const char *buf = rb->buf;
+		size_t at = buf[0] == '*' ? past_crlf(buf, 0, end) : 0;
 		size_t from, to;
 
-		if (at != 0 && at < len && buf[at] == '$')
-			at = past_crlf(buf, at, len);
+		if (at != 0 && at < end && buf[at] == '$')
+			at = past_crlf(buf, at, end);
 		from = at;
 		to = from;
-		while (to < len && to - from + 1 < name_size && buf[to] > ' ' && buf[to] < 0x7f)
+		while (to < end && to - from + 1 < name_size && buf[to] > ' ' && buf[to] < 0x7f)
 			to++;
 		memcpy(name, buf + from, to - from);
 		name[to - from] = '\0';
 	}
-	return (long)len;
+	memmove(rb->buf, rb->buf + end, rb->len - end);
+	rb->len -= end;
+	return (long)end;
 }
 
 /* Reads and drops whatever comes until the client closes, or we are asked to stop. */
@@ -216,33 +333,43 @@ static void hold(int fd)
 	}
 }
 
-static void serve(const struct mode *m, int fd, unsigned long conn)
+/* The mode's answer to a command that comes ahead of the script, or NULL for the script. */
+static const char *answer_to(const struct mode *m, const char *name)
 {
-	char name[32] = "";
-	long got = 0;
+	const struct {
+		const char *command, *reply;
+	} answers[] = { { "AUTH", m->auth },
+			{ "ASKING", m->asking },
+			{ "SENTINEL", m->sentinel },
+			{ "ROLE", m->role } };
+
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		if (answers[i].reply != NULL && strcasecmp(answers[i].command, name) == 0)
+			return answers[i].reply;
+	return NULL;
+}
+
+/* Sends the reply to the script, and does what the mode does after it. */
+static void reply_to_script(const struct mode *m, int fd, unsigned long conn)
+{
+	const char *tmpl = conn == 1 && m->first_reply ? m->first_reply : m->reply;
+	static char reply[REPLY_MAX];
 	int sent = 0;
 
-	if (m->read_first) {
-		got = read_request(fd, name, sizeof(name));
-		if (got < 0) {
-			fprintf(stderr, "fake_redis %s: conn %lu: no request\n", m->name, conn);
-			return;
-		}
-	}
-	fprintf(stderr, "fake_redis %s: conn %lu: read \"%s\" (%ld bytes)\n", m->name, conn, name,
-		got);
-	if (m->reply != NULL) {
-		size_t len = m->reply_len ? m->reply_len : strlen(m->reply);
+	if (tmpl != NULL) {
+		size_t len = expand(tmpl, reply, sizeof(reply));
 
+		if (m->reply_len != 0 && m->reply_len < len)
+			len = m->reply_len;
 		if (m->drip) {
 			for (size_t i = 0; sent == 0 && i < len; i++) {
-				sent = send_all(fd, m->reply + i, 1);
+				sent = send_all(fd, reply + i, 1);
 				/* A closed client shows as readable: stop dripping then. */
 				if (sent == 0 && i + 1 < len && wait_fd(fd, POLLIN, DRIP_MS) != 0)
 					sent = -1;
 			}
 		} else {
-			sent = send_all(fd, m->reply, len);
+			sent = send_all(fd, reply, len);
 		}
 	}
 	if (sent == 0 && m->huge) {
@@ -265,6 +392,38 @@ static void serve(const struct mode *m, int fd, unsigned long conn)
 	default:
 		hold(fd);
 		break;
+	}
+}
+
+static void serve(const struct mode *m, int fd, unsigned long conn)
+{
+	static struct request_buf rb;
+	static char reply[REPLY_MAX];
+	char name[32] = "";
+
+	rb.len = 0;
+	for (int n = 0;; n++) {
+		const char *answer;
+		long got = 0;
+
+		if (!m->no_read) {
+			got = read_request(fd, &rb, name, sizeof(name));
+			if (got < 0) {
+				if (n == 0)
+					fprintf(stderr, "fake_redis %s: conn %lu: no request\n",
+						m->name, conn);
+				return;
+			}
+		}
+		fprintf(stderr, "fake_redis %s: conn %lu: read \"%s\" (%ld bytes)\n", m->name, conn,
+			name, got);
+		answer = answer_to(m, name);
+		if (answer == NULL) {
+			reply_to_script(m, fd, conn);
+			return;
+		}
+		if (send_all(fd, reply, expand(answer, reply, sizeof(reply))) != 0)
+			return;
 	}
 }
 
@@ -291,7 +450,8 @@ static int listen_unix(const char *path)
 
 static int listen_tcp(int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int one = 1;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -338,13 +498,13 @@ int main(int argc, char **argv)
 	struct pollfd lp[2];
 	struct sigaction sa = { .sa_handler = on_stop };
 	unsigned long conn = 0;
-	int nl = 0, port = 0, opt;
+	int nl = 0, opt;
 
 	while ((opt = getopt(argc, argv, "p:P:")) != -1) {
 		switch (opt) {
 		case 'p':
-			port = atoi(optarg);
-			if (port < 1 || port > 65535)
+			tcp_port = atoi(optarg);
+			if (tcp_port < 1 || tcp_port > 65535)
 				usage();
 			break;
 		case 'P':
@@ -374,8 +534,8 @@ int main(int argc, char **argv)
 	lp[nl++].events = POLLIN;
 	if (lp[0].fd < 0)
 		return 1;
-	if (port != 0) {
-		lp[nl].fd = listen_tcp(port);
+	if (tcp_port != 0) {
+		lp[nl].fd = listen_tcp(tcp_port);
 		lp[nl++].events = POLLIN;
 		if (lp[1].fd < 0) {
 			unlink(path);
