@@ -113,10 +113,13 @@ rcli() {
 	redis-cli -s "$TMP/$name.sock" "$@"
 }
 
-# free_port: a loopback TCP port nobody listens on now.
+# free_port: a loopback TCP port nobody listens on now, below the kernel's range for outgoing
+# connections, so that no client socket (nor one in TIME-WAIT) holds it when a server binds.
 free_port() {
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
+	[ "$low" -gt 21000 ] || low=60001
 	while :; do
-		port=$(shuf -i 20000-60000 -n 1)
+		port=$(shuf -i 20000-$((low - 1)) -n 1)
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return
