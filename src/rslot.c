@@ -488,7 +488,8 @@ static int rslot_ask_sentinel(struct rslot_call *call, const struct opt_node *se
 	if (rslot_get_reply(call, &r, &why) != 0)
 		rslot_fail(call, "get-master-addr-by-name", why);
 	else if (r->type == REDIS_REPLY_NIL)
-		rslot_fail(call, "get-master-addr-by-name", "no master of that name");
+		log_msg(call->pamh, LOG_ERR, "%s: get-master-addr-by-name: no master named \"%s\"",
+			call->where, o->url.master);
 	else if (r->type == REDIS_REPLY_ERROR)
 		rslot_fail(call, "get-master-addr-by-name", r->str);
 	else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||

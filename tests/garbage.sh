@@ -408,7 +408,7 @@ check "sentinel, master cached: the sentinel was not asked ($(firsts_of fake-sen
 # played by a sentinel.
 NO_ADDR='get-master-addr-by-name: not a host and port'
 declare -A SCAUSE=(
-	[sentinel-nil]='get-master-addr-by-name: no master of that name'
+	[sentinel-nil]='get-master-addr-by-name: no master named "mymaster"'
 	[sentinel-error]='get-master-addr-by-name: ERR No such master with that name'
 	[sentinel-integer]=$NO_ADDR
 	[sentinel-three]=$NO_ADDR
@@ -479,7 +479,7 @@ check "sentinels down, nil, ok: admitted via=redis by the third in ${TOOK[s-next
 	by_redis s-next "127\.0\.0\.1:$ps" 0
 check "sentinels down, nil, ok: LOG_ERR: $(errs_shown s-next)" \
 	errs_are s-next "^sentinel 127\.0\.0\.1:$pdown: cannot connect" \
-	"^sentinel 127\.0\.0\.1:$pn: get-master-addr-by-name: no master of that name"
+	"^sentinel 127\.0\.0\.1:$pn: get-master-addr-by-name: no master named \"mymaster\""
 check "sentinels down, nil, ok: the third was asked ($(firsts_of fake-sentinel))" \
 	[ "$(firsts_of fake-sentinel)" = "SENTINEL|ROLE" ]
 check "sentinels down, nil, ok: the master is cached" cache_is s-next master "127.0.0.1:$ps"
