@@ -21,8 +21,6 @@
 
 uint64_t lslot_hash(uint64_t hash, const char *s)
 {
-	if (hash == 0)
-		hash = UINT64_C(14695981039346656037); /* FNV-1a */
 	for (; *s != '\0'; s++)
 		hash = (hash ^ (unsigned char)*s) * UINT64_C(1099511628211);
 	return hash;
@@ -47,10 +45,11 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 	}
 	out[o] = '\0';
 	if (cut)
-		snprintf(out + o, outsz - o, "~%016" PRIx64, lslot_hash(UINT64_C(0), key));
+		snprintf(out + o, outsz - o, "~%016" PRIx64, lslot_hash(LSLOT_HASH_START, key));
 }
 
-int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
+/* Opens dir, creating it, and checks that only we can write there. */
+static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
 {
 	struct stat st;
 	int dfd;

@@ -6,10 +6,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "flowslot/log.h"
 #include "flowslot/lslot.h"
 
 #define NCACHE_FILE_MAX 300 /* "host:port\n" */
@@ -17,7 +18,8 @@
 void ncache_name(const struct opt_url *u, const char *what, char *out, size_t outsz)
 {
 	char port[16];
-	uint64_t hash = lslot_hash(0, u->backend == OPT_BACKEND_SENTINEL ? "sentinel" : "cluster");
+	uint64_t hash = lslot_hash(LSLOT_HASH_START,
+				   u->backend == OPT_BACKEND_SENTINEL ? "sentinel" : "cluster");
 
 	/* Two stacks that name other servers must not share entries. */
 	for (int i = 0; i < u->n_nodes; i++) {
@@ -28,18 +30,34 @@ void ncache_name(const struct opt_url *u, const char *what, char *out, size_t ou
 	snprintf(out, outsz, "node.%016" PRIx64 ".%s", hash, what);
 }
 
-int ncache_get(const char *dir, const char *name, struct opt_node *node)
+/* Opens dir if only we can write there, creating it (0700) when asked. */
+static int ncache_open_dir(const char *dir, bool create)
+{
+	struct stat st;
+	int dfd;
+
+	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0 && (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022))) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+int ncache_get(const char *dir, const char *name, int max_age_s, struct opt_node *node)
 {
 	char buf[NCACHE_FILE_MAX + 1];
 	struct stat st;
 	ssize_t n = -1;
-	int dfd, fd = -1;
+	int dfd = ncache_open_dir(dir, false), fd = -1;
 
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 022) == 0)
+	if (dfd >= 0)
 		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    (st.st_mode & 022) == 0 && st.st_size <= NCACHE_FILE_MAX)
+	    st.st_nlink == 1 && (st.st_mode & 022) == 0 && st.st_size <= NCACHE_FILE_MAX &&
+	    (max_age_s == 0 || time(NULL) - st.st_mtime <= max_age_s))
 		n = read(fd, buf, sizeof(buf) - 1);
 	if (fd >= 0)
 		close(fd);
@@ -50,29 +68,29 @@ int ncache_get(const char *dir, const char *name, struct opt_node *node)
 	return opt_parse_endpoint(buf, (size_t)n - 1, node);
 }
 
-void ncache_put(const pam_handle_t *pamh, const char *dir, const char *name,
-		const struct opt_node *node)
+int ncache_put(const char *dir, const char *name, const struct opt_node *node)
 {
-	char tmp[NCACHE_NAME_MAX + 32], buf[NCACHE_FILE_MAX + 1];
+	char tmp[NCACHE_NAME_MAX + 48], buf[NCACHE_FILE_MAX + 1];
 	int len = snprintf(buf, sizeof(buf), "%s:%d\n", node->host, node->port);
-	int dfd = lslot_open_dir(pamh, dir), fd;
+	int dfd = ncache_open_dir(dir, true), fd = -1;
+	unsigned rnd = 0;
 	bool stored = false;
 
 	if (dfd < 0)
-		return;
-	/* Written whole under a name of our own, then renamed over the entry: a reader sees the
+		return -1;
+	/* Written whole under a name of its own, then renamed over the entry: a reader sees the
 	   old node or the new one, never half of either. */
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)gettid());
-	unlinkat(dfd, tmp, 0); /* left by a login killed mid-write with the same id */
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (unsigned)gettid();
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%08x", name, (long)getpid(), rnd);
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		bool written = write(fd, buf, (size_t)len) == len;
 
 		stored = close(fd) == 0 && written && renameat(dfd, tmp, dfd, name) == 0;
-	}
-	if (!stored) {
-		log_msg(pamh, LOG_WARNING, "node cache: cannot write %s/%s: %m", dir, name);
-		unlinkat(dfd, tmp, 0);
+		if (!stored)
+			unlinkat(dfd, tmp, 0);
 	}
 	close(dfd);
+	return stored ? 0 : -1;
 }

@@ -1,5 +1,6 @@
 #include "flowslot/opt.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -229,6 +230,8 @@ static int opt_parse_hostport(const char *s, size_t n, struct opt_node *node, co
 
 int opt_parse_endpoint(const char *s, size_t n, struct opt_node *node)
 {
+	struct opt_node parsed;
+	unsigned char addr[sizeof(struct in6_addr)];
 	const char *colon = NULL;
 
 	for (size_t i = 0; i < n; i++) {
@@ -238,9 +241,15 @@ int opt_parse_endpoint(const char *s, size_t n, struct opt_node *node)
 			colon = s + i;
 	}
 	if (colon == NULL || colon == s ||
-	    opt_copy(node->host, sizeof(node->host), s, (size_t)(colon - s), false) != 0)
+	    opt_copy(parsed.host, sizeof(parsed.host), s, (size_t)(colon - s), false) != 0 ||
+	    opt_parse_port(colon + 1, (size_t)(s + n - colon - 1), &parsed.port) != 0)
 		return -1;
-	return opt_parse_port(colon + 1, (size_t)(s + n - colon - 1), &node->port);
+	/* An address, never a name: resolving one would not be bounded by timeout. */
+	if (inet_pton(AF_INET, parsed.host, addr) != 1 &&
+	    inet_pton(AF_INET6, parsed.host, addr) != 1)
+		return -1;
+	*node = parsed;
+	return 0;
 }
 
 /* Parses "host1[:port1],host2[:port2],..." (n bytes at s) into u->nodes. */
@@ -286,7 +295,8 @@ static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
 	const char *host_end = opt_parse_authority(rest, &host, u, why);
 	struct opt_node node = { .port = 6379 };
 
-	if (host_end == NULL || opt_parse_hostport(host, (size_t)(host_end - host), &node, why) != 0)
+	if (host_end == NULL ||
+	    opt_parse_hostport(host, (size_t)(host_end - host), &node, why) != 0)
 		return -1;
 	strcpy(u->host, node.host);
 	u->port = node.port;
@@ -303,8 +313,8 @@ static int opt_parse_sentinel(const char *rest, struct opt_url *u, const char **
 	const char *hosts_end = opt_parse_authority(rest, &hosts, u, why);
 	const char *name, *name_end;
 
-	if (hosts_end == NULL || opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 26379, u,
-						  why) != 0)
+	if (hosts_end == NULL ||
+	    opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 26379, u, why) != 0)
 		return -1;
 	name = *hosts_end == '/' ? hosts_end + 1 : hosts_end;
 	name_end = name + strcspn(name, "/");
@@ -332,8 +342,8 @@ static int opt_parse_cluster(const char *rest, struct opt_url *u, const char **w
 	const char *hosts;
 	const char *hosts_end = opt_parse_authority(rest, &hosts, u, why);
 
-	if (hosts_end == NULL || opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 6379, u,
-						  why) != 0)
+	if (hosts_end == NULL ||
+	    opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 6379, u, why) != 0)
 		return -1;
 	if (*hosts_end == '/' && strcmp(hosts_end, "/") != 0 && strcmp(hosts_end, "/0") != 0) {
 		*why = "a cluster has only database 0";

@@ -18,6 +18,11 @@
 #define RSLOT_POSITION_MAX INT64_C(1000000000)
 #define RSLOT_REPLY_MAX 65536 /* bytes read from one server; real replies are under 200 */
 #define RSLOT_REDIRECTS_MAX 3
+/* A decision through sentinels or redirects takes at most this many timeouts in all. */
+#define RSLOT_BUDGET_TIMEOUTS 4
+/* How long a master found through the sentinels is used without asking them again: bounds how
+   long a host can stay with a master the sentinels have left (a partition). */
+#define RSLOT_MASTER_CACHE_S 60
 
 /* One login's exchanges with the servers, one connection at a time. */
 struct rslot_call {
@@ -25,26 +30,25 @@ struct rslot_call {
 	const struct opt *o;
 	const char *key;
 	redisContext *c;
-	int64_t deadline_us; /* for the current connection */
-	size_t received;     /* bytes read on the current connection */
-	int redirects;	     /* MOVED and ASK followed */
+	int64_t budget_end_us; /* for the whole decision */
+	int64_t deadline_us;   /* for the current connection */
+	size_t received;       /* bytes read on the current connection */
+	int redirects;	       /* MOVED and ASK followed */
 	char where[OPT_HOST_MAX + 32];
 };
 
 /* Where one attempt at the script goes, and how. */
 struct rslot_target {
 	const struct opt_node *node; /* NULL: the url's own host or socket */
-	bool check_role;	     /* Sentinel: ROLE ahead of the script, and only a master will do */
-	bool asking;		     /* Cluster: ASKING ahead of the script, after an ASK */
+	bool check_role; /* Sentinel: ROLE ahead of the script, and only a master will do */
+	bool asking;	 /* Cluster: ASKING ahead of the script, after an ASK */
 };
 
 /* What one attempt came to. */
 enum rslot_step {
-	RSLOT_DONE,	   /* the script answered */
-	RSLOT_UNREACHABLE, /* no connection; logged */
-	RSLOT_FAILED,	   /* logged */
-	RSLOT_NOT_MASTER,  /* a replica: ROLE said so, or the script met READONLY */
-	RSLOT_REDIRECT,	   /* MOVED or ASK, to the node in the hop */
+	RSLOT_DONE,	/* the script answered */
+	RSLOT_FAILED,	/* no connection, an error, a replica: logged */
+	RSLOT_REDIRECT, /* MOVED or ASK, to the node in the hop */
 };
 
 /* Where a cluster node sends us. */
@@ -169,15 +173,26 @@ static int rslot_expect_ok(struct rslot_call *call, const char *what)
 	return rc;
 }
 
-/* Connects to node (NULL: the url's own host or socket), with a deadline of its own. */
+/* Connects to node (NULL: the url's own host or socket), with a deadline of its own: timeout,
+   or what is left of the decision's budget. */
 static int rslot_connect(struct rslot_call *call, const char *role, const struct opt_node *node)
 {
 	const struct opt_url *u = &call->o->url;
-	struct timeval tv = fstime_timeval(call->o->timeout_us);
+	int64_t now_us = fstime_mono_us();
+	struct timeval tv;
 	redisContext *c;
 
-	call->deadline_us = fstime_mono_us() + call->o->timeout_us;
+	call->deadline_us = now_us + call->o->timeout_us;
+	if (call->deadline_us > call->budget_end_us)
+		call->deadline_us = call->budget_end_us;
 	call->received = 0;
+	tv = fstime_timeval(call->deadline_us - now_us);
+	if (call->deadline_us <= now_us) {
+		log_msg(call->pamh, LOG_ERR, "%s: out of time (%d timeouts) before trying %s:%d",
+			role, RSLOT_BUDGET_TIMEOUTS, node ? node->host : u->host,
+			node ? node->port : u->port);
+		return -1;
+	}
 	if (node == NULL && u->backend == OPT_BACKEND_UNIX) {
 		snprintf(call->where, sizeof(call->where), "%s unix:%s", role, u->socket);
 		c = redisConnectUnixWithTimeout(u->socket, tv);
@@ -240,6 +255,7 @@ static int rslot_send_script(struct rslot_call *call, bool by_sha, bool asking, 
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
 	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
+	int64_t left_ms;
 
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
@@ -255,8 +271,8 @@ static int rslot_send_script(struct rslot_call *call, bool by_sha, bool asking, 
 	   tick (100 ms at the default hz 10), and its answer must still arrive in time. Never
 	   0, which would be for ever. */
 	snprintf(replicas, sizeof(replicas), "%d", o->sync_replicas);
-	snprintf(wait_ms, sizeof(wait_ms), "%" PRId64,
-		 (call->deadline_us - fstime_mono_us()) / 2000 + 1);
+	left_ms = (call->deadline_us - fstime_mono_us()) / 2000;
+	snprintf(wait_ms, sizeof(wait_ms), "%" PRId64, left_ms > 0 ? left_ms : 1);
 	return rslot_send(call, 3, wait_argv, why);
 }
 
@@ -287,8 +303,8 @@ static int rslot_read_wait(struct rslot_call *call, const redisReply *script)
 	} else if (r->type == REDIS_REPLY_ERROR) {
 		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: WAIT failed: %s", call->where,
 			log_escape(r->str, shown, sizeof(shown)));
-	} else if (admitted && (r->type != REDIS_REPLY_INTEGER ||
-				r->integer < call->o->sync_replicas)) {
+	} else if (admitted &&
+		   (r->type != REDIS_REPLY_INTEGER || r->integer < call->o->sync_replicas)) {
 		log_msg(call->pamh, LOG_WARNING,
 			"%s: sync_replicas: %lld of %d replicas hold the reservation: a failover "
 			"now could lose it",
@@ -377,22 +393,21 @@ static int rslot_read_hop(const struct opt_node *from, const redisReply *r, stru
 	return opt_parse_endpoint(p, strlen(p), &hop->node);
 }
 
-/* Reads ROLE's answer: 0 for a master, 1 for anything else, -1 for no answer. */
+/* Reads ROLE's answer: 0 for a master, else -1, logged. */
 static int rslot_read_role(struct rslot_call *call)
 {
 	redisReply *r = NULL;
 	const char *why;
-	int rc = 1;
+	int rc = -1;
 
-	if (rslot_get_reply(call, &r, &why) != 0) {
+	if (rslot_get_reply(call, &r, &why) != 0)
 		rslot_fail(call, "ROLE", why);
-		return -1;
-	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-	    r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
+	else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+		 r->element[0]->type == REDIS_REPLY_STRING &&
+		 strcmp(r->element[0]->str, "master") == 0)
 		rc = 0;
 	else if (r->type == REDIS_REPLY_ERROR) /* an ACL user without ROLE, say */
-		rc = -1, rslot_fail(call, "ROLE", r->str);
+		rslot_fail(call, "ROLE", r->str);
 	else
 		log_msg(call->pamh, LOG_NOTICE, "%s: not a master", call->where);
 	freeReplyObject(r);
@@ -409,10 +424,9 @@ static enum rslot_step rslot_attempt(struct rslot_call *call, const struct rslot
 	enum rslot_step step = RSLOT_FAILED;
 	redisReply *r = NULL;
 	const char *why = NULL;
-	int role = 0;
 
 	if (rslot_connect(call, "redis", t->node) != 0)
-		return RSLOT_UNREACHABLE;
+		return RSLOT_FAILED;
 	if ((u->has_password && rslot_send_auth(call, u->user, u->password, &why) != 0) ||
 	    (t->check_role && rslot_send(call, 1, role_argv, &why) != 0) ||
 	    rslot_send_script(call, true, t->asking, &why) != 0) {
@@ -421,10 +435,8 @@ static enum rslot_step rslot_attempt(struct rslot_call *call, const struct rslot
 	}
 	if (u->has_password && rslot_expect_ok(call, "AUTH") != 0)
 		goto out;
-	if (t->check_role && (role = rslot_read_role(call)) != 0) {
-		step = role > 0 ? RSLOT_NOT_MASTER : RSLOT_FAILED;
+	if (t->check_role && rslot_read_role(call) != 0)
 		goto out;
-	}
 	if (rslot_read_script(call, t->asking, &r) != 0)
 		goto out;
 	if (rslot_is_error(r, "NOSCRIPT")) {
@@ -448,8 +460,6 @@ static enum rslot_step rslot_attempt(struct rslot_call *call, const struct rslot
 			step = RSLOT_REDIRECT;
 		else
 			rslot_fail(call, "bad redirect", r->str);
-	} else if (rslot_is_error(r, "READONLY") && u->backend == OPT_BACKEND_SENTINEL) {
-		step = RSLOT_NOT_MASTER;
 	} else {
 		rslot_fail(call, "script failed", r->str);
 	}
@@ -507,6 +517,15 @@ out:
 	return rc;
 }
 
+/* Remembers node in the node cache; only a hint, so a failure is only traced. */
+static void rslot_remember(const struct rslot_call *call, const char *name,
+			   const struct opt_node *node)
+{
+	if (ncache_put(call->o->state_dir, name, node) != 0 && call->o->debug)
+		log_msg(call->pamh, LOG_DEBUG, "node cache: cannot write %s/%s: %m",
+			call->o->state_dir, name);
+}
+
 /* The nodes that failed this login, so that none is tried twice. */
 struct rslot_failed {
 	struct opt_node nodes[OPT_NODES_MAX + RSLOT_REDIRECTS_MAX + 1];
@@ -527,8 +546,9 @@ static void rslot_add_failed(struct rslot_failed *f, const struct opt_node *node
 		f->nodes[f->n++] = *node;
 }
 
-/* Sentinel: the master this host last used, if ROLE still says master; else the sentinels,
-   in order, each answer checked with ROLE. A node that failed is not tried again. */
+/* Sentinel: the master this host used in the last RSLOT_MASTER_CACHE_S, if ROLE still says
+   master; else the sentinels, in order, each answer checked with ROLE. A node that failed is
+   not tried again. */
 static enum rslot_step rslot_reserve_sentinel(struct rslot_call *call, struct slot_result *res)
 {
 	const struct opt *o = call->o;
@@ -538,7 +558,7 @@ static enum rslot_step rslot_reserve_sentinel(struct rslot_call *call, struct sl
 	char name[NCACHE_NAME_MAX];
 
 	ncache_name(&o->url, "master", name, sizeof(name));
-	if (ncache_get(o->state_dir, name, &cached) == 0) {
+	if (ncache_get(o->state_dir, name, RSLOT_MASTER_CACHE_S, &cached) == 0) {
 		t.node = &cached;
 		if (rslot_attempt(call, &t, res, NULL) == RSLOT_DONE)
 			return RSLOT_DONE;
@@ -550,12 +570,13 @@ static enum rslot_step rslot_reserve_sentinel(struct rslot_call *call, struct sl
 			continue;
 		t.node = &master;
 		if (rslot_attempt(call, &t, res, NULL) == RSLOT_DONE) {
-			ncache_put(call->pamh, o->state_dir, name, &master);
+			rslot_remember(call, name, &master);
 			return RSLOT_DONE;
 		}
 		rslot_add_failed(&failed, &master);
 	}
-	log_msg(call->pamh, LOG_ERR, "sentinel: no sentinel named a master that would answer");
+	log_msg(call->pamh, LOG_ERR, "sentinel: no master to use: %s",
+		failed.n > 0 ? "every one named failed" : "no sentinel named one");
 	return RSLOT_FAILED;
 }
 
@@ -567,26 +588,39 @@ static enum rslot_step rslot_reserve_cluster(struct rslot_call *call, struct slo
 	const struct opt *o = call->o;
 	struct rslot_target t = { 0 };
 	struct rslot_failed failed = { .n = 0 };
-	struct opt_node cached, hop_node;
+	struct opt_node cached, hop_node, owner;
 	struct rslot_hop hop;
 	char name[NCACHE_NAME_MAX], slot[8];
-	bool have;
+	bool have, owner_known = false;
 	int seed = 0;
 
 	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->key));
 	ncache_name(&o->url, slot, name, sizeof(name));
-	have = ncache_get(o->state_dir, name, &cached) == 0;
+	have = ncache_get(o->state_dir, name, 0, &cached) == 0;
 	t.node = have ? &cached : &o->url.nodes[seed++];
 	for (;;) {
 		switch (rslot_attempt(call, &t, res, &hop)) {
 		case RSLOT_DONE:
-			if (!t.asking && (!have || !rslot_same_node(t.node, &cached)))
-				ncache_put(call->pamh, o->state_dir, name, t.node);
+			/* The slot's owner: this node, or after an ASK the one MOVED named. */
+			if (!t.asking) {
+				owner = *t.node;
+				owner_known = true;
+			}
+			if (owner_known && (!have || !rslot_same_node(&owner, &cached)))
+				rslot_remember(call, name, &owner);
 			return RSLOT_DONE;
 		case RSLOT_REDIRECT:
 			if (++call->redirects > RSLOT_REDIRECTS_MAX) {
 				rslot_fail(call, "redirect", "more than 3 redirects: giving up");
 				return RSLOT_FAILED;
+			}
+			if (rslot_has_failed(&failed, &hop.node)) {
+				rslot_fail(call, "redirect", "to a node that failed already");
+				break;
+			}
+			if (!hop.ask) {
+				owner = hop.node;
+				owner_known = true;
 			}
 			hop_node = hop.node;
 			t.node = &hop_node;
@@ -612,6 +646,8 @@ enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, c
 	const struct rslot_target direct = { 0 };
 	enum rslot_step step;
 
+	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
+
 	switch (o->url.backend) {
 	case OPT_BACKEND_SENTINEL:
 		step = rslot_reserve_sentinel(&call, res);
@@ -627,6 +663,7 @@ enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, c
 		return SLOT_UNAVAILABLE;
 	res->deadline_us = fstime_mono_us() + res->wait_us;
 	if (o->debug)
-		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where, call.redirects);
+		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where,
+			call.redirects);
 	return res->verdict;
 }

@@ -434,7 +434,7 @@ for mode in $SMODES; do
 	check "sentinel $mode: fell back to the local slot in ${TOOK[s-$mode]} ms" fell_back "s-$mode"
 	check "sentinel $mode: LOG_ERR: $(errs_shown "s-$mode")" \
 		errs_are "s-$mode" "^sentinel 127\.0\.0\.1:$p: ${SCAUSE[$mode]}" \
-		'^sentinel: no sentinel named a master that would answer$'
+		'^sentinel: no master to use: no sentinel named one$'
 	want=SENTINEL
 	[ "$mode" = sentinel-auth ] && want=AUTH
 	[ "$mode" = close ] && want=""
@@ -455,10 +455,10 @@ for mode in role-status role-slave role-empty role-error; do
 	if [ "$mode" = role-error ]; then
 		check "sentinel, $mode: LOG_ERR: $(errs_shown "$mode")" \
 			errs_are "$mode" "^redis 127\.0\.0\.1:$p: ROLE: ERR unknown command 'ROLE'" \
-			'^sentinel: no sentinel named a master that would answer$'
+			'^sentinel: no master to use: every one named failed$'
 	else
 		check "sentinel, $mode: LOG_ERR: $(errs_shown "$mode")" \
-			errs_are "$mode" '^sentinel: no sentinel named a master that would answer$'
+			errs_are "$mode" '^sentinel: no master to use: every one named failed$'
 		check "sentinel, $mode: \"not a master\" logged" \
 			grep -aq "SYSLOG(5): redis 127\.0\.0\.1:$p: not a master" "$TMP/$mode.err"
 	fi

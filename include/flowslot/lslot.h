@@ -19,11 +19,8 @@ enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const
    path. */
 void lslot_file_name(const char *key, char *out, size_t outsz);
 
-/* Opens dir (the state_dir), creating it 0700 when missing, and checks that only we can write
-   there. Returns an O_CLOEXEC fd, or -1 with the reason logged. */
-int lslot_open_dir(const pam_handle_t *pamh, const char *dir);
-
-/* FNV-1a of s, continuing from hash (0: start afresh): names files after long keys. */
+/* FNV-1a of s, continuing from hash (LSLOT_HASH_START to begin): names files after keys. */
+#define LSLOT_HASH_START UINT64_C(14695981039346656037)
 uint64_t lslot_hash(uint64_t hash, const char *s);
 
 #endif

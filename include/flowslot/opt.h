@@ -16,7 +16,7 @@
 #define OPT_PASSWORD_MAX 511
 #define OPT_KEY_MAX 256
 #define OPT_DIR_MAX 255
-#define OPT_NODES_MAX 8	 /* sentinels, or cluster seeds, in one url */
+#define OPT_NODES_MAX 8	  /* sentinels, or cluster seeds, in one url */
 #define OPT_MASTER_MAX 64 /* a Sentinel master name */
 #define OPT_SYNC_REPLICAS_MAX 16
 #define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
@@ -46,8 +46,8 @@ struct opt_node {
 
 struct opt_url {
 	enum opt_backend backend;
-	char host[OPT_HOST_MAX + 1];	 /* TCP */
-	int port;			 /* TCP */
+	char host[OPT_HOST_MAX + 1]; /* TCP */
+	int port;		     /* TCP */
 	struct opt_node nodes[OPT_NODES_MAX];
 	int n_nodes;
 	char master[OPT_MASTER_MAX + 1];
@@ -70,7 +70,7 @@ struct opt {
 	char sentinel_password[OPT_PASSWORD_MAX + 1];
 	bool has_sentinel_password;
 	int sync_replicas; /* 0: do not wait for replicas */
-	bool max_wait_set;		     /* false: the default, which depends on the phase */
+	bool max_wait_set; /* false: the default, which depends on the phase */
 	bool quiet;
 	bool debug;
 	int errors;	    /* bad options seen; any sends the login to the fallback */
@@ -95,8 +95,9 @@ int opt_parse_duration(const char *s, int64_t *out_us);
 /* Parses url= into u. Returns 0, or -1 with *why saying what is wrong. */
 int opt_parse_url(const char *s, struct opt_url *u, const char **why);
 
-/* Parses "host:port" (n bytes at s; the last ':' splits, so an IPv6 address needs no
-   brackets), as a server names a node in MOVED and ASK. Returns 0, or -1. */
+/* Parses "address:port" (n bytes at s; the last ':' splits, so an IPv6 address needs no
+   brackets), as a server names a node in MOVED, ASK or a sentinel's answer. The address must
+   be IPv4 or IPv6, not a host name. Returns 0, or -1. */
 int opt_parse_endpoint(const char *s, size_t n, struct opt_node *node);
 
 /* Zeroes what o holds of secrets. */

@@ -340,12 +340,15 @@ static void test_url_sentinel_cluster(void **state)
 	assert_string_equal(u.nodes[7].host, "h");
 }
 
-/* How MOVED and ASK name a node: "host:port", IPv6 without brackets. */
+/* How MOVED, ASK and sentinels name a node: "address:port", IPv6 without brackets, never a
+   host name. */
 static void test_endpoint(void **state)
 {
-	static const char *const bad[] = { "",	     "host",	":6379",    "h:",     "h:0",
-					   "h:65536", "h:6379x", "h h:1",   "[::1]:1", "h/x:1",
-					   "h:-1",    "h:+1",	 "h\n:1" };
+	static const char *const bad[] = {
+		"",	 "host",    ":6379",   "h:",	   "h:0",	      "h:65536",
+		"h:6379x", "h h:1",   "[::1]:1", "h/x:1",	   "h:-1",	      "h:+1",
+		"h\n:1",	 "1.2.3:1", "::g:1",   "1.2.3.4.5:1", "node-2.example:7003", "localhost:6379",
+	};
 	struct opt_node n;
 
 	(void)state;
@@ -356,8 +359,9 @@ static void test_endpoint(void **state)
 	assert_string_equal(n.host, "::1");
 	assert_int_equal(n.port, 7002);
 	/* Only the n bytes given. */
-	assert_int_equal(opt_parse_endpoint("node-2.example:7003\nxx", 19, &n), 0);
-	assert_string_equal(n.host, "node-2.example");
+	assert_int_equal(opt_parse_endpoint("10.1.2.3:7003\nxx", 13, &n), 0);
+	assert_string_equal(n.host, "10.1.2.3");
+	assert_int_equal(n.port, 7003);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		if (opt_parse_endpoint(bad[i], strlen(bad[i]), &n) != -1)
 			fail_msg("\"%s\" accepted", bad[i]);
