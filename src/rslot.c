@@ -298,7 +298,7 @@ static int rslot_read_wait(struct rslot_call *call, const redisReply *script)
 
 	if (rslot_get_reply(call, &r, &why) != 0) {
 		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: no answer to WAIT: %s",
-			call->where, why);
+			call->where, log_escape(why, shown, sizeof(shown)));
 		rc = -1;
 	} else if (r->type == REDIS_REPLY_ERROR) {
 		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: WAIT failed: %s", call->where,
@@ -508,7 +508,7 @@ static int rslot_ask_sentinel(struct rslot_call *call, const struct opt_node *se
 		 snprintf(endpoint, sizeof(endpoint), "%s:%s", r->element[0]->str,
 			  r->element[1]->str) >= (int)sizeof(endpoint) ||
 		 opt_parse_endpoint(endpoint, strlen(endpoint), master) != 0)
-		rslot_fail(call, "get-master-addr-by-name", "not a host and port");
+		rslot_fail(call, "get-master-addr-by-name", "not an IP address and port");
 	else
 		rc = 0;
 out:

@@ -406,7 +406,7 @@ check "sentinel, master cached: the sentinel was not asked ($(firsts_of fake-sen
 
 # Sentinels that name no master, or none that parses; and a few of the garbage modes above
 # played by a sentinel.
-NO_ADDR='get-master-addr-by-name: not a host and port'
+NO_ADDR='get-master-addr-by-name: not an IP address and port'
 declare -A SCAUSE=(
 	[sentinel-nil]='get-master-addr-by-name: no master named "mymaster"'
 	[sentinel-error]='get-master-addr-by-name: ERR No such master with that name'
@@ -417,6 +417,7 @@ declare -A SCAUSE=(
 	[sentinel-notaport]=$NO_ADDR
 	[sentinel-port0]=$NO_ADDR
 	[sentinel-longhost]=$NO_ADDR
+	[sentinel-hostname]=$NO_ADDR
 	[sentinel-auth]='AUTH: unexpected reply'
 	[wrong-type]=$NO_ADDR
 	[huge-bulk]='get-master-addr-by-name: reply too large'
@@ -424,7 +425,7 @@ declare -A SCAUSE=(
 	[stall]='get-master-addr-by-name: timed out'
 	[close]='(sending|get-master-addr-by-name): (Server closed the connection|Connection reset by peer|the server closed the connection)'
 )
-SMODES="sentinel-nil sentinel-error sentinel-integer sentinel-three sentinel-integers sentinel-space sentinel-notaport sentinel-port0 sentinel-longhost sentinel-auth wrong-type huge-bulk half-close stall close"
+SMODES="sentinel-nil sentinel-error sentinel-integer sentinel-three sentinel-integers sentinel-space sentinel-notaport sentinel-port0 sentinel-longhost sentinel-hostname sentinel-auth wrong-type huge-bulk half-close stall close"
 for mode in $SMODES; do
 	start_tcp_fake "fake-s-$mode" "$mode" || exit 1
 	p=$(port_of "fake-s-$mode")
