@@ -31,9 +31,8 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
 LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
 		 -Wl,-z,now
 
-LIB_SRCS = src/opt.c src/conf.c src/key.c src/slot.c src/rslot.c src/lslot.c src/ncache.c \
-	   src/countdown.c \
-	   src/fstime.c src/log.c
+LIB_SRCS = src/opt.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c src/lslot.c \
+	   src/ncache.c src/countdown.c src/fstime.c src/log.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 

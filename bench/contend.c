@@ -11,7 +11,7 @@
  *
  * The alternatives take "now" from the client's clock (one command fewer than asking the
  * server for TIME, which the module's script does inside its one call). Commands are counted
- * twice: by the clients as they send them (for the module, every command that rslot.c
+ * twice: by the clients as they send them (for the module, every command that rnode.c
  * formats, through -Wl,--wrap=redisFormatCommandArgv), and by the server in INFO
  * commandstats, reset just before the logins start. Prints one line of name=value pairs.
  */
@@ -46,7 +46,7 @@ struct contend {
 	struct contend_result *res; /* shared, one per login */
 };
 
-/* Every command rslot.c sends is formatted here first: the client-side count for the module. */
+/* Every command rnode.c sends is formatted here first: the client-side count for the module. */
 int __real_redisFormatCommandArgv(char **target, int argc, const char **argv,
 				  const size_t *argvlen);
 int __wrap_redisFormatCommandArgv(char **target, int argc, const char **argv,

@@ -38,7 +38,7 @@ struct optcost_conf {
 	long long admit, refuse, unavailable, connections, commands;
 };
 
-/* Every connection rslot.c opens and every command it formats passes through these. */
+/* Every connection rnode.c opens and every command it formats passes through these. */
 redisContext *__real_redisConnectWithTimeout(const char *ip, int port, const struct timeval tv);
 redisContext *__wrap_redisConnectWithTimeout(const char *ip, int port, const struct timeval tv);
 redisContext *__real_redisConnectUnixWithTimeout(const char *path, const struct timeval tv);

@@ -513,7 +513,7 @@ S_DEC=$M3_DECIDE
 
 		The alternatives take "now" from the client's clock; the module asks the server
 		(\`TIME\` inside the script), which costs them nothing extra. Commands are counted by the
-		clients as they send them (for the module, every command that \`rslot.c\` formats, through
+		clients as they send them (for the module, every command that \`rnode.c\` formats, through
 		\`-Wl,--wrap=redisFormatCommandArgv\`), and by the server in \`INFO commandstats\` after a
 		\`CONFIG RESETSTAT\`. The server's count includes the \`TIME\`, \`GET\` and \`SET\` that run
 		inside the script, and leaves out the \`SET\`s queued in a transaction that \`EXEC\` then
@@ -669,7 +669,7 @@ S_DEC=$M3_DECIDE
 		  decision (untimed), as for the first login after a reboot empties \`/run\`: a connection to
 		  the sentinel (\`SENTINEL get-master-addr-by-name\`), then the master, and the file written.
 
-		Connections and commands are counted by the client as \`rslot.c\` opens and formats them
+		Connections and commands are counted by the client as \`rnode.c\` opens and formats them
 		(\`-Wl,--wrap\`). "Added" is the configuration's percentile less the baseline's.
 
 		| configuration | admitted | connections per decision | commands sent per decision | median ms | p99 ms | × baseline, median | × baseline, p99 | added, median ms | added, p99 ms |

@@ -1,7 +1,7 @@
 /* libFuzzer target: what the module makes of a server's reply. The input is RESP, read by a
-   hiredis reader as rslot.c reads the socket; every reply, and every reply nested in one, goes
+   hiredis reader as rnode.c reads the socket; every reply, and every reply nested in one, goes
    to rslot_read_reply under a few fixed schedules, and its text through log_escape as
-   rslot_fail shows it. */
+   rnode_fail shows it. */
 #include <hiredis/hiredis.h>
 
 #include "flowslot/log.h"
@@ -63,7 +63,7 @@ static void ref_escape(const char *in, char *out, size_t outsz)
 
 static void check_escape(const char *in)
 {
-	/* rslot_fail's and opt_set's buffers, and the smallest around the cut-off. */
+	/* rnode_fail's and opt_set's buffers, and the smallest around the cut-off. */
 	static const size_t sizes[] = { 160, 128, 12, 9, 8, 7, 1 };
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {

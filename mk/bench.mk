@@ -31,7 +31,7 @@ endif
 build/bench: | build
 	mkdir -p build/bench
 
-# Counting what rslot.c sends: every command it formats goes through the wrapper.
+# Counting what rnode.c sends: every command it formats goes through the wrapper.
 build/bench/contend: bench/contend.c $(BENCH_COMMON) $(LIB_OBJS) $(HEADERS) | build/bench
 	$(CC) $(ALL_CFLAGS) -Ibench -Wl,--wrap=redisFormatCommandArgv $(LDFLAGS) -o $@ \
 		bench/contend.c bench/bench.c $(LIB_OBJS) $(PAM_LIBS)

@@ -1,4 +1,5 @@
-/* The slot on a Redis server: one pipelined round trip to an atomic script. */
+/* The slot on Redis: which node decides (the server, the Sentinel master, the cluster node of
+   the key's slot), and what its answer means. The exchange itself is src/rnode.c's. */
 #ifndef FLOWSLOT_RSLOT_H
 #define FLOWSLOT_RSLOT_H
 

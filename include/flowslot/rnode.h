@@ -1,0 +1,63 @@
+/* One exchange with one Redis node for one login: a connection with a deadline of its own,
+   the commands pipelined in one round trip, and their replies read within bounds. */
+#ifndef FLOWSLOT_RNODE_H
+#define FLOWSLOT_RNODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <security/pam_modules.h>
+
+#include "flowslot/opt.h"
+
+/* One login's exchanges with the servers, one connection at a time. */
+struct rnode_call {
+	const pam_handle_t *pamh;
+	const struct opt *o;
+	const char *key;
+	redisContext *c;
+	int64_t budget_end_us; /* for the whole decision */
+	int64_t deadline_us;   /* for the current connection */
+	size_t received;       /* bytes read on the current connection */
+	char where[OPT_HOST_MAX + 32];
+};
+
+/* Where one attempt at the script goes, and how. */
+struct rnode_target {
+	const struct opt_node *node; /* NULL: the url's own host or socket */
+	bool check_role; /* Sentinel: ROLE ahead of the script, and only a master will do */
+	bool asking;	 /* Cluster: ASKING ahead of the script, after an ASK */
+};
+
+/* What one attempt came to. */
+enum rnode_step {
+	RNODE_DONE,	/* the script answered */
+	RNODE_FAILED,	/* no connection, an error, a replica: logged */
+	RNODE_REDIRECT, /* MOVED or ASK, to the node in the hop */
+};
+
+/* Where a cluster node sends us. */
+struct rnode_hop {
+	struct opt_node node;
+	bool ask; /* ASK: for this one command; MOVED: from now on */
+};
+
+/* One attempt at the script: connects to the target, sends [AUTH] [ROLE] [ASKING] EVALSHA
+   [WAIT] in one go, and reads the answers; a server that lost the script gets EVAL once.
+   RNODE_DONE leaves the script's reply, not an error, in *reply for the caller to free. */
+enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target *t,
+			      redisReply **reply, struct rnode_hop *hop);
+
+/* Asks one sentinel where the master is. Returns 0, or -1 with the reason logged. */
+int rnode_ask_sentinel(struct rnode_call *call, const struct opt_node *sentinel,
+		       struct opt_node *master);
+
+/* Logs "WHERE: what: why" at LOG_ERR, why escaped. */
+void rnode_fail(const struct rnode_call *call, const char *what, const char *why);
+
+/* True when a and b are the same address and port. */
+bool rnode_same(const struct opt_node *a, const struct opt_node *b);
+
+#endif

@@ -1,0 +1,438 @@
+#include "flowslot/rnode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <string.h>
+
+#include "flowslot/fstime.h"
+#include "flowslot/log.h"
+#include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
+
+#define RNODE_REPLY_MAX 65536 /* bytes read from one server; real replies are under 200 */
+
+/* Waits until fd is ready for events, or the call's deadline passes. */
+static int rnode_poll(const struct rnode_call *call, short events, const char **why)
+{
+	for (;;) {
+		int64_t left_us = call->deadline_us - fstime_mono_us();
+		struct pollfd p = { .fd = call->c->fd, .events = events };
+		int n;
+
+		if (left_us <= 0) {
+			*why = "timed out";
+			return -1;
+		}
+		n = poll(&p, 1, (int)((left_us + 999) / 1000));
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR) {
+			*why = "poll failed";
+			return -1;
+		}
+	}
+}
+
+/* Sends one command. Not hiredis's own write: without MSG_NOSIGNAL, a server that hangs up
+   first (as a full maxclients does) raises SIGPIPE and kills the host process. Commands sent
+   one after another without reading are still one round trip. */
+static int rnode_send(struct rnode_call *call, int argc, const char **argv, const char **why)
+{
+	char *cmd = NULL;
+	long long len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+	size_t off = 0;
+	int rc = 0;
+
+	if (len < 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	while (rc == 0 && off < (size_t)len) {
+		ssize_t n;
+
+		if (rnode_poll(call, POLLOUT, why) != 0) {
+			rc = -1;
+			break;
+		}
+		n = send(call->c->fd, cmd + off, (size_t)len - off, MSG_NOSIGNAL);
+		if (n >= 0) {
+			off += (size_t)n;
+		} else if (errno != EINTR && errno != EAGAIN) {
+			*why = errno == EPIPE ? "the server closed the connection" : "send failed";
+			rc = -1;
+		}
+	}
+	redisFreeCommand(cmd);
+	return rc;
+}
+
+/* Reads the next reply. hiredis's own blocking read would bound each read(), not the reply:
+   a server that drips bytes could hold the login far past the timeout. */
+static int rnode_get_reply(struct rnode_call *call, redisReply **reply, const char **why)
+{
+	void *r = NULL;
+	size_t before;
+
+	for (;;) {
+		if (redisGetReplyFromReader(call->c, &r) != REDIS_OK) {
+			*why = call->c->errstr;
+			return -1;
+		}
+		if (r != NULL) {
+			*reply = r;
+			return 0;
+		}
+		if (rnode_poll(call, POLLIN, why) != 0)
+			return -1;
+		before = call->c->reader->len;
+		if (redisBufferRead(call->c) != REDIS_OK) {
+			*why = call->c->errstr;
+			return -1;
+		}
+		/* hiredis takes replies of any size: a broken server could make the host process
+		   allocate hundreds of MB within the timeout. Everything read counts, since hiredis
+		   turns parsed data into reply objects and drops it from its buffer. */
+		call->received += call->c->reader->len - before;
+		if (call->received > RNODE_REPLY_MAX) {
+			*why = "reply too large";
+			return -1;
+		}
+	}
+}
+
+void rnode_fail(const struct rnode_call *call, const char *what, const char *why)
+{
+	char shown[160];
+
+	log_msg(call->pamh, LOG_ERR, "%s: %s: %s", call->where, what,
+		log_escape(why, shown, sizeof(shown)));
+}
+
+/* Checks a status reply: AUTH's, ASKING's. */
+static int rnode_expect_ok(struct rnode_call *call, const char *what)
+{
+	redisReply *r = NULL;
+	const char *why;
+	int rc = -1;
+
+	if (rnode_get_reply(call, &r, &why) != 0)
+		rnode_fail(call, what, why);
+	else if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+		rc = 0;
+	else if (r->type == REDIS_REPLY_ERROR)
+		rnode_fail(call, what, r->str);
+	else
+		rnode_fail(call, what, "unexpected reply");
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Connects to node (NULL: the url's own host or socket), with a deadline of its own: timeout,
+   or what is left of the decision's budget. */
+static int rnode_connect(struct rnode_call *call, const char *role, const struct opt_node *node)
+{
+	const struct opt_url *u = &call->o->url;
+	int64_t now_us = fstime_mono_us();
+	struct timeval tv;
+	redisContext *c;
+
+	call->deadline_us = now_us + call->o->timeout_us;
+	if (call->deadline_us > call->budget_end_us)
+		call->deadline_us = call->budget_end_us;
+	call->received = 0;
+	tv = fstime_timeval(call->deadline_us - now_us);
+	if (call->deadline_us <= now_us) {
+		log_msg(call->pamh, LOG_ERR, "%s: out of time before trying %s:%d", role,
+			node ? node->host : u->host, node ? node->port : u->port);
+		return -1;
+	}
+	if (node == NULL && u->backend == OPT_BACKEND_UNIX) {
+		snprintf(call->where, sizeof(call->where), "%s unix:%s", role, u->socket);
+		c = redisConnectUnixWithTimeout(u->socket, tv);
+	} else {
+		const char *host = node ? node->host : u->host;
+		int port = node ? node->port : u->port;
+
+		snprintf(call->where, sizeof(call->where), "%s %s:%d", role, host, port);
+		c = redisConnectWithTimeout(host, port, tv);
+	}
+	if (c == NULL || c->err) {
+		rnode_fail(call, "cannot connect", c ? c->errstr : "out of memory");
+		redisFree(c);
+		return -1;
+	}
+	/* hiredis offers no SOCK_CLOEXEC: close the window as soon as we can. */
+	if (fcntl(c->fd, F_SETFD, FD_CLOEXEC) != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
+		rnode_fail(call, "cannot set up the socket", strerror(errno));
+		redisFree(c);
+		return -1;
+	}
+	call->c = c;
+	return 0;
+}
+
+static void rnode_disconnect(struct rnode_call *call)
+{
+	redisFree(call->c);
+	call->c = NULL;
+}
+
+static int rnode_send_auth(struct rnode_call *call, const char *user, const char *password,
+			   const char **why)
+{
+	const char *auth[3] = { "AUTH" };
+	int n = 1;
+
+	if (user[0] != '\0')
+		auth[n++] = user;
+	auth[n++] = password;
+	return rnode_send(call, n, auth, why);
+}
+
+/* Sends [ASKING] EVALSHA|EVAL [WAIT]. The database goes to the script as ARGV[4] rather than
+   as a pipelined SELECT: a SELECT that failed (db out of range) would leave the script to
+   reserve on database 0. */
+static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, const char **why)
+{
+	const struct opt *o = call->o;
+	const struct slot_params *p = &o->slot;
+	char interval[24], burst[24], max_wait[24], db[16], replicas[16], wait_ms[24];
+	const char *argv[] = { by_sha ? "EVALSHA" : "EVAL",
+			       by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
+			       "1",
+			       call->key,
+			       interval,
+			       burst,
+			       max_wait,
+			       db };
+	const char *asking_argv[] = { "ASKING" };
+	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
+	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
+	int64_t left_ms;
+
+	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
+	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
+	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);
+	snprintf(db, sizeof(db), "%d", o->url.db);
+	if (asking && rnode_send(call, 1, asking_argv, why) != 0)
+		return -1;
+	if (rnode_send(call, o->url.db != 0 ? argc : argc - 1, argv, why) != 0)
+		return -1;
+	if (o->sync_replicas == 0)
+		return 0;
+	/* The server waits half of what is left: it notices a WAIT's timeout only on its next
+	   tick (100 ms at the default hz 10), and its answer must still arrive in time. Never
+	   0, which would be for ever. */
+	snprintf(replicas, sizeof(replicas), "%d", o->sync_replicas);
+	left_ms = (call->deadline_us - fstime_mono_us()) / 2000;
+	snprintf(wait_ms, sizeof(wait_ms), "%" PRId64, left_ms > 0 ? left_ms : 1);
+	return rnode_send(call, 3, wait_argv, why);
+}
+
+static bool rnode_is_error(const redisReply *r, const char *code)
+{
+	size_t n = strlen(code);
+
+	return r->type == REDIS_REPLY_ERROR && strncmp(r->str, code, n) == 0 &&
+	       (r->str[n] == ' ' || r->str[n] == '\0');
+}
+
+/* After sync_replicas=N, reads WAIT's answer to an admission: a reservation too few replicas
+   hold could be lost in a failover, but it is made, so the login goes on. */
+static int rnode_read_wait(struct rnode_call *call, const redisReply *script)
+{
+	bool admitted = script->type == REDIS_REPLY_ARRAY && script->elements == 3 &&
+			script->element[0]->type == REDIS_REPLY_INTEGER &&
+			script->element[0]->integer == 1;
+	redisReply *r = NULL;
+	const char *why;
+	char shown[160];
+	int rc = 0;
+
+	if (rnode_get_reply(call, &r, &why) != 0) {
+		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: no answer to WAIT: %s",
+			call->where, log_escape(why, shown, sizeof(shown)));
+		rc = -1;
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		log_msg(call->pamh, LOG_WARNING, "%s: sync_replicas: WAIT failed: %s", call->where,
+			log_escape(r->str, shown, sizeof(shown)));
+	} else if (admitted &&
+		   (r->type != REDIS_REPLY_INTEGER || r->integer < call->o->sync_replicas)) {
+		log_msg(call->pamh, LOG_WARNING,
+			"%s: sync_replicas: %lld of %d replicas hold the reservation: a failover "
+			"now could lose it",
+			call->where, r->type == REDIS_REPLY_INTEGER ? (long long)r->integer : 0LL,
+			call->o->sync_replicas);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Reads what rnode_send_script sent for. */
+static int rnode_read_script(struct rnode_call *call, bool asking, redisReply **reply)
+{
+	const char *why;
+
+	if (asking && rnode_expect_ok(call, "ASKING") != 0)
+		return -1;
+	if (rnode_get_reply(call, reply, &why) != 0) {
+		rnode_fail(call, "script", why);
+		return -1;
+	}
+	/* A NOSCRIPT answer is sent again on this connection: WAIT's reply must be out of the
+	   way first. */
+	if (call->o->sync_replicas > 0 && rnode_read_wait(call, *reply) != 0 &&
+	    rnode_is_error(*reply, "NOSCRIPT")) {
+		freeReplyObject(*reply);
+		*reply = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads "MOVED 3999 host:port" or "ASK 3999 host:port" into hop. An empty host (":port") is
+   the node that answered; an IPv6 address comes without brackets ("::1:7000"). */
+static int rnode_read_hop(const struct opt_node *from, const redisReply *r, struct rnode_hop *hop)
+{
+	const char *p = strchr(r->str, ' ');
+	char endpoint[OPT_HOST_MAX + 8];
+	size_t digits;
+
+	hop->ask = rnode_is_error(r, "ASK");
+	if (p == NULL)
+		return -1;
+	digits = strspn(++p, "0123456789");
+	if (digits == 0 || p[digits] != ' ')
+		return -1;
+	p += digits + 1;
+	if (p[0] == ':' && strchr(p + 1, ':') == NULL) {
+		if (snprintf(endpoint, sizeof(endpoint), "%s%s", from->host, p) >=
+		    (int)sizeof(endpoint))
+			return -1;
+		p = endpoint;
+	}
+	return opt_parse_endpoint(p, strlen(p), &hop->node);
+}
+
+/* Reads ROLE's answer: 0 for a master, else -1, logged. */
+static int rnode_read_role(struct rnode_call *call)
+{
+	redisReply *r = NULL;
+	const char *why;
+	int rc = -1;
+
+	if (rnode_get_reply(call, &r, &why) != 0)
+		rnode_fail(call, "ROLE", why);
+	else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+		 r->element[0]->type == REDIS_REPLY_STRING &&
+		 strcmp(r->element[0]->str, "master") == 0)
+		rc = 0;
+	else if (r->type == REDIS_REPLY_ERROR) /* an ACL user without ROLE, say */
+		rnode_fail(call, "ROLE", r->str);
+	else
+		log_msg(call->pamh, LOG_NOTICE, "%s: not a master", call->where);
+	freeReplyObject(r);
+	return rc;
+}
+
+enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target *t,
+			      redisReply **reply, struct rnode_hop *hop)
+{
+	const char *role_argv[] = { "ROLE" };
+	const struct opt_url *u = &call->o->url;
+	enum rnode_step step = RNODE_FAILED;
+	redisReply *r = NULL;
+	const char *why = NULL;
+
+	if (rnode_connect(call, "redis", t->node) != 0)
+		return RNODE_FAILED;
+	if ((u->has_password && rnode_send_auth(call, u->user, u->password, &why) != 0) ||
+	    (t->check_role && rnode_send(call, 1, role_argv, &why) != 0) ||
+	    rnode_send_script(call, true, t->asking, &why) != 0) {
+		rnode_fail(call, "sending", why);
+		goto out;
+	}
+	if (u->has_password && rnode_expect_ok(call, "AUTH") != 0)
+		goto out;
+	if (t->check_role && rnode_read_role(call) != 0)
+		goto out;
+	if (rnode_read_script(call, t->asking, &r) != 0)
+		goto out;
+	if (rnode_is_error(r, "NOSCRIPT")) {
+		freeReplyObject(r);
+		r = NULL;
+		if (rnode_send_script(call, false, t->asking, &why) != 0) {
+			rnode_fail(call, "loading the script", why);
+			goto out;
+		}
+		if (rnode_read_script(call, t->asking, &r) != 0)
+			goto out;
+	}
+	if (r->type != REDIS_REPLY_ERROR) {
+		step = RNODE_DONE;
+		*reply = r;
+		r = NULL;
+	} else if ((rnode_is_error(r, "MOVED") || rnode_is_error(r, "ASK")) &&
+		   u->backend == OPT_BACKEND_CLUSTER) {
+		if (rnode_read_hop(t->node, r, hop) == 0)
+			step = RNODE_REDIRECT;
+		else
+			rnode_fail(call, "bad redirect", r->str);
+	} else {
+		rnode_fail(call, "script failed", r->str);
+	}
+out:
+	freeReplyObject(r);
+	rnode_disconnect(call);
+	return step;
+}
+
+bool rnode_same(const struct opt_node *a, const struct opt_node *b)
+{
+	return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+int rnode_ask_sentinel(struct rnode_call *call, const struct opt_node *sentinel,
+		       struct opt_node *master)
+{
+	const struct opt *o = call->o;
+	const char *argv[] = { "SENTINEL", "get-master-addr-by-name", o->url.master };
+	char endpoint[OPT_HOST_MAX + 16];
+	redisReply *r = NULL;
+	const char *why = NULL;
+	int rc = -1;
+
+	if (rnode_connect(call, "sentinel", sentinel) != 0)
+		return -1;
+	if ((o->has_sentinel_password &&
+	     rnode_send_auth(call, "", o->sentinel_password, &why) != 0) ||
+	    rnode_send(call, 3, argv, &why) != 0) {
+		rnode_fail(call, "sending", why);
+		goto out;
+	}
+	if (o->has_sentinel_password && rnode_expect_ok(call, "AUTH") != 0)
+		goto out;
+	if (rnode_get_reply(call, &r, &why) != 0)
+		rnode_fail(call, "get-master-addr-by-name", why);
+	else if (r->type == REDIS_REPLY_NIL)
+		log_msg(call->pamh, LOG_ERR, "%s: get-master-addr-by-name: no master named \"%s\"",
+			call->where, o->url.master);
+	else if (r->type == REDIS_REPLY_ERROR)
+		rnode_fail(call, "get-master-addr-by-name", r->str);
+	else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		 r->element[0]->type != REDIS_REPLY_STRING ||
+		 r->element[1]->type != REDIS_REPLY_STRING ||
+		 snprintf(endpoint, sizeof(endpoint), "%s:%s", r->element[0]->str,
+			  r->element[1]->str) >= (int)sizeof(endpoint) ||
+		 opt_parse_endpoint(endpoint, strlen(endpoint), master) != 0)
+		rnode_fail(call, "get-master-addr-by-name", "not an IP address and port");
+	else
+		rc = 0;
+out:
+	freeReplyObject(r);
+	rnode_disconnect(call);
+	return rc;
+}
