@@ -160,13 +160,13 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 				rslot_remember(call, name, &owner);
 			return RNODE_DONE;
 		case RNODE_REDIRECT:
-			if (++*redirects > RSLOT_REDIRECTS_MAX) {
-				rnode_fail(call, "redirect", "more than 3 redirects: giving up");
-				return RNODE_FAILED;
-			}
 			if (rslot_has_failed(&failed, &hop.node)) {
 				rnode_fail(call, "redirect", "to a node that failed already");
 				break;
+			}
+			if (++*redirects > RSLOT_REDIRECTS_MAX) {
+				rnode_fail(call, "redirect", "more than 3 redirects: giving up");
+				return RNODE_FAILED;
 			}
 			if (!hop.ask) {
 				owner = hop.node;
