@@ -27,16 +27,6 @@ cluster_port() {
 	done
 }
 
-# wait_for SECONDS COMMAND...: COMMAND succeeds within SECONDS.
-wait_for() {
-	limit=$(($(now_ms) + $1 * 1000))
-	shift
-	until "$@"; do
-		[ "$(now_ms)" -lt "$limit" ] || return 1
-		sleep 0.05
-	done
-}
-
 # start_node N: cluster node N on a port of its own, in $P[N]. Another test may take the port
 # between the check and the bind: then another port.
 P=()
@@ -319,5 +309,193 @@ check "migration: after MIGRATE: ASK followed, decided on node $DST after 1 redi
 check "migration: after the final SETSLOT: a login followed MOVED to node $DST" moved_followed
 check "migration: ... and the last went straight there (MOVED updated the map)" \
 	[ "$(tail -1 "$TMP/redirects" | cut -d' ' -f3-)" = "127.0.0.1:${P[DST]} 0" ]
+
+# 5. A master killed under a stream of logins. Node 4 becomes node 3's replica. Key A is on
+# node 3, B on node 2, C on node 1; a login on each every 250 ms, interval 300 ms. Once node 3
+# is killed (-9), A's logins fall back to the local schedule until node 4 is promoted
+# (cluster-node-timeout 2000, then the election); then a seed's MOVED takes them there though
+# the slot map names the dead node, and MOVED puts node 4 in the map. A node that knows a
+# master failed refuses every key (CLUSTERDOWN) until the replica takes over, unless it runs
+# with cluster-require-full-coverage no: node 2 does, and B's logins never notice; node 1
+# keeps the default, and C's fall back while node 1 says the cluster is down, and only then.
+rcli c2 config set cluster-require-full-coverage no > /dev/null
+# The master syncs its new replica at once, not after the default 5 s.
+rcli c3 config set repl-diskless-sync-delay 0 > /dev/null
+start_node 4
+if ! timeout 30 redis-cli --cluster add-node "127.0.0.1:${P[4]}" "127.0.0.1:${P[1]}" \
+	--cluster-slave --cluster-master-id "${ID[3]}" > "$TMP/add.log" 2>&1; then
+	echo "Bail out! redis-cli --cluster add-node failed"
+	cat "$TMP/add.log"
+	exit 1
+fi
+ID[4]=$(rcli c4 cluster myid)
+# replica_ready: node 4 holds node 3's data, and the masters that are to elect it know it as
+# node 3's replica.
+replica_ready() {
+	rcli c4 info replication | tr -d '\r' | grep -qx 'master_link_status:up' || return 1
+	for n in 1 2; do
+		rcli "c$n" cluster nodes | grep -q "^${ID[4]} [^ ]* slave ${ID[3]} " || return 1
+	done
+}
+t0=$(now_ms)
+if ! wait_for 20 replica_ready; then
+	echo "Bail out! node 4 did not become node 3's replica within 20 s"
+	rcli c4 info replication
+	rcli c1 cluster nodes
+	exit 1
+fi
+echo "# node 4 (port ${P[4]}) replicates node 3 (port ${P[3]}), ready in $(($(now_ms) - t0)) ms"
+FO=()
+for n in 3 2 1; do
+	FO[n]=$(name_on "${P[n]}" "f$n" "fs:%s") || { echo "Bail out! no key for node $n"; exit 1; }
+	service "${FO[n]}" "$ARRIVE" \
+		"auth required @M url=redis-cluster://$SEEDS key=fs:%s interval=300ms countdown=0 timeout=1s max_wait=15s state_dir=$TMP/state5 debug" \
+		"$STAMP" "$permit"
+done
+rm -f "$TMP/stamps" "$TMP/arrivals"
+# poll: when node 4 became a master, and when node 1 said the cluster was down and ok again.
+t_prom="" t_down="" t_up=""
+poll() {
+	[ -z "$t_prom" ] && [ "$(rcli c4 role | head -1)" = master ] && t_prom=$(date +%s%N)
+	if [ -z "$t_up" ]; then
+		st=$(rcli c1 cluster info | tr -d '\r' | sed -n 's/^cluster_state://p')
+		[ -z "$t_down" ] && [ "$st" = fail ] && t_down=$(date +%s%N)
+		[ -n "$t_down" ] && [ "$st" = ok ] && t_up=$(date +%s%N)
+	fi
+	return 0
+}
+# Users f3NN (key A), f2NN (B), f1NN (C): the node, then the login's number.
+i=0 fpids="" t_kill=""
+while :; do
+	i=$((i + 1))
+	next=$(($(now_ms) + 250))
+	for n in 3 2 1; do
+		u=$(printf '%s%02d' "${FO[n]:0:2}" "$i")
+		login "$u" "${FO[n]}" "$u" &
+		fpids="$fpids $!"
+	done
+	while [ "$(now_ms)" -lt "$next" ]; do
+		sleep 0.05
+		[ -n "$t_kill" ] && poll
+	done
+	# Six logins each before the kill.
+	if [ "$i" = 6 ]; then
+		# Braces: bash reports the death of its job on stderr, wherever it notices it.
+		{
+			kill -9 "$(cat "$TMP/c3.pid")"
+			wait "$(cat "$TMP/c3.pid")"
+		} 2> /dev/null
+		t_kill=$(date +%s%N)
+	fi
+	now=$(date +%s%N)
+	# Then on for 2.5 s after the promotion, or 30 s without one.
+	[ -n "$t_prom" ] && [ $((now - t_prom)) -ge 2500000000 ] && break
+	[ -n "$t_kill" ] && [ $((now - t_kill)) -ge 30000000000 ] && break
+done
+# shellcheck disable=SC2086
+wait $fpids
+if [ -z "$t_prom" ]; then
+	not_ok "failover: node 4 promoted within 30 s of node 3's death (ROLE: $(rcli c4 role | head -1))"
+	rcli c4 cluster nodes >&2
+	tail -n 20 "$TMP/c4.log" >&2
+	finish
+	exit
+fi
+ms() { echo $((($1 - t_kill) / 1000000)); }
+check "failover: node 4 promoted $(ms "$t_prom") ms after node 3's death (ROLE master)" true
+role=$(rcli c1 cluster nodes | awk -v id="${ID[4]}" '$1 == id { print $3 }')
+check "... and node 1's CLUSTER NODES says so ($role)" [ "$role" = master ]
+echo "# node 1 said the cluster was down from $(ms "${t_down:-$t_kill}") ms to $(ms "${t_up:-$t_kill}") ms after the kill"
+
+# One line a login, in the order they came: arrival admission (ns) user via decider redirects
+# rc; the decider and redirects are "- -" when the local schedule decided.
+via() { grep -o 'via=[a-z]*' "$TMP/$1.err" | tail -1 | cut -d= -f2; }
+for n in 3 2 1; do
+	for u in $(seq -f "${FO[n]:0:2}%02g" "$i"); do
+		a=$(awk -v u="$u" '$2 == u { print $1 }' "$TMP/arrivals")
+		st=$(awk -v u="$u" '$2 == u { print $1 }' "$TMP/stamps")
+		d=$(decided "$u")
+		echo "${a:-0} ${st:-0} $u $(via "$u") ${d:-- -} $(rc_of "$u")"
+	done
+done | sort -n > "$TMP/table"
+# rows KEY: the table's lines for node KEY's key.
+rows() { grep " f$1[0-9]* " "$TMP/table"; }
+# phases KEY FROM TO: each login of the key with where it came relative to FROM and TO (ns):
+# "in" between them, "out" before or after, "~" within 300 ms of either, when it may have met
+# either (a login's way from its arrival to its script, and the polls' lag, on a busy machine);
+# then its via, decider and redirects.
+phases() {
+	rows "$1" | awk -v f="$2" -v t="$3" -v s=300000000 '{
+		p = ($1 > f + s && $1 < t - s) ? "in" : ($1 < f - s || $1 > t + s) ? "out" : "~"
+		print $3, p, $4, $5, $6 }'
+}
+# gaps_of KEY VIA [DECIDER]: the gaps in ms between consecutive admissions decided so.
+gaps_of() {
+	rows "$1" | sort -k2n | awk -v v="$2" -v d="${3:-}" '$4 == v && (d == "" || $5 == d) {
+		if (n++) printf "%d ", ($2 - prev) / 1e6; prev = $2 }'
+}
+# empty_and TEXT COMMAND...: TEXT is empty, and COMMAND succeeds.
+empty_and() { [ -z "$1" ] && shift && "$@"; }
+# all_ge MIN "GAPS": at least two gaps, none under MIN.
+all_ge() {
+	n=0
+	for g in $2; do
+		[ "$g" -ge "$1" ] || return 1
+		n=$((n + 1))
+	done
+	[ "$n" -ge 2 ]
+}
+
+# (a) No login failed.
+failed=$(awk '$7 != 0 || $4 == "" { printf "%s rc %s; ", $3, $7 }' "$TMP/table")
+check "failover: all $((3 * i)) logins admitted, ${i} per key ($failed)" [ -z "$failed" ]
+
+# (b) A falls back while its slot has no master, and only then.
+phases 3 "$t_kill" "$t_prom" > "$TMP/phA"
+nloc=$(awk '$3 == "local"' "$TMP/phA" | wc -l)
+span=$(rows 3 | awk '$4 == "local" { if (!a) a = $1; b = $1 } END { printf "%d", (b - a) / 1e6 }')
+echo "# key A: $nloc logins fell back, the first to the last arriving ${span} ms apart"
+bad=$(awk '$2 == "in" && $3 != "local"' "$TMP/phA")
+check "key A (node 3): every login between the kill and the promotion fell back to local ($nloc; $bad)" \
+	empty_and "$bad" [ "$nloc" -ge 2 ]
+bad=$(awk '$2 == "out" && $3 == "local"' "$TMP/phA")
+check "... and none before the kill or after the promotion ($bad)" [ -z "$bad" ]
+check "... the local schedule staggers them ($(gaps_of 3 local))" all_ge 180 "$(gaps_of 3 local)"
+
+# (c) Node 4 decides A's logins once promoted: the first finds it through a seed's MOVED, the
+# slot map naming the dead node, and MOVED puts node 4 in the map, so that those that come
+# after the first was admitted go straight there.
+rows 3 | awk -v d="127.0.0.1:${P[4]}" '$5 == d' > "$TMP/byR"
+first=$(head -1 "$TMP/byR")
+echo "# key A, decided by node 4: $(awk '{ printf "%s:%s ", $3, $6 }' "$TMP/byR")"
+fr=$(echo "$first" | awk -v t="$t_prom" '$1 > t - 300000000 { print $6 }')
+check "key A: the first login decided by node 4 came after the promotion, 1 or 2 redirects ($(echo "$first" | cut -d' ' -f3,6))" \
+	in_range "${fr:-0}" 0 2
+later=$(awk -v t="$(echo "$first" | cut -d' ' -f2)" '$1 > t' "$TMP/byR")
+bad=$(echo "$later" | awk '$6 != 0 { print $3, $6 }')
+check "... the $(echo "$later" | wc -l) that came after it was admitted: no redirect ($bad)" \
+	empty_and "$bad" [ "$(echo "$later" | wc -l)" -ge 3 ]
+cached=$(cat "$TMP"/state5/node.*."$(slot_of "fs:${FO[3]}")" 2> /dev/null)
+check "... the slot map in state_dir names node 4 ($cached)" [ "$cached" = "127.0.0.1:${P[4]}" ]
+bad=$(rows 3 | awk -v p="127.0.0.1:${P[3]}" -v r="127.0.0.1:${P[4]}" '$4 == "redis" && $5 != p && $5 != r')
+check "... by node 3 before the kill, no other node ($bad)" [ -z "$bad" ]
+
+# (d) B, on node 2 (cluster-require-full-coverage no), never noticed.
+bad=$(rows 2 | awk -v w="127.0.0.1:${P[2]}" '$4 != "redis" || $5 != w')
+check "key B (node 2): all $i logins decided by node 2 throughout ($(echo "$bad" | head -1))" [ -z "$bad" ]
+check "... one interval apart (>= 180 ms) in arrival order ($(gaps_of 2 redis))" staggered f2 180 300
+# C, on node 1 (the default), fell back while node 1 said the cluster was down, and only then.
+phases 1 "${t_down:-0}" "${t_up:-0}" > "$TMP/phC"
+cloc=$(awk '$3 == "local" { print $1 }' "$TMP/phC" | tr '\n' ' ')
+bad=$(awk '$2 == "out" && $3 == "local"' "$TMP/phC")
+check "key C (node 1, full coverage required): fell back only while node 1 said the cluster was down (${cloc:-none}; $bad)" \
+	empty_and "$bad" [ -n "$t_up" ] # set only once t_down is
+
+# (e) Through Redis, each key's admissions stay an interval apart, across the failover too.
+check "key A: admissions by Redis one interval apart (>= 180 ms) ($(gaps_of 3 redis))" \
+	all_ge 180 "$(gaps_of 3 redis)"
+check "... by node 4 alone ($(gaps_of 3 redis "127.0.0.1:${P[4]}"))" \
+	all_ge 180 "$(gaps_of 3 redis "127.0.0.1:${P[4]}")"
+check "key C: admissions by Redis one interval apart ($(gaps_of 1 redis))" all_ge 180 "$(gaps_of 1 redis)"
 
 finish

@@ -63,16 +63,6 @@ ready() {
 	done
 }
 
-# wait_for SECONDS COMMAND...: COMMAND succeeds within SECONDS.
-wait_for() {
-	limit=$(($(now_ms) + $1 * 1000))
-	shift
-	until "$@"; do
-		[ "$(now_ms)" -lt "$limit" ] || return 1
-		sleep 0.1
-	done
-}
-
 # The master syncs a new replica at once, not after the default 5 s.
 on_free_port MPORT start_redis master --repl-diskless-sync-delay 0 --port || exit 1
 on_free_port RPORT start_redis replica --replicaof 127.0.0.1 "$MPORT" --port || exit 1

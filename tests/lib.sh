@@ -188,6 +188,16 @@ logins() {
 
 rc_of() { cat "$TMP/$1.rc"; }
 
+# wait_for SECONDS COMMAND...: COMMAND succeeds within SECONDS, tried every 50 ms.
+wait_for() {
+	limit=$(($(now_ms) + $1 * 1000))
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -lt "$limit" ] || return 1
+		sleep 0.05
+	done
+}
+
 # now_ms: wall-clock milliseconds.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
