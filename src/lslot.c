@@ -113,28 +113,31 @@ static int lslot_lock(int fd)
 	return 0;
 }
 
-/* Reads the stored tat; a missing or garbled one reads as now_us. */
+/* Reads the stored schedule, "tat at" (a bare tat reads as written now), recovered as
+   slot_recover says; a missing or garbled one reads as now_us. */
 static int64_t lslot_read_tat(int fd, int64_t now_us)
 {
-	char buf[32];
+	char buf[48];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 	char *end;
-	long long tat;
+	long long tat, at = now_us;
 
 	if (n <= 0)
 		return now_us;
 	buf[n] = '\0';
 	errno = 0;
 	tat = strtoll(buf, &end, 10);
+	if (errno == 0 && end != buf && *end == ' ' && end[1] >= '0' && end[1] <= '9')
+		at = strtoll(end + 1, &end, 10);
 	if (errno != 0 || end == buf || (*end != '\n' && *end != '\0') || tat < 0)
 		return now_us;
-	return tat;
+	return slot_recover(now_us, tat, at);
 }
 
-static int lslot_write_tat(int fd, int64_t tat_us)
+static int lslot_write_tat(int fd, int64_t tat_us, int64_t now_us)
 {
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", tat_us);
+	char buf[48];
+	int n = snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", tat_us, now_us);
 
 	if (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) != 0)
 		return -1;
@@ -161,7 +164,7 @@ enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const
 			new_tat_us = slot_decide(p, now_us, lslot_read_tat(fd, now_us), res);
 			if (res->verdict == SLOT_REFUSE)
 				verdict = SLOT_REFUSE;
-			else if (lslot_write_tat(fd, new_tat_us) == 0)
+			else if (lslot_write_tat(fd, new_tat_us, now_us) == 0)
 				verdict = SLOT_ADMIT;
 			else
 				log_msg(pamh, LOG_ERR, "local slot: cannot write %s/%s: %m", dir,

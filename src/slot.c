@@ -1,12 +1,22 @@
 #include "flowslot/slot.h"
 
+int64_t slot_recover(int64_t now_us, int64_t tat_us, int64_t at_us)
+{
+	if (at_us <= 0 || tat_us < at_us)
+		return now_us;
+	if (now_us < at_us)
+		tat_us -= at_us - now_us;
+	if (tat_us < now_us || tat_us - now_us > SLOT_HORIZON_MAX_US)
+		return now_us;
+	return tat_us;
+}
+
 int64_t slot_decide(const struct slot_params *p, int64_t now_us, int64_t tat_us,
 		    struct slot_result *res)
 {
 	int64_t start_us;
 
-	/* As in slot.lua: a tat further ahead than any reservation could leave is stale. */
-	if (tat_us < now_us || tat_us > now_us + p->max_wait_us + p->burst * p->interval_us)
+	if (tat_us < now_us)
 		tat_us = now_us;
 	start_us = tat_us - (p->burst - 1) * p->interval_us;
 	if (start_us < now_us)

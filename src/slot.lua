@@ -28,12 +28,30 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
--- A schedule further ahead than any reservation could have left it is stale: the server
--- clock went back (a failover, a step), or the settings shrank. Start it afresh; likewise
--- a value that is not a number (tonumber('nan') is NaN).
-local tat = tonumber(redis.call('GET', KEYS[1]))
-if not tat or tat ~= tat or tat < now or tat > now + max_wait + burst * interval then
+-- The schedule is stored as "tat at": its theoretical arrival time and the server's time
+-- when it was written. Whether it is stale is read from it alone, never from this login's
+-- settings: a login with a shorter max_wait is refused by a long queue, it does not reset it.
+-- A clock that went back since (a step, a failover to a master whose clock is behind) moves
+-- the schedule back as far, so the queue keeps its length. A tat that has passed, garbage,
+-- or a tat further ahead than any settings allow (max_wait 60 min + burst 1000 * interval
+-- 60 min) starts the schedule afresh. A bare "tat", as versions before 0.2 wrote it, is
+-- read as written now.
+local horizon_max = 3600000000 * 1001
+local tat, at
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local t, a = string.match(stored, '^(%d+) ?(%d*)$')
+  tat, at = tonumber(t), tonumber(a) or now
+end
+if not tat or not at or at <= 0 or tat < at then
   tat = now
+else
+  if now < at then
+    tat = tat - (at - now)
+  end
+  if tat < now or tat - now > horizon_max then
+    tat = now
+  end
 end
 
 local start = tat - (burst - 1) * interval
@@ -52,5 +70,5 @@ end
 local new_tat = tat + interval
 local ttl_ms = math.ceil((new_tat - now) / 1000)
 -- '%.0f': tostring() would keep only 14 digits of a 16-digit microsecond time.
-redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', ttl_ms)
+redis.call('SET', KEYS[1], string.format('%.0f %.0f', new_tat, now), 'PX', ttl_ms)
 return {1, wait, position}

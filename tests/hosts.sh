@@ -170,7 +170,7 @@ else
 	reply=$(printf 'GET skew\nPTTL skew\nTIME\n' | redis-cli -p "$port" | tr '\n' ' ')
 	wait $lpids
 	t1=$(date +%s%N)
-	read -r tat pttl sec usec <<< "$reply"
+	read -r tat _ pttl sec usec <<< "$reply" # the schedule is "tat at"
 	tat=${tat:-0} pttl=${pttl:-0} server_us=${sec:-0}$(printf '%06d' "${usec:-0}")
 	ahead_ms=$(((tat - server_us) / 1000))
 	check "the stamps are on the true clock, not the skewed one" \

@@ -50,14 +50,35 @@ check "... and is gone after it" [ "$(rcli s exists e)" = 0 ]
 # The stored time keeps every digit (tostring() would write 1.7e+15).
 slot d 1000000 1 60000000 > /dev/null
 stored=$(rcli s get d)
-check "the schedule is stored as a whole number of microseconds ($stored)" \
-	sh -c "echo '$stored' | grep -Eq '^[0-9]{16}$'"
+check "the schedule is stored as whole microseconds, tat and time written ($stored)" \
+	sh -c "echo '$stored' | grep -Eq '^[0-9]{16} [0-9]{16}$'"
 
-# A schedule absurdly far ahead (a server clock that stepped back) is restarted.
+# Staleness is the schedule's own, never the caller's (issue #7 item 1): nine logins queue
+# 63 s at max_wait=60s; a login with max_wait=45s, then one with 50s, are refused, and the
+# schedule is left as it was.
+for _ in 1 2 3 4 5 6 7 8 9; do slot mixed 7000000 1 60000000 > /dev/null; done
+before=$(rcli s get mixed)
+r45=$(slot mixed 7000000 1 45000000)
+r50=$(slot mixed 7000000 1 50000000)
+check "mixed max_wait: 45 s and 50 s are refused by a 63 s queue ($r45 | $r50)" \
+	[ "${r45%% *}|${r50%% *}" = "0|0" ]
+check "... and the queue is left as it was" [ "$(rcli s get mixed)" = "$before" ]
+
+# A server clock that went back a day since the schedule was written: the queue keeps its
+# length (3 s), it neither holds logins for a day nor vanishes.
 now=$(rcli s time | head -1)
-rcli s set far "$((now + 86400))000000" > /dev/null
+rcli s set back "$((now + 86403))000000 $((now + 86400))000000" > /dev/null
+read -r a w _ <<< "$(slot back 1000000 1 60000000)"
+check "a clock a day back keeps the queue's length (admitted $a, wait $w us)" \
+	sh -c "[ $a = 1 ] && [ $w -gt 2500000 ] && [ $w -le 3000000 ]"
+# Further ahead than any settings allow (60 min + 1000 * 60 min): not ours, restarted.
+rcli s set far "$((now + 3700000))000000 ${now}000000" > /dev/null
 r=$(slot far 1000000 1 60000000)
-check "a schedule a day ahead is treated as stale ($r)" [ "$r" = "1 0 1" ]
+check "a schedule beyond any settings' horizon is treated as stale ($r)" [ "$r" = "1 0 1" ]
+# A bare tat, as earlier versions wrote it, is still read.
+rcli s set bare "$((now + 5))000000" > /dev/null
+read -r a w _ <<< "$(slot bare 1000000 1 60000000)"
+check "a bare tat is read as a schedule ($a $w)" sh -c "[ $a = 1 ] && [ $w -gt 3000000 ]"
 
 # Garbage in the key is overwritten, not trusted.
 rcli s set junk "not-a-number" > /dev/null
@@ -73,6 +94,7 @@ check "bad arguments are an error" \
 # The script reads the server's clock: the stored schedule is one interval past its TIME.
 slot st 1000000 1 60000000 > /dev/null
 tat=$(rcli s get st)
+tat=${tat%% *}
 server_us=$(rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 check "the schedule is one interval past the server's TIME ($((tat - server_us)) us)" \
 	in_range $((tat - server_us)) 0 1000000

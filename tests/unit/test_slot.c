@@ -23,8 +23,7 @@ static int64_t decide(const struct slot_params *p, int64_t now, int64_t tat,
 	assert_true(res->wait_us >= 0);
 	assert_int_equal(res->deadline_us, now + res->wait_us);
 	assert_int_equal(res->position, res->wait_us / p->interval_us + 1);
-	assert_int_equal(res->verdict,
-			 res->wait_us > p->max_wait_us ? SLOT_REFUSE : SLOT_ADMIT);
+	assert_int_equal(res->verdict, res->wait_us > p->max_wait_us ? SLOT_REFUSE : SLOT_ADMIT);
 	return next;
 }
 
@@ -153,27 +152,57 @@ static void test_stale_past(void **state)
 	assert_int_equal(res.wait_us, 0);
 }
 
-static void test_stale_future(void **state)
+/* Staleness is read from the stored schedule alone (issue #7 item 1). */
+static void test_recover(void **state)
 {
-	const struct slot_params p = { .interval_us = T, .max_wait_us = 60 * S, .burst = 2 };
-	/* The furthest tat an admission can leave: now + max_wait + burst * interval. */
-	const int64_t bound = NOW + p.max_wait_us + p.burst * p.interval_us;
-	struct slot_result res;
+	const int64_t at = NOW - 2 * S;
 
 	(void)state;
-	assert_int_equal(decide(&p, NOW, NOW + 86400 * S, &res), NOW + T);
-	assert_int_equal(res.verdict, SLOT_ADMIT);
-	assert_int_equal(res.wait_us, 0);
-	assert_int_equal(res.position, 1);
-	assert_int_equal(res.deadline_us, NOW);
+	/* A queue 63 s long stays whatever any login's settings are. */
+	assert_int_equal(slot_recover(NOW, NOW + 63 * S, at), NOW + 63 * S);
+	/* A clock that went back 10 s moves the schedule back as far: the queue keeps its
+	   length, 63 + 2 - 2 s from the time it was written. */
+	assert_int_equal(slot_recover(at - 10 * S, NOW + 63 * S, at), NOW + 53 * S);
+	/* ... however far back: a day. */
+	assert_int_equal(slot_recover(NOW - 86400 * S, NOW + 63 * S, NOW), NOW - 86337 * S);
+	/* Passed, garbled, or further ahead than any settings allow. */
+	assert_int_equal(slot_recover(NOW, NOW - 1, at), NOW);
+	assert_int_equal(slot_recover(NOW, NOW + S, 0), NOW);
+	assert_int_equal(slot_recover(NOW, NOW + S, -5), NOW);
+	assert_int_equal(slot_recover(NOW, at - 1, at), NOW);
+	assert_int_equal(slot_recover(NOW, NOW + SLOT_HORIZON_MAX_US, NOW),
+			 NOW + SLOT_HORIZON_MAX_US);
+	assert_int_equal(slot_recover(NOW, NOW + SLOT_HORIZON_MAX_US + 1, NOW), NOW);
+}
 
-	/* At the bound the schedule is real (and full); one past it is stale. */
-	decide(&p, NOW, bound, &res);
-	assert_int_equal(res.verdict, SLOT_REFUSE);
-	assert_int_equal(res.wait_us, bound - (p.burst - 1) * T - NOW);
-	assert_int_equal(decide(&p, NOW, bound + 1, &res), NOW + T);
+/* A login's own max_wait never resets or jumps a queue that others built: nine logins at
+   max_wait=60s queue 63 s; one at max_wait=45s, then one at 50 s, are refused and leave it. */
+static void test_mixed_settings(void **state)
+{
+	const struct slot_params p60 = { .interval_us = T, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params p45 = { .interval_us = T, .max_wait_us = 45 * S, .burst = 1 };
+	const struct slot_params p50 = { .interval_us = T, .max_wait_us = 50 * S, .burst = 1 };
+	struct slot_result res;
+	int64_t tat = NOW, at = 0;
+
+	(void)state;
+	for (int i = 0; i < 9; i++) {
+		tat = decide(&p60, NOW, slot_recover(NOW, tat, at), &res);
+		at = NOW;
+		assert_int_equal(res.verdict, SLOT_ADMIT);
+	}
+	assert_int_equal(tat, NOW + 63 * S);
+	for (int64_t later = 0; later <= 10 * S; later += S) {
+		decide(&p45, NOW + later, slot_recover(NOW + later, tat, at), &res);
+		assert_int_equal(res.verdict, SLOT_REFUSE);
+		assert_int_equal(res.wait_us, 63 * S - later);
+		decide(&p50, NOW + later, slot_recover(NOW + later, tat, at), &res);
+		assert_int_equal(res.verdict, SLOT_REFUSE);
+	}
+	/* Once the queue is shorter than max_wait, the login joins its end. */
+	decide(&p45, NOW + 18 * S, slot_recover(NOW + 18 * S, tat, at), &res);
 	assert_int_equal(res.verdict, SLOT_ADMIT);
-	assert_int_equal(res.wait_us, 0);
+	assert_int_equal(res.wait_us, 45 * S);
 }
 
 /* Filling a schedule never leaves a tat that the next decision would call stale. */
@@ -212,13 +241,10 @@ static void test_fill_never_stale(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_empty_schedule),
-		cmocka_unit_test(test_burst_one),
-		cmocka_unit_test(test_burst_three),
-		cmocka_unit_test(test_max_wait),
-		cmocka_unit_test(test_stale_past),
-		cmocka_unit_test(test_stale_future),
-		cmocka_unit_test(test_fill_never_stale),
+		cmocka_unit_test(test_empty_schedule), cmocka_unit_test(test_burst_one),
+		cmocka_unit_test(test_burst_three),    cmocka_unit_test(test_max_wait),
+		cmocka_unit_test(test_stale_past),     cmocka_unit_test(test_recover),
+		cmocka_unit_test(test_mixed_settings), cmocka_unit_test(test_fill_never_stale),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
