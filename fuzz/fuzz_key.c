@@ -1,7 +1,9 @@
 /* libFuzzer target: the schedule key. The input is four NUL-separated fields: template,
    service, user and rhost (a missing field is NULL). A valid template is expanded, and every
    key, expanded or not, is turned into a local slot file name. */
+#include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 
 #include "flowslot/key.h"
 #include "flowslot/lslot.h"
@@ -205,6 +207,21 @@ static int expand(const char *t, const char *service, const char *user, const ch
 	return key_expand(t, service, user, rhost, *out, outsz);
 }
 
+/* A key cut to fit outsz: a prefix of the whole (ref, ref_len bytes, whose FNV-1a is given),
+   cut after whole units, then "~" and the hash in 16 hex digits. */
+static void check_cut(const char *out, int n, size_t outsz, const char *ref, uint64_t hash)
+{
+	char tail[32];
+	size_t cut;
+
+	FUZZ_CHECK(n >= 17 && (size_t)n < outsz && strlen(out) == (size_t)n);
+	cut = (size_t)n - 17;
+	FUZZ_CHECK(cut + 17 + 3 > outsz - 1);
+	FUZZ_CHECK(strncmp(out, ref, cut) == 0);
+	snprintf(tail, sizeof(tail), "~%016" PRIx64, hash);
+	FUZZ_CHECK(strcmp(out + cut, tail) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *field[4] = { NULL, NULL, NULL, NULL };
@@ -212,6 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *why = NULL;
 	char *out, *ref;
 	size_t ref_sz, ref_len;
+	uint64_t hash;
 	int n;
 
 	for (size_t i = 0; i <= size && nfields < 4; i++) {
@@ -241,7 +259,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref_sz = ref_size(field[0], field[1], field[2], field[3]);
 	if (ref_sz > REF_SIZE_MAX) {
 		n = expand(field[0], field[1], field[2], field[3], OPT_KEY_MAX + 1, &out);
-		FUZZ_CHECK(n == -1);
+		FUZZ_CHECK(n > 17 && n <= OPT_KEY_MAX && out[n - 17] == '~');
 		free(out);
 		goto out;
 	}
@@ -251,9 +269,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref_len = ref_expand(field[0], field[1], field[2], field[3], ref);
 
 	/* As pam_flowslot.c does it: OPT_KEY_MAX bytes and the NUL. */
+	hash = lslot_hash(LSLOT_HASH_START, ref);
 	n = expand(field[0], field[1], field[2], field[3], OPT_KEY_MAX + 1, &out);
 	if (ref_len > OPT_KEY_MAX) {
-		FUZZ_CHECK(n == -1);
+		check_cut(out, n, OPT_KEY_MAX + 1, ref, hash);
+		check_file_name(out);
 	} else {
 		FUZZ_CHECK(n >= 0 && (size_t)n == ref_len && (size_t)n < OPT_KEY_MAX + 1);
 		FUZZ_CHECK(strcmp(out, ref) == 0);
@@ -267,7 +287,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(n >= 0 && (size_t)n == ref_len && strcmp(out, ref) == 0);
 	free(out);
 	n = expand(field[0], field[1], field[2], field[3], ref_len, &out);
-	FUZZ_CHECK(n == -1);
+	if (ref_len < 18)
+		FUZZ_CHECK(n == -1);
+	else
+		check_cut(out, n, ref_len, ref, hash);
 	free(out);
 
 	free(ref);

@@ -1,6 +1,10 @@
 #include "flowslot/key.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "flowslot/lslot.h"
 
 static bool key_byte_is_plain(unsigned char c)
 {
@@ -42,64 +46,88 @@ bool key_uses_user(const char *tmpl)
 	return false;
 }
 
-/* Appends n bytes to out at *len; returns -1 when they would not fit with the NUL. */
-static int key_put(char *out, size_t outsz, size_t *len, const char *s, size_t n)
+/* Where an expansion goes: whole units (a byte, or a byte's %XX) while they fit, and a hash
+   and the length of all of it, so that one too long can be shortened deterministically. */
+struct key_sink {
+	char *out;
+	size_t outsz;
+	size_t len;	  /* bytes in out */
+	size_t short_len; /* bytes of whole units within outsz - 1 - KEY_HASH_LEN */
+	size_t total;	  /* bytes of the whole expansion */
+	uint64_t hash;	  /* FNV-1a of the whole expansion */
+};
+
+#define KEY_HASH_LEN 17 /* "~" and 16 hex digits */
+
+static void key_put(struct key_sink *k, const char *s, size_t n)
 {
-	if (n >= outsz - *len)
-		return -1;
-	memcpy(out + *len, s, n);
-	*len += n;
-	out[*len] = '\0';
-	return 0;
+	char unit[4];
+
+	memcpy(unit, s, n);
+	unit[n] = '\0';
+	k->hash = lslot_hash(k->hash, unit);
+	k->total += n;
+	if (k->total != k->len + n)
+		return;
+	if (k->len + n < k->outsz) {
+		memcpy(k->out + k->len, s, n);
+		k->len += n;
+		k->out[k->len] = '\0';
+	}
+	if (k->len == k->total && k->len + KEY_HASH_LEN < k->outsz)
+		k->short_len = k->len;
 }
 
-static int key_put_encoded(char *out, size_t outsz, size_t *len, const char *value)
+static void key_put_encoded(struct key_sink *k, const char *value)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
 	for (const unsigned char *p = (const unsigned char *)value; value && *p; p++) {
 		char enc[3] = { '%', hex[*p >> 4], hex[*p & 0xf] };
-		int rc = key_byte_is_plain(*p) ? key_put(out, outsz, len, (const char *)p, 1)
-					       : key_put(out, outsz, len, enc, sizeof(enc));
-		if (rc != 0)
-			return -1;
+
+		if (key_byte_is_plain(*p))
+			key_put(k, (const char *)p, 1);
+		else
+			key_put(k, enc, sizeof(enc));
 	}
-	return 0;
 }
 
 int key_expand(const char *tmpl, const char *service, const char *user, const char *rhost,
 	       char *out, size_t outsz)
 {
-	size_t len = 0;
-	int rc = 0;
+	struct key_sink k = { .out = out, .outsz = outsz, .hash = LSLOT_HASH_START };
 
 	if (outsz == 0)
 		return -1;
 	out[0] = '\0';
-	for (const char *p = tmpl; rc == 0 && *p != '\0'; p++) {
+	for (const char *p = tmpl; *p != '\0'; p++) {
 		if (*p != '%') {
-			rc = key_put(out, outsz, &len, p, 1);
+			key_put(&k, p, 1);
 			continue;
 		}
 		switch (*++p) {
 		case 's':
-			rc = key_put_encoded(out, outsz, &len, service);
+			key_put_encoded(&k, service);
 			break;
 		case 'u':
-			rc = key_put_encoded(out, outsz, &len, user);
+			key_put_encoded(&k, user);
 			break;
 		case 'h':
-			rc = key_put_encoded(out, outsz, &len, rhost);
+			key_put_encoded(&k, rhost);
 			break;
 		case '%':
-			rc = key_put(out, outsz, &len, "%", 1);
+			key_put(&k, "%", 1);
 			break;
 		default: /* a template that key_check_template refused */
-			rc = -1;
-			break;
+			return -1;
 		}
 	}
-	return rc == 0 ? (int)len : -1;
+	if (k.total == k.len)
+		return (int)k.len;
+	if (outsz <= KEY_HASH_LEN)
+		return -1;
+	snprintf(out + k.short_len, outsz - k.short_len, "~%016" PRIx64, k.hash);
+	return (int)(k.short_len + KEY_HASH_LEN);
 }
 
 /* CRC-16/XMODEM, the checksum Redis Cluster spreads keys with. */

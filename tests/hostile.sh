@@ -51,25 +51,28 @@ one_escaped_line() {
 }
 check "... the log line is one line, the bytes escaped" one_escaped_line
 
-# 64 KiB names: the key would pass 256 bytes, so the login goes to the fallback, logged once,
-# cut, and no key outside the template is touched.
+# 64 KiB names: the key would pass 256 bytes, so it is cut and ends in a hash of the whole;
+# the login queues on Redis like any other, and no key outside the template is touched.
 big=$(head -c 65536 /dev/zero | tr '\0' 'A')
 rcli h flushall > /dev/null
 hostile_login big "$big" "$big" 'fs:%u'
 check "64 KiB user and rhost: both logins decided" [ "$(rc_of big1)$(rc_of big2)" = 00 ]
-check "... through the local fallback, on the template's own schedule" \
-	sh -c "grep -q 'queued: .*via=local' '$TMP/big2.err' && [ -f '$TMP/st-big/slot.fs:%u' ]"
-check "... Redis untouched" [ "$(rcli h dbsize)" = 0 ]
+bigkey=$(rcli h --scan)
+check "... through Redis, the second queued" grep -q 'queued: .*via=redis' "$TMP/big2.err"
+check "... on one key of 256 bytes at most: the name cut, then a hash ($(printf %s "$bigkey" | wc -c) bytes)" \
+	sh -c "[ $(rcli h dbsize) = 1 ] && printf %s '$bigkey' | grep -Eq '^fs:A+~[0-9a-f]{16}$' && [ $(printf %s "$bigkey" | wc -c) -le 256 ]"
+check "... and nothing logged at LOG_ERR" sh -c "! grep -q 'SYSLOG(3)' '$TMP/big1.err' '$TMP/big2.err'"
 longest=$(grep -a 'SYSLOG(' "$TMP/big1.err" "$TMP/big2.err" |
 	awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }')
 check "... every log line of the module bounded ($longest bytes)" [ "$longest" -lt 1024 ]
 
-# A key of exactly 256 bytes is used; one byte more is not.
+# A key of exactly 256 bytes is used as it is; one byte more is cut, and has a schedule of
+# its own.
 rcli h flushall > /dev/null
 hostile_login at "$(head -c 254 /dev/zero | tr '\0' b)" '' 'k:%u' interval=2s
 check "a key of exactly 256 bytes is used" [ "$(rcli h --scan | tr -d '\n' | wc -c)" = 256 ]
 hostile_login over "$(head -c 255 /dev/zero | tr '\0' b)" '' 'k:%u'
-check "257 bytes is kept from Redis, logged, and queued on the local fallback" \
-	sh -c "grep -q 'expands past 256 bytes' '$TMP/over1.err' && grep -q 'queued: .*via=local' '$TMP/over2.err'"
+check "257 bytes: a key of its own, cut with a hash, and the second login queued on Redis" \
+	sh -c "[ $(rcli h dbsize) = 2 ] && grep -q 'queued: .*via=redis' '$TMP/over2.err' && ! grep -q 'SYSLOG(3)' '$TMP/over1.err'"
 
 finish

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,10 +139,24 @@ static void test_expand_encoding(void **state)
 	expect_key("fs:{%h}", "s", "u", "a}b", "fs:{a%7Db}");
 }
 
+/* A key cut to fit ends in "~" and 16 lowercase hex digits, after a prefix of want of at
+   least outsz - 1 - 17 - 2 bytes (an escape is not split). */
+static void expect_cut(const char *out, int rc, size_t outsz, const char *want)
+{
+	size_t cut;
+
+	assert_true(rc > 17 && (size_t)rc < outsz);
+	cut = (size_t)rc - 17;
+	assert_true(cut + 2 >= outsz - 1 - 17);
+	assert_int_equal(out[cut], '~');
+	assert_int_equal(strspn(out + cut + 1, "0123456789abcdef"), 16);
+	assert_memory_equal(out, want, cut);
+}
+
 static void test_expand_sizes(void **state)
 {
-	char out[4 * KEY_BUF + GUARD];
-	char user[4 * KEY_BUF];
+	char out[4 * KEY_BUF + GUARD], out2[KEY_BUF + GUARD];
+	char user[4 * KEY_BUF], want[4 * KEY_BUF];
 	int rc;
 
 	(void)state;
@@ -154,32 +169,54 @@ static void test_expand_sizes(void **state)
 	assert_memory_equal(out + 2, user, OPT_KEY_MAX - 2);
 	assert_int_equal(out[OPT_KEY_MAX], '\0');
 
-	/* 257 do not. */
+	/* 257 do not: cut, with the hash of the whole (issue #7 item 5). */
 	user[OPT_KEY_MAX - 2] = 'u';
 	user[OPT_KEY_MAX - 1] = '\0';
-	assert_int_equal(expand_guarded("k:%u", "s", user, "h", out, KEY_BUF), -1);
+	snprintf(want, sizeof(want), "k:%s", user);
+	rc = expand_guarded("k:%u", "s", user, "h", out, KEY_BUF);
+	expect_cut(out, rc, KEY_BUF, want);
+	/* The same name, the same key; one byte more, another key. */
+	assert_int_equal(expand_guarded("k:%u", "s", user, "h", out2, KEY_BUF), rc);
+	assert_string_equal(out2, out);
+	user[OPT_KEY_MAX - 1] = 'v';
+	user[OPT_KEY_MAX] = '\0';
+	assert_int_equal(expand_guarded("k:%u", "s", user, "h", out2, KEY_BUF), rc);
+	assert_memory_equal(out2, out, (size_t)rc - 16);
+	assert_string_not_equal(out2, out);
 
 	/* An encoded byte counts three, and is not split at the end. */
 	memset(user, 'u', OPT_KEY_MAX - 2);
 	user[OPT_KEY_MAX - 2] = ' ';
 	user[OPT_KEY_MAX - 1] = '\0';
-	assert_int_equal(expand_guarded("%u", "s", user, "h", out, KEY_BUF), -1);
+	rc = expand_guarded("%u", "s", user, "h", out, KEY_BUF);
+	expect_cut(out, rc, KEY_BUF, user);
 	assert_int_equal(expand_guarded("%u", "s", user, "h", out, KEY_BUF + 2), OPT_KEY_MAX + 1);
 	assert_memory_equal(out + OPT_KEY_MAX - 2, "%20", 4);
+	memset(user, ' ', 100);
+	user[100] = '\0';
+	rc = expand_guarded("%u", "s", user, "h", out, KEY_BUF);
+	assert_int_equal((rc - 17) % 3, 0);
+	assert_int_equal(out[rc - 17 - 3], '%');
 
 	/* A literal template longer than the buffer. */
 	memset(user, 'k', OPT_KEY_MAX + 1);
 	user[OPT_KEY_MAX + 1] = '\0';
-	assert_int_equal(expand_guarded(user, "s", "u", "h", out, KEY_BUF), -1);
+	rc = expand_guarded(user, "s", "u", "h", out, KEY_BUF);
+	expect_cut(out, rc, KEY_BUF, user);
 	user[OPT_KEY_MAX] = '\0';
 	assert_int_equal(expand_guarded(user, "s", "u", "h", out, KEY_BUF), OPT_KEY_MAX);
 
-	/* Tiny buffers. */
+	/* Tiny buffers: no room for the hash. */
 	assert_int_equal(expand_guarded("", "s", "u", "h", out, 1), 0);
 	assert_string_equal(out, "");
 	assert_int_equal(expand_guarded("a", "s", "u", "h", out, 1), -1);
 	assert_int_equal(expand_guarded("%%", "s", "u", "h", out, 1), -1);
 	assert_int_equal(expand_guarded("%%", "s", "u", "h", out, 2), 1);
+	assert_int_equal(expand_guarded("%u", "s", "0123456789abcdefghij", "h", out, 17), -1);
+	assert_int_equal(expand_guarded("%u", "s", "0123456789abcdefghij", "h", out, 18), 17);
+	assert_int_equal(out[0], '~');
+	assert_int_equal(expand_guarded("%u", "s", "0123456789abcdefghij", "h", out, 19), 18);
+	assert_int_equal(out[1], '~');
 	assert_int_equal(key_expand("a", "s", "u", "h", out, 0), -1);
 }
 
@@ -187,17 +224,22 @@ static void test_expand_huge_user(void **state)
 {
 	size_t n = 10000;
 	char *user = malloc(n + 1);
-	char out[KEY_BUF + GUARD];
+	char out[KEY_BUF + GUARD], out2[KEY_BUF + GUARD];
+	int rc;
 
 	(void)state;
 	assert_non_null(user);
 	memset(user, 'x', n);
 	user[n] = '\0';
-	assert_int_equal(expand_guarded("pam:%u", "sshd", user, "h", out, KEY_BUF), -1);
+	rc = expand_guarded("pam:%u", "sshd", user, "h", out, KEY_BUF);
+	assert_true(rc > 0 && strncmp(out, "pam:xxx", 7) == 0);
 	/* Every byte encoded: three times as long. */
 	memset(user, ' ', n);
-	assert_int_equal(expand_guarded("%u", "sshd", user, "h", out, KEY_BUF), -1);
-	assert_int_equal(expand_guarded("%s%h", user, "u", user, out, KEY_BUF), -1);
+	rc = expand_guarded("%u", "sshd", user, "h", out, KEY_BUF);
+	assert_true(rc > 0 && strncmp(out, "%20%20", 6) == 0);
+	assert_int_equal(expand_guarded("%s%h", user, "u", user, out2, KEY_BUF), rc);
+	/* Not the same whole, so not the same key. */
+	assert_string_not_equal(out, out2);
 	free(user);
 }
 
