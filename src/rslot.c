@@ -35,9 +35,10 @@ int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct sl
 	admitted = r->element[0]->integer;
 	wait_us = r->element[1]->integer;
 	position = r->element[2]->integer;
-	/* No schedule the script keeps can ask for more than max_wait + burst * interval. */
-	if ((admitted != 0 && admitted != 1) || wait_us < 0 ||
-	    wait_us > p->max_wait_us + p->burst * p->interval_us || position < 1 ||
+	/* A queue that others built may be longer than this login's own settings allow, but
+	   never further ahead than the script lets any schedule be. */
+	if ((admitted != 0 && admitted != 1) || wait_us < 0 || wait_us > SLOT_HORIZON_MAX_US ||
+	    position < 1 ||
 	    position > RSLOT_POSITION_MAX || (admitted == 1 && wait_us > p->max_wait_us) ||
 	    (admitted == 0 && wait_us <= p->max_wait_us)) {
 		*why = "values out of range";

@@ -105,6 +105,7 @@ static void opts(struct opt *o)
 	opt_defaults(o);
 	o->url.backend = OPT_BACKEND_UNIX;
 	strcpy(o->url.socket, "/fake.sock");
+	o->slot.max_wait_us = 60000000; /* the figures below are for 60 s */
 	o->timeout_us = 300000;
 }
 
@@ -164,6 +165,11 @@ static void test_refused(void **state)
 	assert_int_equal(reserve(&o, &res), SLOT_REFUSE);
 	assert_int_equal(res.wait_us, 61000000);
 	assert_int_equal(res.position, 9);
+
+	/* A queue others built with a longer max_wait is a refusal, not garbage (issue #7). */
+	serve("*3\r\n:0\r\n:3600000000\r\n:515\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_REFUSE);
+	assert_int_equal(res.wait_us, 3600000000);
 }
 
 static void test_auth_and_db_pipelined(void **state)
@@ -293,6 +299,7 @@ static void test_garbage(void **state)
 		"*3\r\n:0\r\n:1000\r\n:1\r\n",          /* refused within max_wait */
 		"*3\r\n:1\r\n:0\r\n:99999999999\r\n",   /* absurd position */
 		"*3\r\n:1\r\n:nan\r\n:1\r\n",           /* not a number */
+		"*3\r\n:0\r\n:3603600000001\r\n:1\r\n", /* past any schedule's horizon */
 		"hello\r\n",                            /* not RESP */
 		"*-1\r\n",                              /* nil array */
 	};
