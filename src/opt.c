@@ -25,7 +25,7 @@ void opt_defaults(struct opt *o)
 	strcpy(o->key, "pam_flowslot");
 	o->slot.interval_us = 7 * US_PER_S;
 	o->slot.burst = 1;
-	o->slot.max_wait_us = 60 * US_PER_S;
+	o->slot.max_wait_us = OPT_MAX_WAIT_SESSION_US;
 	o->timeout_us = 500000;
 	o->countdown_us = 15 * US_PER_S;
 	o->fallback = OPT_FALLBACK_LOCAL;

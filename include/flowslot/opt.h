@@ -20,6 +20,9 @@
 #define OPT_MASTER_MAX 64 /* a Sentinel master name */
 #define OPT_SYNC_REPLICAS_MAX 16
 #define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
+/* Default max_wait in the session phase, which has no deadline: long enough to queue the
+   storm we exist for, 20 logins at once 7 s apart (the last waits 133 s), with room to spare. */
+#define OPT_MAX_WAIT_SESSION_US INT64_C(300000000)
 /* Default max_wait before the session phase: under login(1)'s LOGIN_TIMEOUT (60 s) and,
    with sshd's padding, under its LoginGraceTime (120 s). */
 #define OPT_MAX_WAIT_PREAUTH_US INT64_C(45000000)

@@ -524,7 +524,7 @@ static void test_defaults(void **state)
 	assert_string_equal(o.key, "pam_flowslot");
 	assert_int_equal(o.slot.interval_us, 7 * US_PER_S);
 	assert_int_equal(o.slot.burst, 1);
-	assert_int_equal(o.slot.max_wait_us, 60 * US_PER_S);
+	assert_int_equal(o.slot.max_wait_us, 300 * US_PER_S);
 	assert_int_equal(o.timeout_us, 500000);
 	assert_int_equal(o.countdown_us, 15 * US_PER_S);
 	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
