@@ -4,11 +4,13 @@
  * Every gating entry point runs the same flow: read the options, reserve a slot on the
  * schedule (Redis, or the per-host file when Redis cannot be used), tell the user where they
  * stand, sleep until the slot, and let the stack go on. An admitted login returns PAM_IGNORE:
- * the gate vouches for nobody.
+ * the gate vouches for nobody. A handle is admitted once: the phases after it, and login(1)'s
+ * repeated pam_authenticate, go straight through.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <security/pam_ext.h>
@@ -25,6 +27,15 @@ enum gate_phase {
 	GATE_AUTH,
 	GATE_ACCOUNT,
 	GATE_SESSION,
+};
+
+/* The pam_set_data name that marks a handle as admitted; its data is the phase. */
+#define GATE_ADMITTED "pam_flowslot_admitted"
+
+static const char *const gate_phase_name[] = {
+	[GATE_AUTH] = "auth",
+	[GATE_ACCOUNT] = "account",
+	[GATE_SESSION] = "session",
 };
 
 /* Who is logging in, escaped for log lines. */
@@ -54,23 +65,56 @@ static int gate_denial(enum gate_phase phase, enum slot_verdict verdict)
 	return verdict == SLOT_REFUSE ? refused[phase] : unavailable[phase];
 }
 
-static void gate_get_who(pam_handle_t *pamh, bool need_user, struct gate_who *who)
+/* Fills who; pam_get_user may prompt, so only when the key needs the name. Returns
+   PAM_SUCCESS, or the error of a prompt that failed or must be resumed: no slot is reserved
+   for a name that was not had. */
+static int gate_get_who(pam_handle_t *pamh, bool need_user, struct gate_who *who)
 {
 	const void *item;
+	int rc = PAM_SUCCESS;
 
 	who->service = pam_get_item(pamh, PAM_SERVICE, &item) == PAM_SUCCESS ? item : NULL;
 	who->rhost = pam_get_item(pamh, PAM_RHOST, &item) == PAM_SUCCESS ? item : NULL;
-	/* pam_get_user may prompt; do that only when the key needs the name. */
-	if (need_user) {
-		if (pam_get_user(pamh, &who->user, NULL) != PAM_SUCCESS)
-			who->user = NULL;
-	} else {
+	if (need_user)
+		rc = pam_get_user(pamh, &who->user, NULL);
+	else
 		who->user = pam_get_item(pamh, PAM_USER, &item) == PAM_SUCCESS ? item : NULL;
-	}
+	if (rc != PAM_SUCCESS)
+		who->user = NULL;
 	log_escape(who->service ? who->service : "", who->service_shown,
 		   sizeof(who->service_shown));
 	log_escape(who->user ? who->user : "", who->user_shown, sizeof(who->user_shown));
 	log_escape(who->rhost ? who->rhost : "", who->rhost_shown, sizeof(who->rhost_shown));
+	return rc;
+}
+
+static void gate_free_data(pam_handle_t *pamh, void *data, int error_status)
+{
+	(void)pamh, (void)error_status;
+	free(data);
+}
+
+/* The phase in which this handle was admitted, or NULL. */
+static const char *gate_admitted_in(pam_handle_t *pamh)
+{
+	const void *data;
+
+	if (pam_get_data(pamh, GATE_ADMITTED, &data) != PAM_SUCCESS || data == NULL)
+		return NULL;
+	return gate_phase_name[*(const enum gate_phase *)data];
+}
+
+/* Marks the handle as admitted. Should that fail (no memory), a later phase waits again:
+   better a second wait than none. */
+static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase)
+{
+	enum gate_phase *data = malloc(sizeof(*data));
+
+	if (data == NULL)
+		return;
+	*data = phase;
+	if (pam_set_data(pamh, GATE_ADMITTED, data, gate_free_data) != PAM_SUCCESS)
+		free(data);
 }
 
 /* Reserves on the per-host schedule. When even that cannot be used, the login is let through
@@ -121,71 +165,87 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	}
 }
 
+/* Tells the user and the log what became of the reservation, waits for an admitted slot,
+   and returns what the phase returns. */
+static int gate_conclude(pam_handle_t *pamh, const struct opt *o, const struct gate_who *who,
+			 enum gate_phase phase, bool silent, const struct slot_result *res,
+			 enum slot_verdict v, const char *via)
+{
+	char wait_text[32];
+
+	switch (v) {
+	case SLOT_ADMIT:
+		if (res->wait_us > 0) {
+			log_msg(pamh, LOG_NOTICE,
+				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
+				"via=%s",
+				who->service_shown, who->user_shown, who->rhost_shown,
+				(long long)(res->wait_us / 1000), (long long)res->position, via);
+			countdown_wait(pamh, res, o->countdown_us, !silent && !o->quiet);
+		} else if (o->debug) {
+			log_msg(
+			    pamh, LOG_DEBUG,
+			    "admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
+			    who->service_shown, who->user_shown, who->rhost_shown,
+			    (long long)res->position, via);
+		}
+		gate_set_admitted(pamh, phase);
+		return PAM_IGNORE;
+	case SLOT_REFUSE:
+		log_msg(pamh, LOG_NOTICE,
+			"refused: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
+			"max_wait_ms=%lld via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown,
+			(long long)(res->wait_us / 1000), (long long)res->position,
+			(long long)(o->slot.max_wait_us / 1000), via);
+		countdown_format(res->wait_us - o->slot.max_wait_us, wait_text, sizeof(wait_text));
+		if (!silent)
+			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
+				  wait_text);
+		return gate_denial(phase, v);
+	case SLOT_UNAVAILABLE:
+	default:
+		if (!silent)
+			pam_error(pamh, "The login queue is unavailable. Please try again later.");
+		return gate_denial(phase, v);
+	}
+}
+
 static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum gate_phase phase)
 {
 	struct opt o;
 	struct gate_who who;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	char key[OPT_KEY_MAX + 1];
-	char wait_text[32];
-	const char *via;
-	bool silent = (flags & PAM_SILENT) != 0;
+	const char *via, *admitted_in = gate_admitted_in(pamh);
 	enum slot_verdict v;
-	int ret;
+	int rc;
 
 	opt_parse(&o, pamh, argc, argv);
+	if (admitted_in != NULL) {
+		if (o.debug)
+			log_msg(pamh, LOG_DEBUG, "%s: admitted already in %s: no second wait",
+				gate_phase_name[phase], admitted_in);
+		opt_wipe(&o);
+		return PAM_IGNORE;
+	}
 	/* Auth and account run under sshd's and login's deadlines; the session under none. */
 	if (!o.max_wait_set && phase != GATE_SESSION)
 		o.slot.max_wait_us = OPT_MAX_WAIT_PREAUTH_US;
-	gate_get_who(pamh, key_uses_user(o.key), &who);
-	if (key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key)) < 0) {
-		log_msg(pamh, LOG_ERR, "key: \"%s\" expands past %d bytes for user \"%s\"", o.key,
-			OPT_KEY_MAX, who.user_shown);
-		o.errors++;
-		/* The per-host fallback still needs a schedule: the template's own. */
-		strcpy(key, o.key);
+	rc = gate_get_who(pamh, key_uses_user(o.key), &who);
+	if (rc != PAM_SUCCESS) {
+		opt_wipe(&o);
+		if (rc == PAM_CONV_AGAIN)
+			return PAM_INCOMPLETE;
+		log_msg(pamh, LOG_ERR, "cannot get the user name for the key: %s",
+			pam_strerror(pamh, rc));
+		return PAM_CONV_ERR;
 	}
+	key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key));
 	v = gate_reserve(pamh, &o, key, &res, &via);
-	switch (v) {
-	case SLOT_ADMIT:
-		if (res.wait_us > 0) {
-			log_msg(pamh, LOG_NOTICE,
-				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
-				"via=%s",
-				who.service_shown, who.user_shown, who.rhost_shown,
-				(long long)(res.wait_us / 1000), (long long)res.position, via);
-			countdown_wait(pamh, &res, o.countdown_us, !silent && !o.quiet);
-		} else if (o.debug) {
-			log_msg(
-			    pamh, LOG_DEBUG,
-			    "admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
-			    who.service_shown, who.user_shown, who.rhost_shown,
-			    (long long)res.position, via);
-		}
-		ret = PAM_IGNORE;
-		break;
-	case SLOT_REFUSE:
-		log_msg(pamh, LOG_NOTICE,
-			"refused: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
-			"max_wait_ms=%lld via=%s",
-			who.service_shown, who.user_shown, who.rhost_shown,
-			(long long)(res.wait_us / 1000), (long long)res.position,
-			(long long)(o.slot.max_wait_us / 1000), via);
-		countdown_format(res.wait_us - o.slot.max_wait_us, wait_text, sizeof(wait_text));
-		if (!silent)
-			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
-				  wait_text);
-		ret = gate_denial(phase, v);
-		break;
-	case SLOT_UNAVAILABLE:
-	default:
-		if (!silent)
-			pam_error(pamh, "The login queue is unavailable. Please try again later.");
-		ret = gate_denial(phase, v);
-		break;
-	}
+	/* The password is not needed any more: not through the wait. */
 	opt_wipe(&o);
-	return ret;
+	return gate_conclude(pamh, &o, &who, phase, (flags & PAM_SILENT) != 0, &res, v, via);
 }
 
 PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)

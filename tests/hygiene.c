@@ -15,7 +15,8 @@
  *   ok      every call PAM_SUCCESS (the gate returns PAM_IGNORE, pam_permit decides)
  *   queue   as ok, and at least one call waited and was told so through the conversation
  *   closed  auth, account and session refused as unavailable (fallback=closed)
- *   refuse  auth admitted; account and session refused (max_wait)
+ *   refuse  auth, account and session refused (max_wait: the schedule is full); a handle that
+ *           was admitted once is not gated again, so only a full schedule refuses them all
  *
  * Then the threads: N threads (16), each with its own handle on service hyg_threads (interval
  * MS, 50), log in at once through pam_authenticate. All must be admitted, most after a wait
@@ -304,32 +305,23 @@ static const char *const call_name[C_COUNT] = {
    PAM_PERM_DENIED (its PAM_MUST_FAIL_CODE), whatever the modules return now. */
 static int expected_rc(const char *class, enum call c)
 {
-	if (strcmp(class, "closed") == 0) {
-		switch (c) {
-		case C_AUTH:
-			return PAM_AUTHINFO_UNAVAIL;
-		case C_OPEN:
-			return PAM_SESSION_ERR;
-		case C_ACCT:
-		case C_SETCRED:
-		case C_CLOSE:
-		case C_DELCRED:
-			return PAM_PERM_DENIED;
-		default:
-			break;
-		}
-	} else if (strcmp(class, "refuse") == 0) {
-		switch (c) {
-		case C_OPEN:
-			return PAM_SESSION_ERR;
-		case C_ACCT:
-		case C_CLOSE:
-			return PAM_PERM_DENIED;
-		default:
-			break;
-		}
+	bool closed = strcmp(class, "closed") == 0, refuse = strcmp(class, "refuse") == 0;
+
+	if (!closed && !refuse)
+		return PAM_SUCCESS;
+	switch (c) {
+	case C_AUTH:
+		return closed ? PAM_AUTHINFO_UNAVAIL : PAM_AUTH_ERR;
+	case C_OPEN:
+		return PAM_SESSION_ERR;
+	case C_ACCT:
+	case C_SETCRED:
+	case C_CLOSE:
+	case C_DELCRED:
+		return PAM_PERM_DENIED;
+	default:
+		return PAM_SUCCESS;
 	}
-	return PAM_SUCCESS;
 }
 
 static void check_service(const char *service, const char *class)

@@ -311,25 +311,29 @@ login cf1 conf alice
 check "etc/security/pam_flowslot.conf, uncommented: no error, admitted through Redis" \
 	sh -c "[ $(rc_of cf1) = 0 ] && ! grep -q 'SYSLOG(3)' '$TMP/cf1.err' && [ \$(redis-cli -s '$TMP/r.sock' exists confexample) = 1 ]"
 
-# max_wait's default: 45 s in auth (under LOGIN_TIMEOUT and LoginGraceTime), 60 s in session.
+# max_wait's default: 45 s in auth (under LOGIN_TIMEOUT and LoginGraceTime), 5 min in session.
 service mwauth "auth required @M url=unix://$TMP/r.sock key=mwa interval=50s" "$permit_line"
 login mwa1 mwauth alice
 login mwa2 mwauth bob
 check "default max_wait in auth is 45 s: a 50 s wait is refused" \
 	sh -c "[ $(rc_of mwa2) = 1 ] && grep -q 'refused: .*max_wait_ms=45000' '$TMP/mwa2.err'"
-service mwsess "session required @M url=unix://$TMP/r.sock key=mws interval=70s" \
+service mwsess "session required @M url=unix://$TMP/r.sock key=mws interval=310s" \
 	"session required @P/pam_permit.so"
 login mws1 mwsess alice open_session
 login mws2 mwsess bob open_session
-check "default max_wait in session is 60 s" grep -q 'refused: .*max_wait_ms=60000' "$TMP/mws2.err"
+check "default max_wait in session is 5 min" grep -q 'refused: .*max_wait_ms=300000' "$TMP/mws2.err"
 
-# A 10,000-byte user name with key=%u: the key overflows; logged, and the fallback decides.
+# A 10,000-byte user name with key=%u: the key is cut, with a hash of the whole, and the login
+# queues on Redis like any other (issue #7 item 5).
 long=$(head -c 10000 /dev/zero | tr '\0' 'x')
-service longuser "auth required @M url=unix://$TMP/r.sock key=%u state_dir=$TMP/longstate" \
+service longuser "auth required @M url=unix://$TMP/r.sock key=%u interval=20s max_wait=5s state_dir=$TMP/longstate" \
 	"auth required @P/pam_permit.so"
 login lu1 longuser "$long"
-check "10,000-byte user: no crash, admitted through the local fallback" [ "$(rc_of lu1)" = 0 ]
-check "... the overflow is logged, the name cut" grep -q 'expands past 256 bytes for user "xxx.*\.\.\."' "$TMP/lu1.err"
-check "... no key touched in Redis" [ "$(rcli r --scan --pattern 'xxx*' | wc -l)" = 0 ]
+login lu2 longuser "$long"
+check "10,000-byte user: no crash, admitted" [ "$(rc_of lu1)" = 0 ]
+check "... through Redis, on a key of its own ending in a hash" \
+	sh -c "! grep -q 'via=local\|SYSLOG(3)' '$TMP/lu1.err' && [ \$(redis-cli -s '$TMP/r.sock' --scan --pattern 'xxx*~*' | wc -l) = 1 ]"
+check "... where a second attempt queues behind the first" \
+	sh -c "[ $(rc_of lu2) = 1 ] && grep -q 'refused: .*via=redis' '$TMP/lu2.err'"
 
 finish
