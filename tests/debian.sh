@@ -23,8 +23,13 @@ pam_auth_update() {
 }
 
 check "pam-auth-update --enable flowslot runs" pam_auth_update --enable flowslot
-check "... adds pam_flowslot to common-session" \
-	grep -qE '^session[[:space:]]+required[[:space:]]+pam_flowslot.so' "$root/etc/pam.d/common-session"
+check "... adds pam_flowslot to common-session, requisite" \
+	grep -qE '^session[[:space:]]+requisite[[:space:]]+pam_flowslot.so' "$root/etc/pam.d/common-session"
+# The profile's block as pam-auth-update wrote it: root and group sudo jump over the gate.
+block=$(grep -E 'pam_succeed_if.so quiet (uid eq 0|user ingroup sudo)|pam_flowslot.so' \
+	"$root/etc/pam.d/common-session")
+check "... behind two jumps for root and group sudo ($(echo "$block" | awk '{ print $2 }' | tr '\n' ' '))" \
+	sh -c "echo '$block' | awk '{ print \$2 }' | tr '\n' ' ' | grep -qx '\\[success=2 \\[success=1 requisite '"
 check "... but not to common-session-noninteractive (cron stays unqueued)" \
 	sh -c "! grep -q pam_flowslot '$root/etc/pam.d/common-session-noninteractive'"
 # After the primary block (pam_permit/pam_deny), the additional modules in priority order.
@@ -34,6 +39,21 @@ check "... ahead of the other session modules ($order)" \
 	sh -c "echo '$order' | grep -q '^pam_flowslot '"
 check "... and nowhere else" \
 	[ "$(grep -l pam_flowslot "$root"/etc/pam.d/* | wc -l)" = 1 ]
+# That block, run for real under pam_wrapper against a queue 100 s long: root goes through at
+# once; any other user is refused, and the session module after the gate does not run.
+start_redis q || exit 1
+now_us=$(rcli q time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
+rcli q set pam_flowslot "$((now_us + 100000000)) $now_us" px 100000 > /dev/null
+printf '%s\n' "$block" | sed -E "s|^session[[:space:]]+||; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|;
+	s|pam_flowslot.so|$MODULE url=unix://$TMP/q.sock max_wait=1s|; s|^|session |" > "$TMP/svc/pau"
+echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/pau"
+echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/pau"
+login pau-root pau root open_session
+login pau-nobody pau nobody open_session
+check "the profile's stack: root is let through a full queue" \
+	sh -c "[ $(rc_of pau-root) = 0 ] && grep -q ' root$' '$TMP/stamps' && ! grep -q 'pam_flowslot' '$TMP/pau-root.err'"
+check "... another user is refused, and no module after the gate runs for them" \
+	sh -c "[ $(rc_of pau-nobody) != 0 ] && grep -q 'refused:' '$TMP/pau-nobody.err' && ! grep -q ' nobody$' '$TMP/stamps'"
 check "pam-auth-update --remove flowslot runs" pam_auth_update --remove flowslot
 check "... and leaves /etc/pam.d exactly as it was" diff -r "$TMP/pam.d.before" "$root/etc/pam.d"
 check "the host's /etc/pam.d/common-* were never touched" \
