@@ -1,0 +1,105 @@
+#!/bin/bash
+# The module in real stacks, under pam_wrapper: one wait per login whatever phases it passes
+# through, a user prompt to resume, pam_faillock after a refusal, and the session modules after
+# a refused gate.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+RESUME=$TOP/build/resume
+[ -x "$RESUME" ] || { echo "$RESUME is missing: make build/resume" >&2; exit 1; }
+start_redis r || exit 1
+R="url=unix://$TMP/r.sock"
+
+# login_ops NAME SERVICE USER OPERATION...: one pamtester, one PAM handle, several calls.
+login_ops() {
+	name=$1 svc=$2 user=$3
+	shift 3
+	"${PRIVATE_TMP[@]}" env LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 \
+		PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=2 $VG pamtester -v \
+		"$svc" "$user" "$@" > "$TMP/$name.out" 2> "$TMP/$name.err"
+	echo $? > "$TMP/$name.rc"
+}
+
+# decisions NAME: how many times the login's handle asked the schedule.
+decisions() { grep -Ec 'admitted: |queued: |refused: ' "$TMP/$1.err"; }
+
+# 1. One handle waits once: auth, account and session on one schedule, 3 s apart. Before, each
+# phase after the first reserved a slot of its own and waited for it (6 s in all).
+service phases "auth requisite @M $R key=ph interval=3s debug" "auth required @P/pam_permit.so" \
+	"account requisite @M $R key=ph interval=3s debug" "account required @P/pam_permit.so" \
+	"session requisite @M $R key=ph interval=3s debug" "session required @P/pam_permit.so"
+t0=$(now_ms)
+login_ops p1 phases alice authenticate acct_mgmt open_session
+took=$(($(now_ms) - t0))
+check "auth, account, session on one handle: all pass ($(rc_of p1))" [ "$(rc_of p1)" = 0 ]
+check "... with one decision, not three ($(decisions p1))" [ "$(decisions p1)" = 1 ]
+check "... and no wait on an empty schedule (${took} ms, under 2.5 s)" [ "$took" -lt 2500 ]
+check "... the later phases say why they let it through" \
+	sh -c "[ \$(grep -c 'admitted already in auth' '$TMP/p1.err') = 2 ]"
+# login(1) calls pam_authenticate again on the same handle after a wrong password.
+login_ops p2 phases bob authenticate authenticate
+check "a repeated pam_authenticate on one handle: one decision ($(decisions p2))" \
+	[ "$(decisions p2)" = 1 ]
+check "... which queued behind alice's slot" grep -q 'queued: .*user=bob' "$TMP/p2.err"
+
+# 2. The user name for key=%u: a conversation that asks to be resumed gets PAM_INCOMPLETE
+# and nothing is reserved until it answers; one that fails reserves nothing at all.
+service resume "auth requisite @M $R key=rs:%u interval=3s" "auth required @P/pam_permit.so"
+rcli r del rs:alice rs: > /dev/null
+"${PRIVATE_TMP[@]}" env LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+	$VG "$RESUME" resume again > "$TMP/again.out" 2> "$TMP/again.err"
+check "PAM_CONV_AGAIN at the user prompt: PAM_INCOMPLETE, then admitted on resume" \
+	sh -c "[ $? = 0 ] || { cat '$TMP/again.out' >&2; false; }"
+check "... one reservation, for alice, none for an empty name" \
+	sh -c "[ \$(redis-cli -s '$TMP/r.sock' exists rs:alice) = 1 ] && [ \$(redis-cli -s '$TMP/r.sock' exists rs:) = 0 ]"
+rcli r del rs:alice > /dev/null
+"${PRIVATE_TMP[@]}" env LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+	$VG "$RESUME" resume error > "$TMP/error.out" 2> "$TMP/error.err"
+rc=$?
+check "a failed user prompt: PAM_CONV_ERR, logged" \
+	sh -c "[ $rc = 0 ] && grep -q 'cannot get the user name' '$TMP/error.err' || { cat '$TMP/error.out' >&2; false; }"
+check "... and nothing reserved" [ "$(rcli r dbsize)" -le 2 ] # ph only, from above
+check "... not even for an empty name" [ "$(rcli r exists rs:)" = 0 ]
+
+# 3. pam_faillock as its manual's second example stacks it (pam_unix sufficient, then
+# authfail), pam_permit standing in for a right password: a refusal for capacity must never be
+# recorded as a failed login. With the gate requisite, as etc/pam.d/login-flowslot ships it,
+# the stack ends at the refusal. With required it would run on to authfail.
+faillock_stack() {
+	service "$1" "auth $2 @M $R key=fl interval=60s max_wait=1s" \
+		"auth required @P/pam_faillock.so preauth dir=$TMP/faillock" \
+		"auth sufficient @P/pam_permit.so" \
+		"auth [default=die] @P/pam_faillock.so authfail dir=$TMP/faillock" \
+		"auth required @P/pam_deny.so"
+}
+mkdir -m 0700 "$TMP/faillock"
+shipped=$(grep -oE '^auth[[:space:]]+[a-z]+[[:space:]]+pam_flowslot' "$TOP/etc/pam.d/login-flowslot" | awk '{ print $2 }')
+faillock_stack flship "$shipped"
+faillock_stack flreq required
+# pam_faillock records only users that exist: nobody and daemon do on Debian.
+login fl0 flship root # takes the only slot
+login fl1 flship nobody
+check "faillock: the shipped placement ($shipped) refuses nobody for capacity" \
+	sh -c "[ $(rc_of fl1) != 0 ] && grep -q 'refused: .*user=nobody' '$TMP/fl1.err'"
+check "... and pam_faillock records no failure for them" \
+	sh -c "! faillock --dir '$TMP/faillock' --user nobody | grep -q '^[0-9]'"
+login fl2 flreq daemon
+check "... while a required gate would have let authfail record one (the test can tell)" \
+	sh -c "[ $(rc_of fl2) != 0 ] && faillock --dir '$TMP/faillock' --user daemon | grep -q '^[0-9]'"
+
+# 4. A refused login runs no session module after the gate: the shipped sshd lines, then a
+# module that stamps when it runs. The queue is full (100 s) and max_wait 1 s.
+now_us=$(rcli r time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
+rcli r set full "$((now_us + 100000000)) $now_us" px 100000 > /dev/null
+example sshd-flowslot "unix://$TMP/r.sock" "key=full max_wait=1s" > "$TMP/svc/sshdex"
+echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/sshdex"
+echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/sshdex"
+login sx1 sshdex nobody open_session
+check "the shipped sshd lines: a refused session fails" \
+	sh -c "[ $(rc_of sx1) != 0 ] && grep -q 'refused: ' '$TMP/sx1.err'"
+check "... and the session module after the gate never ran" sh -c "! grep -q ' nobody$' '$TMP/stamps' 2> /dev/null"
+rcli r del full > /dev/null
+login sx2 sshdex nobody open_session
+check "... while an admitted one runs it" sh -c "[ $(rc_of sx2) = 0 ] && grep -q ' nobody$' '$TMP/stamps'"
+
+finish
