@@ -130,6 +130,7 @@ install: pam_flowslot.so
 	install -m 0644 etc/pam.d/flowslot-example $(DESTDIR)$(DOCDIR)/pam.d-example
 	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot $(DESTDIR)$(DOCDIR)/
 	install -m 0644 etc/security/pam_flowslot.conf $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example
+	install -m 0644 etc/stunnel/flowslot-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf
 	install -m 0644 etc/pam-configs/flowslot $(DESTDIR)$(PAMCONFIGDIR)/flowslot
 
 uninstall:
@@ -137,6 +138,7 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5 \
 		$(DESTDIR)$(DOCDIR)/pam.d-example $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example \
 		$(DESTDIR)$(DOCDIR)/sshd-flowslot $(DESTDIR)$(DOCDIR)/login-flowslot \
+		$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf \
 		$(DESTDIR)$(PAMCONFIGDIR)/flowslot
 	-rmdir $(DESTDIR)$(DOCDIR)
 

@@ -1,0 +1,7 @@
+# tests/tls.sh: Redis across an untrusted network through a stunnel4 client (issue 9). Part of
+# "make check"; alone with "make check-tls".
+.PHONY: check-tls
+CHECK_EXTRA += check-tls
+
+check-tls: pam_flowslot.so
+	bash tests/tls.sh
