@@ -239,8 +239,8 @@ static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const char *dir,
 			return fd;
 		close(fd);
 	}
-	log_msg(pamh, LOG_ERR, "local slot: %s/%s was removed %d times while opening it", dir,
-		name, LSLOT_OPEN_TRIES);
+	log_msg(pamh, LOG_ERR, "local slot: %s/%s was removed %d times while opening it", dir, name,
+		LSLOT_OPEN_TRIES);
 	return -1;
 }
 

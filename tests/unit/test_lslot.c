@@ -711,8 +711,7 @@ static void test_many_hosts_pruned(void **state)
 static void test_many_hosts_live(void **state)
 {
 	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 60 * S, .max_wait_us = 3600 * S,
-				       .burst = 1 };
+	const struct slot_params p = { .interval_us = 60 * S, .max_wait_us = 3600 * S, .burst = 1 };
 	struct slot_result res;
 	char key[64];
 
@@ -805,7 +804,8 @@ static void test_concurrent_prune(void **state)
 
 			if (i == N) { /* the pruner: a new key each time */
 				snprintf(buf, sizeof(buf), "p%d", k);
-				if (lslot_reserve(NULL, fx->state, buf, &p, &res) == SLOT_UNAVAILABLE)
+				if (lslot_reserve(NULL, fx->state, buf, &p, &res) ==
+				    SLOT_UNAVAILABLE)
 					_exit(1);
 				continue;
 			}
