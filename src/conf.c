@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,31 @@ static char *conf_trim(char *s)
 	return s;
 }
 
+static bool conf_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Turns a trimmed "name = value" into "name=value" in place, as faillock.conf allows blanks
+   around the '='. Blanks inside the name are ambiguous ("inter val=7s"): returns -1. Those
+   inside the value are left for its setter to judge. */
+static int conf_join(char *line)
+{
+	char *eq = strchr(line, '='), *name_end, *value;
+
+	if (eq == NULL)
+		return 0;
+	for (name_end = eq; name_end > line && conf_blank(name_end[-1]);)
+		name_end--;
+	if (strcspn(line, " \t") < (size_t)(name_end - line))
+		return -1;
+	for (value = eq + 1; conf_blank(*value);)
+		value++;
+	*name_end++ = '=';
+	memmove(name_end, value, strlen(value) + 1);
+	return 0;
+}
+
 static void conf_apply(struct opt *o, const pam_handle_t *pamh, const char *path, char *text,
 		       size_t len)
 {
@@ -101,6 +127,12 @@ static void conf_apply(struct opt *o, const pam_handle_t *pamh, const char *path
 		if (line[0] == '\0' || line[0] == '#')
 			continue;
 		snprintf(where, sizeof(where), "%s:%d", path, lineno);
+		if (conf_join(line) != 0) {
+			/* Not shown: the line may hold a password. */
+			o->errors++;
+			log_msg(pamh, LOG_ERR, "%s: a blank inside an option name", where);
+			continue;
+		}
 		o->origin = where;
 		opt_set(o, pamh, line);
 		o->origin = NULL;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <dirent.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #define LSLOT_PREFIX "slot."
 #define LSLOT_LOCK_WAIT_US 1000000
+#define LSLOT_OPEN_TRIES 4
 
 uint64_t lslot_hash(uint64_t hash, const char *s)
 {
@@ -74,17 +76,116 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
 	return dfd;
 }
 
-static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, const char *name)
+/* Reads the stored schedule, "tat at" (a bare tat reads as written now), recovered as
+   slot_recover says; a missing or garbled one reads as now_us. */
+static int64_t lslot_read_tat(int fd, int64_t now_us)
+{
+	char buf[48];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	char *end;
+	long long tat, at = now_us;
+
+	if (n <= 0)
+		return now_us;
+	buf[n] = '\0';
+	errno = 0;
+	tat = strtoll(buf, &end, 10);
+	if (errno == 0 && end != buf && *end == ' ' && end[1] >= '0' && end[1] <= '9')
+		at = strtoll(end + 1, &end, 10);
+	if (errno != 0 || end == buf || (*end != '\n' && *end != '\0') || tat < 0)
+		return now_us;
+	return slot_recover(now_us, tat, at);
+}
+
+/* Whether the locked fd is still the file that dir names name: a pruner may have removed
+   it between our open and our lock, and a decision on a removed file binds no one. */
+static bool lslot_still_named(int dfd, const char *name, int fd)
+{
+	struct stat held, named;
+
+	return fstat(fd, &held) == 0 && held.st_nlink != 0 &&
+	       fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       held.st_ino == named.st_ino && held.st_dev == named.st_dev;
+}
+
+/* Removes the schedule file name if its time has passed (a schedule that says nothing any
+   more, as Redis lets its key expire), unless someone holds it. Returns whether it did. */
+static bool lslot_prune_one(int dfd, const char *name)
 {
 	struct stat st;
-	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bool gone = false;
+	int64_t now_us = fstime_mono_us();
+	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
+	if (fd < 0)
+		return false;
+	/* A live schedule, the common case, is seen without locking; it is read again under
+	   the lock before it goes. */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_nlink == 1 && lslot_read_tat(fd, now_us) <= now_us &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0 && lslot_still_named(dfd, name, fd) &&
+	    lslot_read_tat(fd, now_us) <= now_us)
+		gone = unlinkat(dfd, name, 0) == 0;
+	close(fd); /* and with it the lock */
+	return gone;
+}
+
+/* Counts the schedule files in dfd, after removing those whose time has passed if prune;
+   -1 if the directory cannot be read. Other files (node.* of ncache.c) are not touched. */
+static int lslot_scan(int dfd, bool prune)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	const struct dirent *e;
+	int n = 0;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, LSLOT_PREFIX, sizeof(LSLOT_PREFIX) - 1) != 0)
+			continue;
+		if (!prune || !lslot_prune_one(dfd, e->d_name))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Before a new schedule file is made: prunes when there are many, and turns name into one
+   of the shared schedules when too many are still live, so that the directory stays
+   bounded whatever the number of keys. */
+static void lslot_make_room(int dfd, const char *key, char *name, size_t namesz)
+{
+	int n = lslot_scan(dfd, false);
+
+	if (n >= LSLOT_PRUNE_AT)
+		n = lslot_scan(dfd, true);
+	if (n >= LSLOT_FILES_MAX)
+		snprintf(name, namesz, LSLOT_PREFIX "~shared.%02u",
+			 (unsigned)(lslot_hash(LSLOT_HASH_START, key) % LSLOT_SHARED));
+}
+
+/* Opens the schedule file for key, named name (or a shared one, see lslot_make_room). */
+static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, const char *key,
+			   char *name, size_t namesz)
+{
+	struct stat st;
+	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT) {
+		lslot_make_room(dfd, key, name, namesz);
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
 	if (fd < 0) {
 		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", dir, name);
 		return -1;
 	}
+	/* No link at all: pruned since the open, which the caller sees after locking. */
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    st.st_nlink != 1 || (st.st_mode & 077) != 0) {
+	    st.st_nlink > 1 || (st.st_mode & 077) != 0) {
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
 			dir, name, (unsigned)geteuid());
@@ -113,27 +214,6 @@ static int lslot_lock(int fd)
 	return 0;
 }
 
-/* Reads the stored schedule, "tat at" (a bare tat reads as written now), recovered as
-   slot_recover says; a missing or garbled one reads as now_us. */
-static int64_t lslot_read_tat(int fd, int64_t now_us)
-{
-	char buf[48];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	char *end;
-	long long tat, at = now_us;
-
-	if (n <= 0)
-		return now_us;
-	buf[n] = '\0';
-	errno = 0;
-	tat = strtoll(buf, &end, 10);
-	if (errno == 0 && end != buf && *end == ' ' && end[1] >= '0' && end[1] <= '9')
-		at = strtoll(end + 1, &end, 10);
-	if (errno != 0 || end == buf || (*end != '\n' && *end != '\0') || tat < 0)
-		return now_us;
-	return slot_recover(now_us, tat, at);
-}
-
 static int lslot_write_tat(int fd, int64_t tat_us, int64_t now_us)
 {
 	char buf[48];
@@ -142,6 +222,30 @@ static int lslot_write_tat(int fd, int64_t tat_us, int64_t now_us)
 	if (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) != 0)
 		return -1;
 	return 0;
+}
+
+/* Opens and locks the schedule file for key, the one dir names once locked; -1 if none,
+   logged. */
+static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const char *dir, const char *key,
+			     char *name, size_t namesz)
+{
+	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
+		int fd = lslot_open_file(pamh, dfd, dir, key, name, namesz);
+
+		if (fd < 0)
+			return -1;
+		if (lslot_lock(fd) != 0) {
+			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
+			close(fd);
+			return -1;
+		}
+		if (lslot_still_named(dfd, name, fd))
+			return fd;
+		close(fd);
+	}
+	log_msg(pamh, LOG_ERR, "local slot: %s/%s was removed %d times while opening it", dir, name,
+		LSLOT_OPEN_TRIES);
+	return -1;
 }
 
 enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const char *key,
@@ -155,21 +259,16 @@ enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const
 	lslot_file_name(key, name, sizeof(name));
 	dfd = lslot_open_dir(pamh, dir);
 	if (dfd >= 0)
-		fd = lslot_open_file(pamh, dfd, dir, name);
+		fd = lslot_open_locked(pamh, dfd, dir, key, name, sizeof(name));
 	if (fd >= 0) {
-		if (lslot_lock(fd) != 0) {
-			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
-		} else {
-			now_us = fstime_mono_us();
-			new_tat_us = slot_decide(p, now_us, lslot_read_tat(fd, now_us), res);
-			if (res->verdict == SLOT_REFUSE)
-				verdict = SLOT_REFUSE;
-			else if (lslot_write_tat(fd, new_tat_us, now_us) == 0)
-				verdict = SLOT_ADMIT;
-			else
-				log_msg(pamh, LOG_ERR, "local slot: cannot write %s/%s: %m", dir,
-					name);
-		}
+		now_us = fstime_mono_us();
+		new_tat_us = slot_decide(p, now_us, lslot_read_tat(fd, now_us), res);
+		if (res->verdict == SLOT_REFUSE)
+			verdict = SLOT_REFUSE;
+		else if (lslot_write_tat(fd, new_tat_us, now_us) == 0)
+			verdict = SLOT_ADMIT;
+		else
+			log_msg(pamh, LOG_ERR, "local slot: cannot write %s/%s: %m", dir, name);
 		close(fd); /* and with it the lock */
 	}
 	if (dfd >= 0)

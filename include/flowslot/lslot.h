@@ -9,6 +9,13 @@
 
 #include "flowslot/slot.h"
 
+/* The directory stays bounded: before a new schedule file is made, when LSLOT_PRUNE_AT or
+   more are there, those whose time has passed are removed; if LSLOT_FILES_MAX or more are
+   still live, the new key shares one of LSLOT_SHARED schedules (slot.~shared.NN) instead. */
+#define LSLOT_PRUNE_AT 64
+#define LSLOT_FILES_MAX 256
+#define LSLOT_SHARED 16
+
 /* Reserves a slot on the schedule key, kept in a file under dir (created 0700 when missing).
    Returns SLOT_ADMIT or SLOT_REFUSE with res filled in, or SLOT_UNAVAILABLE, with the reason
    logged, when the directory or file cannot be used safely. */

@@ -170,6 +170,84 @@ static void test_bad_lines(void **state)
 	assert_int_equal(o.slot.burst, 2);
 }
 
+/* Blanks around '=' are fine, as in faillock.conf. */
+static void test_blanks_accepted(void **state)
+{
+	struct opt o;
+	const char *path = text("blanks.conf",
+				"interval = 3s\n"
+				"burst\t=\t4\n"
+				"max_wait= 30s\n"
+				"timeout =250ms\n"
+				"  countdown = 5s \t\n"
+				"\tkey  =  flowslot:%h \n"
+				"quiet \t\n"
+				"\tdebug\n"
+				"url = redis://gate:S3cretPW@10.0.0.5 \n"
+				"sentinel_password =  pass phrase\t\n",
+				0640);
+
+	(void)state;
+	parse_conf(&o, path, NULL);
+	if (o.errors != 0)
+		fail_msg("%d errors: %s", o.errors, logged);
+	assert_int_equal(o.slot.interval_us, 3000000);
+	assert_int_equal(o.slot.burst, 4);
+	assert_int_equal(o.slot.max_wait_us, 30000000);
+	assert_int_equal(o.timeout_us, 250000);
+	assert_int_equal(o.countdown_us, 5000000);
+	assert_string_equal(o.key, "flowslot:%h");
+	assert_true(o.quiet);
+	assert_true(o.debug);
+	assert_string_equal(o.url.user, "gate");
+	assert_string_equal(o.url.password, "S3cretPW");
+	/* Blanks inside a value are its own: a pass phrase keeps them. */
+	assert_string_equal(o.sentinel_password, "pass phrase");
+	assert_null(strstr(logged, "3cretPW"));
+	assert_null(strstr(logged, "phrase"));
+}
+
+/* Blanks inside a name or a value are ambiguous: refused by file:line, no secret shown. */
+static void test_blanks_refused(void **state)
+{
+	struct opt o;
+	const char *path = text("ambiguous.conf",
+				"inter val=3s\n"
+				"interval=7 s\n"
+				"burst = 4 0\n"
+				"interval 3s\n"
+				"url redis://:S3cretPW@h?db=2\n"
+				"timeout = 2 s\n"
+				"sentinel_password pw = S3cretPW\n"
+				"burst=2\n",
+				0600);
+	static const char *const expected[] = {
+		":1: a blank inside an option name",
+		":2: bad value for interval: \"7 s\"",
+		":3: bad value for burst: \"4 0\"",
+		":4: unknown option \"interval\"",
+		":5: a blank inside an option name",
+		":6: bad value for timeout: \"2 s\"",
+		":7: a blank inside an option name",
+	};
+	char where[300];
+
+	(void)state;
+	parse_conf(&o, path, NULL);
+	if (o.errors != 7)
+		fail_msg("%d errors: %s", o.errors, logged);
+	for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
+		snprintf(where, sizeof(where), "%s%s", path, expected[i]);
+		if (strstr(logged, where) == NULL)
+			fail_msg("no \"%s\" in: %s", where, logged);
+	}
+	assert_null(strstr(logged, "3cret"));
+	assert_int_equal(o.slot.interval_us, 7000000);
+	assert_int_equal(o.slot.burst, 2);
+	assert_false(o.url.has_password);
+	assert_false(o.has_sentinel_password);
+}
+
 static void test_password_in_conf(void **state)
 {
 	struct opt o;
@@ -269,6 +347,8 @@ int main(void)
 		cmocka_unit_test(test_lines_and_override),
 		cmocka_unit_test(test_unsafe_files),
 		cmocka_unit_test(test_bad_lines),
+		cmocka_unit_test(test_blanks_accepted),
+		cmocka_unit_test(test_blanks_refused),
 		cmocka_unit_test(test_password_in_conf),
 		cmocka_unit_test(test_password_file),
 		cmocka_unit_test(test_password_in_stack_warns),

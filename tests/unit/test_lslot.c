@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
@@ -687,6 +688,186 @@ static void test_lock_held(void **state)
 	assert_true(res.wait_us > 0);
 }
 
+static bool exists(const struct fixture *fx, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", fx->state, name);
+	return lstat(path, &st) == 0;
+}
+
+/* 400 remote hosts, each its own schedule, whose times pass: the directory stays small. */
+static void test_many_hosts_pruned(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 1 * MS, .max_wait_us = 60 * S, .burst = 1 };
+	const struct timespec pause = { .tv_nsec = 5000000 };
+	struct slot_result res;
+	char key[64];
+
+	for (int i = 0; i <= 400; i++) {
+		if (i == 400)
+			nanosleep(&pause, NULL); /* every schedule's time has passed */
+		snprintf(key, sizeof(key), "flowslot:{sshd}:root@10.0.%d.%d", i / 256, i % 256);
+		assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
+		if (count_entries(fx->state) > LSLOT_PRUNE_AT)
+			fail_msg("%d files after %d hosts", count_entries(fx->state), i + 1);
+	}
+	/* The last one, just made, is still there. */
+	assert_true(exists(fx, "slot.flowslot:{sshd}:root@10.0.1.144"));
+}
+
+/* 400 hosts whose schedules are all still live: past LSLOT_FILES_MAX, new keys share
+   LSLOT_SHARED schedules, and every key is still staggered. */
+static void test_many_hosts_live(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 60 * S, .max_wait_us = 3600 * S, .burst = 1 };
+	struct slot_result res;
+	char key[64];
+
+	for (int i = 0; i < 400; i++) {
+		snprintf(key, sizeof(key), "flowslot:{sshd}:root@10.0.%d.%d", i / 256, i % 256);
+		assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
+		if (i < LSLOT_FILES_MAX)
+			assert_int_equal(res.wait_us, 0);
+	}
+	if (count_entries(fx->state) > LSLOT_FILES_MAX + LSLOT_SHARED)
+		fail_msg("%d files after 400 hosts", count_entries(fx->state));
+	/* The first host has its own schedule; the last shares one, still kept. */
+	assert_int_equal(reserve(fx, "flowslot:{sshd}:root@10.0.0.0", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > p.interval_us / 2 && res.wait_us <= p.interval_us);
+	assert_int_equal(reserve(fx, "flowslot:{sshd}:root@10.0.1.143", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > p.interval_us / 2);
+	assert_true(exists(fx, "slot.flowslot:{sshd}:root@10.0.0.255"));
+	assert_false(exists(fx, "slot.flowslot:{sshd}:root@10.0.1.143"));
+}
+
+/* Pruning removes only schedule files whose time has passed and that no one holds. */
+static void test_prune_spares(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], buf[64];
+	int held;
+
+	make_state_dir(fx, 0700);
+	for (int i = 0; i < LSLOT_PRUNE_AT; i++) {
+		snprintf(path, sizeof(path), "%s/slot.old%d", fx->state, i);
+		write_file(path, i % 2 ? "1\n" : "", 0600); /* passed, or garbled */
+	}
+	snprintf(path, sizeof(path), "%s/node.0123456789abcdef.master", fx->state);
+	write_file(path, "10.0.0.5:6379\n", 0600);
+	snprintf(path, sizeof(path), "%s/node.0123456789abcdef.master.tmp.42", fx->state);
+	write_file(path, "", 0600);
+	snprintf(path, sizeof(path), "%s/slot.live", fx->state);
+	snprintf(buf, sizeof(buf), "%" PRId64 "\n", fstime_mono_us() + 60 * S);
+	write_file(path, buf, 0600);
+	snprintf(path, sizeof(path), "%s/slot.held", fx->state);
+	write_file(path, "1\n", 0600);
+	held = open(path, O_RDWR);
+	assert_true(held >= 0);
+	assert_int_equal(flock(held, LOCK_EX), 0);
+
+	assert_int_equal(reserve(fx, "new", &p, &res), SLOT_ADMIT);
+	close(held);
+	assert_true(exists(fx, "node.0123456789abcdef.master"));
+	assert_true(exists(fx, "node.0123456789abcdef.master.tmp.42"));
+	assert_true(exists(fx, "slot.live"));
+	assert_true(exists(fx, "slot.held"));
+	assert_true(exists(fx, "slot.new"));
+	assert_int_equal(count_entries(fx->state), 5);
+}
+
+/* Several processes reserving on one key while another prunes: a schedule removed between
+   a login's open and its lock must not let two logins decide on two different files. */
+static void test_concurrent_prune(void **state)
+{
+	enum { N = 4, RUN_MS = 1500 };
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 2 * MS, .max_wait_us = 0, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], hot[PATH_MAX], buf[64];
+	int64_t got[2], *deadlines = NULL, stop_us, last_ino = -1;
+	size_t n = 0, inodes = 0;
+	pid_t pids[N + 1];
+	int out[2];
+
+	make_state_dir(fx, 0700);
+	/* Enough live schedules that every new key prunes. */
+	snprintf(buf, sizeof(buf), "%" PRId64 "\n", fstime_mono_us() + 3600 * S);
+	for (int i = 0; i < LSLOT_PRUNE_AT + 16; i++) {
+		snprintf(path, sizeof(path), "%s/slot.live%d", fx->state, i);
+		write_file(path, buf, 0600);
+	}
+	slot_path(fx, "hot", hot, sizeof(hot));
+	assert_int_equal(pipe(out), 0);
+	stop_us = fstime_mono_us() + RUN_MS * MS;
+	for (int i = 0; i <= N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] != 0)
+			continue;
+		close(out[0]);
+		for (int k = 0; fstime_mono_us() < stop_us; k++) {
+			struct stat st;
+
+			if (i == N) { /* the pruner: a new key each time */
+				snprintf(buf, sizeof(buf), "p%d", k);
+				if (lslot_reserve(NULL, fx->state, buf, &p, &res) ==
+				    SLOT_UNAVAILABLE)
+					_exit(1);
+				continue;
+			}
+			if (lslot_reserve(NULL, fx->state, "hot", &p, &res) == SLOT_UNAVAILABLE)
+				_exit(1);
+			if (res.verdict != SLOT_ADMIT)
+				continue;
+			got[0] = res.deadline_us;
+			got[1] = stat(hot, &st) == 0 ? (int64_t)st.st_ino : -1;
+			if (write(out[1], got, sizeof(got)) != sizeof(got))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(out[1]);
+	while (read(out[0], got, sizeof(got)) == sizeof(got)) {
+		deadlines = realloc(deadlines, (n + 1) * sizeof(*deadlines));
+		assert_non_null(deadlines);
+		deadlines[n++] = got[0];
+		if (got[1] != last_ino)
+			inodes++;
+		last_ino = got[1];
+	}
+	close(out[0]);
+	for (int i = 0; i <= N; i++) {
+		int status;
+
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	for (size_t i = 1; i < n; i++) {
+		for (size_t j = i; j > 0 && deadlines[j - 1] > deadlines[j]; j--) {
+			int64_t t = deadlines[j];
+
+			deadlines[j] = deadlines[j - 1];
+			deadlines[j - 1] = t;
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		if (deadlines[i] - deadlines[i - 1] < p.interval_us)
+			fail_msg("admissions %zu and %zu of %zu: %lld us apart", i, i + 1, n,
+				 (long long)(deadlines[i] - deadlines[i - 1]));
+	}
+	free(deadlines);
+	/* The race was run: logins were admitted, and the key's file was pruned and remade. */
+	if (n < 20 || inodes < 3)
+		fail_msg("%zu admissions on %zu files", n, inodes);
+	print_message("%zu admissions on %zu files\n", n, inodes);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fixture_setup, fixture_teardown)
@@ -706,6 +887,10 @@ int main(void)
 		T(test_long_key_reserve),
 		T(test_concurrent),
 		T(test_lock_held),
+		T(test_many_hosts_pruned),
+		T(test_many_hosts_live),
+		T(test_prune_spares),
+		T(test_concurrent_prune),
 	};
 #undef T
 
