@@ -165,8 +165,16 @@ static void test_refused(void **state)
 	assert_int_equal(reserve(&o, &res), SLOT_REFUSE);
 	assert_int_equal(res.wait_us, 61000000);
 	assert_int_equal(res.position, 9);
+}
 
-	/* A queue others built with a longer max_wait is a refusal, not garbage (issue #7). */
+/* A queue others built with a longer max_wait is a refusal, not garbage (issue #7). */
+static void test_refused_longer_queue(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	opts(&o);
 	serve("*3\r\n:0\r\n:3600000000\r\n:515\r\n");
 	assert_int_equal(reserve(&o, &res), SLOT_REFUSE);
 	assert_int_equal(res.wait_us, 3600000000);
@@ -452,6 +460,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_admitted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_longer_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth_and_db_pipelined, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth_without_user, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown),
