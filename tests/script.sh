@@ -6,36 +6,44 @@ set -u
 LUA=$TOP/src/slot.lua
 start_redis s || exit 1
 
-# slot KEY INTERVAL_US BURST MAX_WAIT_US: prints "admitted wait_us position".
-slot() {
-	rcli "${SERVER:-s}" --eval "$LUA" "$1" , "$2" "$3" "$4" | tr '\n' ' ' | sed 's/ $//'
+# call OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB]: prints
+# "verdict wait_us position". The queue's keys are KEY:q, :l, :w and :g.
+call() {
+	op=$1 k=$2
+	shift 2
+	rcli "${SERVER:-s}" --eval "$LUA" "$k" "$k:q" "$k:l" "$k:w" "$k:g" , "$op" "$1" "$2" "$3" \
+		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" |
+		tr '\n' ' ' | sed 's/ $//'
 }
+# slot KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US]: one reservation.
+slot() { call reserve "$@"; }
 
-# Burst: three at once start now, the fourth one interval later.
+# Burst: three at once start now; the fourth waits about one interval, first in the queue.
 r1=$(slot b 1000000 3 60000000)
 r2=$(slot b 1000000 3 60000000)
 r3=$(slot b 1000000 3 60000000)
 r4=$(slot b 1000000 3 60000000)
 check "burst=3: three start at once ($r1 | $r2 | $r3)" \
 	[ "$r1|$r2|$r3" = "1 0 1|1 0 1|1 0 1" ]
-read -r a w p <<< "$r4"
-check "burst=3: the fourth waits about one interval ($r4)" \
-	sh -c "[ '$a $p' = '1 1' ] && [ $w -gt 900000 ] && [ $w -le 1000000 ]"
+read -r v w p _ <<< "$r4"
+check "burst=3: the fourth is queued for about one interval ($r4)" \
+	sh -c "[ '$v $p' = '2 1' ] && [ $w -gt 900000 ] && [ $w -le 1000000 ]"
 
-# b = 1: slot = max(last + T, now), positions counting up.
+# b = 1: slot = max(last + T, now); the waiters hold places 1, 2 in the queue.
 r1=$(slot one 2000000 1 60000000)
 r2=$(slot one 2000000 1 60000000)
 r3=$(slot one 2000000 1 60000000)
-check "burst=1: waits 0, ~T, ~2T with positions 1, 1, 2 ($r1 | $r2 | $r3)" \
+check "burst=1: admitted, then queued ~T and ~2T at places 1 and 2 ($r1 | $r2 | $r3)" \
 	sh -c "echo '$r1 $r2 $r3' | awk '{ exit !(\$1==1 && \$2==0 && \$3==1 &&
-		\$5>1900000 && \$5<=2000000 && \$6==1 && \$8>3900000 && \$8<=4000000 && \$9==2) }'"
+		\$4==2 && \$5>1900000 && \$5<=2000000 && \$6==1 && \$7==2 && \$8>3900000 && \$8<=4000000 && \$9==2) }'"
 
 # A refusal writes nothing: neither the schedule nor its expiry moves.
 slot r 5000000 1 60000000 > /dev/null
 before=$(rcli s get r)
 refused=$(slot r 5000000 1 1000000)
 check "a wait past max_wait is refused ($refused)" [ "${refused%% *}" = 0 ]
-check "the refusal left the schedule as it was" [ "$(rcli s get r)" = "$before" ]
+check "the refusal left the schedule as it was, and holds no place" \
+	sh -c "[ '$(rcli s get r)' = '$before' ] && [ $(rcli s exists r:q) = 0 ]"
 slot fresh 5000000 1 0 > /dev/null
 refused=$(slot fresh 5000000 1 0)
 check "max_wait=0 refuses any wait ($refused)" [ "${refused%% *}" = 0 ]
@@ -53,24 +61,24 @@ stored=$(rcli s get d)
 check "the schedule is stored as whole microseconds, tat and time written ($stored)" \
 	sh -c "echo '$stored' | grep -Eq '^[0-9]{16} [0-9]{16}$'"
 
-# Staleness is the schedule's own, never the caller's (issue #7 item 1): nine logins queue
-# 63 s at max_wait=60s; a login with max_wait=45s, then one with 50s, are refused, and the
-# schedule is left as it was.
+# Staleness is the schedule's own, never the caller's (issue #7 item 1): nine logins at
+# max_wait=60s leave the next one 63 s to wait; a login with max_wait=45s, then one with 50s,
+# are refused, and the queue is left as it was.
 for _ in 1 2 3 4 5 6 7 8 9; do slot mixed 7000000 1 60000000 > /dev/null; done
-before=$(rcli s get mixed)
+before="$(rcli s get mixed) $(rcli s zcard mixed:q)"
 r45=$(slot mixed 7000000 1 45000000)
 r50=$(slot mixed 7000000 1 50000000)
 check "mixed max_wait: 45 s and 50 s are refused by a 63 s queue ($r45 | $r50)" \
 	[ "${r45%% *}|${r50%% *}" = "0|0" ]
-check "... and the queue is left as it was" [ "$(rcli s get mixed)" = "$before" ]
+check "... and the queue is left as it was" [ "$(rcli s get mixed) $(rcli s zcard mixed:q)" = "$before" ]
 
 # A server clock that went back a day since the schedule was written: the queue keeps its
 # length (3 s), it neither holds logins for a day nor vanishes.
 now=$(rcli s time | head -1)
 rcli s set back "$((now + 86403))000000 $((now + 86400))000000" > /dev/null
 read -r a w _ <<< "$(slot back 1000000 1 60000000)"
-check "a clock a day back keeps the queue's length (admitted $a, wait $w us)" \
-	sh -c "[ $a = 1 ] && [ $w -gt 2500000 ] && [ $w -le 3000000 ]"
+check "a clock a day back keeps the queue's length (verdict $a, wait $w us)" \
+	sh -c "[ $a = 2 ] && [ $w -gt 2500000 ] && [ $w -le 3000000 ]"
 # Further ahead than any settings allow (60 min + 1000 * 60 min): not ours, restarted.
 rcli s set far "$((now + 3700000))000000 ${now}000000" > /dev/null
 r=$(slot far 1000000 1 60000000)
@@ -78,18 +86,18 @@ check "a schedule beyond any settings' horizon is treated as stale ($r)" [ "$r" 
 # A bare tat, as earlier versions wrote it, is still read.
 rcli s set bare "$((now + 5))000000" > /dev/null
 read -r a w _ <<< "$(slot bare 1000000 1 60000000)"
-check "a bare tat is read as a schedule ($a $w)" sh -c "[ $a = 1 ] && [ $w -gt 3000000 ]"
+check "a bare tat is read as a schedule ($a $w)" sh -c "[ $a = 2 ] && [ $w -gt 3000000 ]"
 
 # Garbage in the key is overwritten, not trusted.
 rcli s set junk "not-a-number" > /dev/null
 check "garbage in the schedule reads as empty" [ "$(slot junk 1000000 1 60000000)" = "1 0 1" ]
-slot_db() { rcli s --eval "$LUA" "$1" , 1000000 1 60000000 "$2" 2>&1 | tr '\n' ' '; }
-check "ARGV[4] selects the database first" \
-	sh -c "[ '$(slot_db indb 4)' = '1 0 1 ' ] && [ \$(redis-cli -s '$TMP/s.sock' -n 4 exists indb) = 1 ]"
+slot_db() { call reserve "$1" 1000000 1 60000000 "" "" "" "" "" "$2" 2>&1; }
+check "ARGV[5] selects the database first" \
+	sh -c "[ '$(slot_db indb 4)' = '1 0 1' ] && [ \$(redis-cli -s '$TMP/s.sock' -n 4 exists indb) = 1 ]"
 check "a database out of range fails before any write" \
 	sh -c "echo '$(slot_db nodb 99)' | grep -q 'out of range' && [ \$(redis-cli -s '$TMP/s.sock' exists nodb) = 0 ]"
 check "bad arguments are an error" \
-	sh -c "rcli() { :; }; redis-cli -s '$TMP/s.sock' --eval '$LUA' x , abc 1 1 2>&1 | grep -q 'bad arguments'"
+	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x x:q x:l x:w x:g , reserve abc 1 1 0 id '' '' 0 1 2>&1 | grep -q 'bad arguments'"
 
 # The script reads the server's clock: the stored schedule is one interval past its TIME.
 slot st 1000000 1 60000000 > /dev/null
@@ -98,5 +106,63 @@ tat=${tat%% *}
 server_us=$(rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 check "the schedule is one interval past the server's TIME ($((tat - server_us)) us)" \
 	in_range $((tat - server_us)) 0 1000000
+
+# The queue of live waiters (issue #8). Each call below names its place: ID WHO HOST.
+q() { call "$1" qq 1000000 1 60000000 "$2" "$3" "$4" "${5:-0}" "${6:-60000000}"; }
+field() { echo "$1" | awk -v n="$2" '{ print $n }'; }
+qa=$(q reserve a wa h1) # admitted at once: nothing kept but the schedule
+check "no wait: admitted, and nothing kept but the schedule ($qa)" \
+	sh -c "[ '$qa' = '1 0 1' ] && [ $(rcli s exists qq:q qq:l qq:w qq:g) = 0 ]"
+qb=$(q reserve b wb h1)
+qc=$(q reserve c wc h2)
+qd=$(q reserve d wd h1)
+check "three waiters hold places 1, 2, 3, about 1, 2, 3 s off ($qb | $qc | $qd)" \
+	sh -c "[ $(field "$qb" 1)$(field "$qb" 3)$(field "$qc" 3)$(field "$qd" 3) = 2123 ] &&
+		[ $(field "$qd" 2) -gt 2900000 ]"
+# A place given back (its login hung up): everyone behind moves up one interval.
+q leave b wb h1 > /dev/null
+qd2=$(q renew d wd h1)
+check "a place given back moves those behind up: d is now number 2, ~1 s sooner ($qd2)" \
+	sh -c "[ $(field "$qd2" 1) = 2 ] && [ $(field "$qd2" 3) = 2 ] &&
+		[ $(($(field "$qd" 2) - $(field "$qd2" 2))) -gt 900000 ]"
+# A retry by the same service, user and host takes the place back, ahead of those behind.
+qb2=$(q reserve b2 wb h1)
+check "a retry keeps its place: number 1 again, not 3 ($qb2)" [ "$(field "$qb2" 3)" = 1 ]
+# Two live attempts of one user each get a place of their own.
+qe1=$(q reserve e1 we h3)
+qe2=$(q reserve e2 we h3)
+check "two live attempts of one user hold two places ($(field "$qe1" 3), $(field "$qe2" 3))" \
+	sh -c "[ $(field "$qe1" 1)$(field "$qe2" 1) = 22 ] && [ $(field "$qe2" 3) = $(($(field "$qe1" 3) + 1)) ]"
+# per_host: h1 holds b2 and d; a third is refused at once, reserving nothing.
+waiting=$(rcli s zcard qq:q)
+qf=$(q reserve f wf h1 2)
+check "per_host=2: a third place for one host is refused at once ($qf)" \
+	sh -c "[ $(field "$qf" 1) = 3 ] && [ $(rcli s zcard qq:q) = $waiting ]"
+qg=$(q reserve g wg h4 2)
+check "... while another host still queues ($(field "$qg" 1))" [ "$(field "$qg" 1)" = 2 ]
+# At its slot the first waiter renews and is admitted; its place goes.
+sleep "$(awk -v w="$(field "$qb2" 2)" 'BEGIN { printf "%.3f", w / 1e6 + 0.05 }')"
+early=$(q renew c wc h2)
+turn=$(q renew b2 wb h1)
+check "only the head is admitted at the slot (c: $early; b2: $turn)" \
+	sh -c "[ $(field "$early" 1) = 2 ] && [ $(field "$turn" 1) = 1 ] && [ $(rcli s hexists qq:w b2) = 0 ]"
+# A lease that runs out (the login died) gives the place back within the lease.
+q reserve h wh h5 0 300000 > /dev/null
+call reserve lz 1000000 1 60000000 z0 w0 h0 > /dev/null # takes the slot: the next ones wait
+call reserve lz 1000000 1 60000000 z1 w1 h1 0 300000 > /dev/null
+before=$(field "$(call reserve lz 1000000 1 60000000 z2 w2 h2)" 3)
+sleep 0.4
+after=$(call renew lz 1000000 1 60000000 z2 w2 h2)
+check "a place whose lease ran out is dropped: the one behind moves from $before to $(field "$after" 3)" \
+	sh -c "[ $before = 2 ] && [ $(field "$after" 3) = 1 ] && [ $(rcli s hexists lz:w z1) = 0 ]"
+check "... and remembered for a retry (a ghost)" [ "$(rcli s hexists lz:g w1)" = 1 ]
+# A waiter whose lease ran out while it lived on (stopped) takes its place back on renewal.
+again=$(call renew lz 1000000 1 60000000 z1 w1 h1)
+check "a late renewal takes its own place back, ahead again ($again)" \
+	sh -c "[ $(field "$again" 1) = 2 ] && [ $(field "$again" 3) = 1 ] && [ $(rcli s hexists lz:g w1) = 0 ]"
+# Bounded state: when every waiter is gone, the queue's keys go too.
+for id in c d e1 e2 g h; do q leave "$id" x h > /dev/null; done
+check "everyone gone: no waiter left, and the keys expire with the last ghost" \
+	sh -c "[ $(rcli s zcard qq:q) = 0 ] && [ $(rcli s hlen qq:w) = 0 ] && [ $(rcli s pttl qq:g) -le 61000 ]"
 
 finish
