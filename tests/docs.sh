@@ -65,4 +65,16 @@ check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f |
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 
+# The README's "make demo" works from any checkout: here from a copy of the built tree under
+# /tmp (which each login gets a private one of) by a path with a space, quotes, a dollar sign
+# and sed's | and &.
+copy=$(mktemp -d "/tmp/flowslot docs 'q' \"\$x|&.XXXXXX")
+trap 'rm -rf "$copy"; cleanup' EXIT
+cp --parents pam_flowslot.so tests/lib.sh tests/demo.sh tests/stamp.sh "$copy/"
+bash "$copy/tests/demo.sh" > "$TMP/demo.log" 2>&1
+demo_rc=$?
+check "make demo from a checkout at '$copy': $(grep -o '^[0-9]* logins, [0-9]* failed' "$TMP/demo.log")" \
+	sh -c '[ "$1" = 0 ] && grep -q "^6 logins, 0 failed" "$2"' sh "$demo_rc" "$TMP/demo.log"
+rm -rf "$copy"
+
 finish
