@@ -13,7 +13,7 @@ service flowslot-demo \
 
 echo "pam_flowslot demo: $N logins at the same instant, interval=1s, one private redis-server"
 echo "(unix socket $TMP/demo.sock). The PAM stack:"
-sed "s|^|    |; s|$TOP/||g; s|$TMP/||g" "$TMP/svc/flowslot-demo"
+sed "s|^|    |; s|$TREE/||g; s|$TMP/||g" "$TMP/svc/flowslot-demo"
 echo
 echo "Admissions, as they happen:"
 start=$(date +%s%N)
