@@ -92,7 +92,7 @@ check "... while a required gate would have let authfail record one (the test ca
 now_us=$(rcli r time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 rcli r set full "$((now_us + 100000000)) $now_us" px 100000 > /dev/null
 example sshd-flowslot "unix://$TMP/r.sock" "key=full max_wait=1s" > "$TMP/svc/sshdex"
-echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/sshdex"
+echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/sshdex"
 echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/sshdex"
 login sx1 sshdex nobody open_session
 check "the shipped sshd lines: a refused session fails" \
