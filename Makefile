@@ -63,6 +63,9 @@ build/slot_lua.h: src/slot.lua | build
 build:
 	mkdir -p build
 
+# $(call shq,TEXT): TEXT as one shell word, in single quotes, for a checkout path with spaces.
+shq = '$(subst ','\'',$(1))'
+
 # Unit tests: cmocka, linked against the objects themselves.
 TEST_CFLAGS = $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Wno-missing-prototypes
 TEST_LIBS = $(CMOCKA_LIBS) $(PAM_LIBS)
@@ -75,7 +78,7 @@ build/test_rslot: tests/unit/test_rslot.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
 
 build/test_symbols: tests/unit/test_symbols.c pam_flowslot.so
-	$(CC) $(TEST_CFLAGS) -DMODULE_PATH='"$(CURDIR)/pam_flowslot.so"' -o $@ $< \
+	$(CC) $(TEST_CFLAGS) -DMODULE_PATH=$(call shq,"$(CURDIR)/pam_flowslot.so") -o $@ $< \
 		$(TEST_LIBS) -ldl
 
 # A decimal-comma locale, so that test_opt can show durations ignore the caller's locale.
@@ -84,7 +87,7 @@ build/locale/de_DE.UTF-8: | build
 	localedef -i de_DE -f UTF-8 $@
 
 unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
-	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(CURDIR)/build/locale ./$$t || exit 1; done
+	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(call shq,$(CURDIR)/build/locale) ./$$t || exit 1; done
 
 # The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
 check:

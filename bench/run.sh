@@ -44,7 +44,9 @@ fail() {
 
 # run COMMAND...: runs a client and keeps its command line for the report, $TMP abbreviated.
 run() {
-	printf '%s\n' "$*" | sed "s|$TMP|\$TMP|g; s|$TOP/||g" >> "$TMP/commands"
+	local line=$*
+	line=${line//"$TMP"/\$TMP}
+	printf '%s\n' "${line//"$TOP/"/}" >> "$TMP/commands"
 	"$@"
 }
 
@@ -212,10 +214,12 @@ stop_redis m3
 M3_ARRIVE=$(awk '!/^#/ { print $2 * 1000 }' "$M3_CSV" | stats)
 M3_DECIDE=$(awk '!/^#/ { print ($3 - $2) * 1000 }' "$M3_CSV" | stats)
 PNG_NOTE=""
+# gp_str TEXT: TEXT as a gnuplot string in single quotes (in which '' stands for ').
+gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
 if command -v gnuplot > /dev/null; then
 	gnuplot <<-EOF || fail "gnuplot"
 		set terminal pngcairo size 1000,640 font 'DejaVu Sans,10'
-		set output '$PNG'
+		set output $(gp_str "$PNG")
 		set termoption noenhanced
 		set title "pam_flowslot: $M3_N logins started at the same instant, interval=100ms (Redis on a Unix socket)"
 		set xlabel 'seconds since the common start'
@@ -224,7 +228,7 @@ if command -v gnuplot > /dev/null; then
 		set grid
 		set yrange [0:$((M3_N + 1))]
 		set xrange [-0.1:*]
-		plot '$M3_CSV' using (\$2/1000):1:((\$5-\$2)/1000):(0) with vectors nohead lc rgb '#c0c0c0' title 'waiting (countdown_wait)', \
+		plot $(gp_str "$M3_CSV") using (\$2/1000):1:((\$5-\$2)/1000):(0) with vectors nohead lc rgb '#c0c0c0' title 'waiting (countdown_wait)', \
 		     '' using (\$2/1000):1 with points pt 7 ps 0.7 lc rgb '#1f77b4' title 'arrived: reservation sent', \
 		     '' using (\$5/1000):1 with points pt 5 ps 0.7 lc rgb '#d62728' title 'admitted: woke at its slot'
 	EOF

@@ -1,10 +1,11 @@
 /* libFuzzer target: what the module makes of a server's reply. The input is RESP, read by a
-   hiredis reader as rnode.c reads the socket; every reply, and every reply nested in one, goes
-   to rslot_read_reply under a few fixed schedules, and its text through log_escape as
-   rnode_fail shows it. */
+   hiredis reader under the caps rnode.c puts on every connection (rnode_cap_reader); every
+   reply, and every reply nested in one, goes to rslot_read_reply under a few fixed
+   schedules, and its text through log_escape as rnode_fail shows it. */
 #include <hiredis/hiredis.h>
 
 #include "flowslot/log.h"
+#include "flowslot/rnode.h"
 #include "flowslot/rslot.h"
 #include "flowslot/slot.h"
 #include "fuzz.h"
@@ -12,7 +13,6 @@
 #define US_PER_S INT64_C(1000000)
 #define POSITION_MAX INT64_C(1000000000) /* RSLOT_POSITION_MAX in rslot.c */
 #define DEADLINE_UNTOUCHED INT64_C(-4242)
-#define ARRAY_MAX 1024
 
 /* The defaults, the smallest and largest settings, and the man page's burst example. */
 static const struct slot_params params[] = {
@@ -21,19 +21,6 @@ static const struct slot_params params[] = {
 	{ .interval_us = 3600 * US_PER_S, .max_wait_us = 3600 * US_PER_S, .burst = 1000 },
 	{ .interval_us = 2 * US_PER_S, .max_wait_us = 30 * US_PER_S, .burst = 3 },
 };
-
-/* hiredis 0.14 has no maxelements: "*2000000000\r\n" would have it calloc 16 GB, which
-   libFuzzer reports as running out of memory. That is hiredis, not the module: refuse big
-   arrays (the reader then fails as out of memory). */
-static redisReplyObjectFunctions capped;
-static void *(*create_array)(const redisReadTask *task, int elements);
-
-static void *capped_create_array(const redisReadTask *task, int elements)
-{
-	if (elements < 0 || elements > ARRAY_MAX)
-		return NULL;
-	return create_array(task, elements);
-}
 
 /* log_escape, written out again: printable ASCII but '\' as is, the rest as \xNN, and "..."
    in place of what does not fit. */
@@ -139,21 +126,13 @@ static void check_reply(const redisReply *r, int depth)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	redisReader *rd;
+	struct rnode_cap cap;
+	redisReader *rd = redisReaderCreate();
 	void *reply = NULL;
 
-	if (create_array == NULL) {
-		rd = redisReaderCreate();
-		if (rd == NULL)
-			abort();
-		capped = *rd->fn;
-		create_array = capped.createArray;
-		capped.createArray = capped_create_array;
-		redisReaderFree(rd);
-	}
-	rd = redisReaderCreateWithFunctions(&capped);
 	if (rd == NULL)
 		abort();
+	rnode_cap_reader(rd, &cap);
 	if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
 		while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply != NULL) {
 			check_reply(reply, 0);
@@ -161,6 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			reply = NULL;
 		}
 	}
+	/* What the caps let through: never more than they allow. */
+	FUZZ_CHECK(cap.elements <= RNODE_ELEMENTS_MAX);
 	redisReaderFree(rd);
 	return 0;
 }

@@ -65,6 +65,8 @@ static int rnode_send(struct rnode_call *call, int argc, const char **argv, cons
 			rc = -1;
 		}
 	}
+	/* AUTH's holds a password: nothing of a command outlives its sending. */
+	explicit_bzero(cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return rc;
 }
@@ -78,7 +80,8 @@ static int rnode_get_reply(struct rnode_call *call, redisReply **reply, const ch
 
 	for (;;) {
 		if (redisGetReplyFromReader(call->c, &r) != REDIS_OK) {
-			*why = call->c->errstr;
+			*why = call->cap.refused ? "reply too large: too many elements"
+						 : call->c->errstr;
 			return -1;
 		}
 		if (r != NULL) {
@@ -103,6 +106,30 @@ static int rnode_get_reply(struct rnode_call *call, redisReply **reply, const ch
 	}
 }
 
+static void *rnode_capped_array(const redisReadTask *task, int elements)
+{
+	struct rnode_cap *cap = task->privdata;
+
+	if (elements < 0 || elements > RNODE_ARRAY_MAX ||
+	    cap->elements + elements > RNODE_ELEMENTS_MAX) {
+		cap->refused = true;
+		return NULL;
+	}
+	cap->elements += elements;
+	return cap->create_array(task, elements);
+}
+
+void rnode_cap_reader(redisReader *r, struct rnode_cap *cap)
+{
+	cap->fn = *r->fn;
+	cap->create_array = r->fn->createArray;
+	cap->fn.createArray = rnode_capped_array;
+	cap->elements = 0;
+	cap->refused = false;
+	r->fn = &cap->fn;
+	r->privdata = cap;
+}
+
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why)
 {
 	char shown[160];
@@ -111,7 +138,7 @@ void rnode_fail(const struct rnode_call *call, const char *what, const char *why
 		log_escape(why, shown, sizeof(shown)));
 }
 
-/* Checks a status reply: AUTH's, ASKING's. */
+/* Checks a status reply: AUTH's, READWRITE's, ASKING's. */
 static int rnode_expect_ok(struct rnode_call *call, const char *what)
 {
 	redisReply *r = NULL;
@@ -128,6 +155,27 @@ static int rnode_expect_ok(struct rnode_call *call, const char *what)
 		rnode_fail(call, what, "unexpected reply");
 	freeReplyObject(r);
 	return rc;
+}
+
+/* Opens the connection for rnode_connect. hiredis 0.14 gives up when a signal interrupts its
+   wait for the connection (1.x waits on): SIGCHLD or SIGWINCH must not send the login to its
+   fallback, so that is tried again while the deadline allows. */
+static redisContext *rnode_open(const struct rnode_call *call, const struct opt_node *node)
+{
+	const struct opt_url *u = &call->o->url;
+
+	for (;;) {
+		struct timeval tv = fstime_timeval(call->deadline_us - fstime_mono_us());
+		redisContext *c = node == NULL && u->backend == OPT_BACKEND_UNIX
+					  ? redisConnectUnixWithTimeout(u->socket, tv)
+					  : redisConnectWithTimeout(node ? node->host : u->host,
+								    node ? node->port : u->port, tv);
+		bool interrupted = c != NULL && c->err == REDIS_ERR_IO && errno == EINTR;
+
+		if (!interrupted || fstime_mono_us() >= call->deadline_us)
+			return c;
+		redisFree(c);
+	}
 }
 
 /* Connects to node (NULL: the url's own host or socket), with a deadline of its own: timeout,
@@ -149,16 +197,12 @@ static int rnode_connect(struct rnode_call *call, const char *role, const struct
 			node ? node->host : u->host, node ? node->port : u->port);
 		return -1;
 	}
-	if (node == NULL && u->backend == OPT_BACKEND_UNIX) {
+	if (node == NULL && u->backend == OPT_BACKEND_UNIX)
 		snprintf(call->where, sizeof(call->where), "%s unix:%s", role, u->socket);
-		c = redisConnectUnixWithTimeout(u->socket, tv);
-	} else {
-		const char *host = node ? node->host : u->host;
-		int port = node ? node->port : u->port;
-
-		snprintf(call->where, sizeof(call->where), "%s %s:%d", role, host, port);
-		c = redisConnectWithTimeout(host, port, tv);
-	}
+	else
+		snprintf(call->where, sizeof(call->where), "%s %s:%d", role,
+			 node ? node->host : u->host, node ? node->port : u->port);
+	c = rnode_open(call, node);
 	if (c == NULL || c->err) {
 		rnode_fail(call, "cannot connect", c ? c->errstr : "out of memory");
 		redisFree(c);
@@ -170,6 +214,7 @@ static int rnode_connect(struct rnode_call *call, const char *role, const struct
 		redisFree(c);
 		return -1;
 	}
+	rnode_cap_reader(c->reader, &call->cap);
 	call->c = c;
 	return 0;
 }
@@ -282,6 +327,8 @@ static int rnode_read_script(struct rnode_call *call, bool asking, redisReply **
 		rnode_fail(call, "script", why);
 		return -1;
 	}
+	/* The slot's wait counts from here: a slow WAIT must not push the login later. */
+	call->replied_us = fstime_mono_us();
 	/* A NOSCRIPT answer is sent again on this connection: WAIT's reply must be out of the
 	   way first. */
 	if (call->o->sync_replicas > 0 && rnode_read_wait(call, *reply) != 0 &&
@@ -342,20 +389,28 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 			      redisReply **reply, struct rnode_hop *hop)
 {
 	const char *role_argv[] = { "ROLE" };
+	const char *readwrite_argv[] = { "READWRITE" };
 	const struct opt_url *u = &call->o->url;
+	bool cluster = u->backend == OPT_BACKEND_CLUSTER;
 	enum rnode_step step = RNODE_FAILED;
 	redisReply *r = NULL;
 	const char *why = NULL;
 
 	if (rnode_connect(call, "redis", t->node) != 0)
 		return RNODE_FAILED;
+	/* Only a cluster node accepts READWRITE: a server at a remembered or seed address that
+	   is no cluster member (a standalone Redis) fails like any node, and its answer to the
+	   script is never taken. (One that lacks the script gets no EVAL.) */
 	if ((u->has_password && rnode_send_auth(call, u->user, u->password, &why) != 0) ||
+	    (cluster && rnode_send(call, 1, readwrite_argv, &why) != 0) ||
 	    (t->check_role && rnode_send(call, 1, role_argv, &why) != 0) ||
 	    rnode_send_script(call, true, t->asking, &why) != 0) {
 		rnode_fail(call, "sending", why);
 		goto out;
 	}
 	if (u->has_password && rnode_expect_ok(call, "AUTH") != 0)
+		goto out;
+	if (cluster && rnode_expect_ok(call, "READWRITE") != 0)
 		goto out;
 	if (t->check_role && rnode_read_role(call) != 0)
 		goto out;

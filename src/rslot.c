@@ -16,6 +16,9 @@
 /* How long a master found through the sentinels is used without asking them again: bounds how
    long a host can stay with a master the sentinels have left (a partition). */
 #define RSLOT_MASTER_CACHE_S 60
+/* Likewise for the node remembered for a cluster hash slot: after a failover or a reshard,
+   a host comes back to the seeds within a minute, at the cost of one redirect a minute. */
+#define RSLOT_SLOT_CACHE_S 60
 
 int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct slot_result *res,
 		     const char **why)
@@ -130,9 +133,9 @@ static enum rnode_step rslot_reserve_sentinel(struct rnode_call *call, struct sl
 	return RNODE_FAILED;
 }
 
-/* Cluster: the node this host last saw serve the key's slot, else the seeds in order;
-   MOVED and ASK are followed, up to RSLOT_REDIRECTS_MAX. A node that fails is replaced by
-   the next seed not yet tried. */
+/* Cluster: the node this host saw serve the key's slot in the last RSLOT_SLOT_CACHE_S, else
+   the seeds in order; MOVED and ASK are followed, up to RSLOT_REDIRECTS_MAX. A node that
+   fails is replaced by the next seed not yet tried. */
 static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slot_result *res,
 					     int *redirects)
 {
@@ -147,7 +150,7 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 
 	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->key));
 	ncache_name(&o->url, slot, name, sizeof(name));
-	have = ncache_get(o->state_dir, name, 0, &cached) == 0;
+	have = ncache_get(o->state_dir, name, RSLOT_SLOT_CACHE_S, &cached) == 0;
 	t.node = have ? &cached : &o->url.nodes[seed++];
 	for (;;) {
 		switch (rslot_try(call, &t, res, &hop)) {
@@ -213,7 +216,7 @@ enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, c
 	}
 	if (step != RNODE_DONE)
 		return SLOT_UNAVAILABLE;
-	res->deadline_us = fstime_mono_us() + res->wait_us;
+	res->deadline_us = call.replied_us + res->wait_us;
 	if (o->debug)
 		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where, redirects);
 	return res->verdict;

@@ -13,7 +13,7 @@ service flowslot-demo \
 
 echo "pam_flowslot demo: $N logins at the same instant, interval=1s, one private redis-server"
 echo "(unix socket $TMP/demo.sock). The PAM stack:"
-sed "s|^|    |; s|$TOP/||g; s|$TMP/||g" "$TMP/svc/flowslot-demo"
+sed "s|^|    |; s|$TREE/||g; s|$TMP/||g" "$TMP/svc/flowslot-demo"
 echo
 echo "Admissions, as they happen:"
 start=$(date +%s%N)
@@ -52,5 +52,5 @@ spread=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf
 failed=$(grep -L '^0$' "$TMP"/u*.rc | wc -l)
 echo
 echo "$N logins, $failed failed; first to last admission: $spread s (the schedule asks for $((N - 1)) s)."
-echo "The schedule in Redis: $(rcli demo --scan --pattern 'demo:*') = $(rcli demo get demo:flowslot-demo) (server microseconds)"
+echo "The schedule in Redis: $(rcli demo --scan --pattern 'demo:*') = \"$(rcli demo get demo:flowslot-demo)\" (the next free slot and the time it was written, server microseconds)"
 [ "$failed" -eq 0 ]

@@ -33,6 +33,16 @@ check "pam_flowslot.conf(5) OPTIONS: every option but conf ($conf5_opts)" [ "$co
 for page in pam_flowslot.8 pam_flowslot.conf.5; do
 	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "$page" 2>&1)
 	check "groff -ww renders $page without warnings" [ -z "$warnings" ]
+	# As man shows it in a terminal of 80 to 120 columns: man-db sets the line length to 78n
+	# at 80 columns, 117n at 120 (the smaller of width - 2 and 39/40 of it). Every length
+	# from 78n to 120n, so that no width in between says "can't break line".
+	warned=""
+	for ll in $(seq 78 120); do
+		[ -z "$(LC_ALL=C.UTF-8 groff -k -man -Tutf8 -ww -z -rLL="${ll}n" -rLT="${ll}n" "$page" 2>&1)" ] ||
+			warned="$warned ${ll}n"
+	done
+	check "$page renders without warnings at line lengths 78n to 120n (80 to 120 columns)${warned:+; warned at$warned}" \
+		[ -z "$warned" ]
 done
 
 # The README's example stack is the file in etc/.
@@ -54,5 +64,17 @@ check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f |
 	[ "$(find "$dest" -type f | wc -l)" -eq 9 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
+
+# The README's "make demo" works from any checkout: here from a copy of the built tree under
+# /tmp (which each login gets a private one of) by a path with a space, quotes, a dollar sign
+# and sed's | and &.
+copy=$(mktemp -d "/tmp/flowslot docs 'q' \"\$x|&.XXXXXX")
+trap 'rm -rf "$copy"; cleanup' EXIT
+cp --parents pam_flowslot.so tests/lib.sh tests/demo.sh tests/stamp.sh "$copy/"
+bash "$copy/tests/demo.sh" > "$TMP/demo.log" 2>&1
+demo_rc=$?
+check "make demo from a checkout at '$copy': $(grep -o '^[0-9]* logins, [0-9]* failed' "$TMP/demo.log")" \
+	sh -c '[ "$1" = 0 ] && grep -q "^6 logins, 0 failed" "$2"' sh "$demo_rc" "$TMP/demo.log"
+rm -rf "$copy"
 
 finish

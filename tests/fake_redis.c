@@ -6,9 +6,10 @@
  * Listens on the Unix socket SOCKET (and on 127.0.0.1:PORT with -p), takes connections one
  * after another and reads the commands on each (enough of the RESP framing to know where one
  * ends; only the command name is looked at). A command the mode has an answer for (AUTH,
- * ASKING, a sentinel's SENTINEL, a master's ROLE) gets it and the connection goes on; any other
- * command is the script, and gets the mode's reply, after which later commands on the
- * connection are read and dropped. One line per command read goes to stderr:
+ * READWRITE, which gets +OK unless the mode says otherwise, ASKING, a sentinel's SENTINEL, a
+ * master's ROLE) gets it and the connection goes on; any other command is the script, and
+ * gets the mode's reply, after which later commands on the connection are read and dropped.
+ * One line per command read goes to stderr:
  *
  *   fake_redis MODE: conn N: read "EVALSHA" (B bytes)
  *
@@ -36,6 +37,7 @@
 
 #define VALID_REPLY "*3\r\n:1\r\n:0\r\n:1\r\n"
 #define HUGE_BULK_HEADER "$104857600\r\n"
+#define HUGE_ARRAY "*2147483647\r\n"
 #define HUGE_BULK_SENT (4u << 20) /* bytes of the 100 MB actually sent */
 #define DRIP_MS 200
 #define REQUEST_MAX 65536
@@ -66,6 +68,7 @@ struct mode {
 	const char *asking;
 	const char *sentinel; /* SENTINEL get-master-addr-by-name */
 	const char *role;
+	const char *readwrite; /* NULL: +OK, as a cluster node answers */
 };
 
 #define ROLE_MASTER "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"
@@ -90,6 +93,13 @@ static const struct mode modes[] = {
 	{ .name = "stall" },
 	{ .name = "drip", .reply = VALID_REPLY, .drip = true },
 	{ .name = "close", .no_read = true, .after = AFTER_CLOSE },
+	/* Seven arrays of 2^31 - 1 elements each, nested, in 98 bytes; then nothing. */
+	{ .name = "huge-array", .reply = HUGE_ARRAY HUGE_ARRAY HUGE_ARRAY HUGE_ARRAY HUGE_ARRAY
+					  HUGE_ARRAY HUGE_ARRAY },
+	/* A standalone Redis where a cluster node was: READWRITE refused, the script answered. */
+	{ .name = "standalone",
+	  .reply = VALID_REPLY,
+	  .readwrite = "-ERR This instance has cluster support disabled\r\n" },
 
 	/* Cluster: redirects for ever, or garbled, or once to ":PORT" (this host). */
 	{ .name = "moved-loop", .reply = "-MOVED 1234 @ADDR@\r\n" },
@@ -342,6 +352,7 @@ static const char *answer_to(const struct mode *m, const char *name)
 	const struct {
 		const char *command, *reply;
 	} answers[] = { { "AUTH", m->auth },
+			{ "READWRITE", m->readwrite ? m->readwrite : "+OK\r\n" },
 			{ "ASKING", m->asking },
 			{ "SENTINEL", m->sentinel },
 			{ "ROLE", m->role } };

@@ -3,12 +3,17 @@
 # shellcheck shell=bash
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-MODULE=$TOP/pam_flowslot.so
 PAM_DIR=$(pkg-config --variable=libdir pam)/security
 # Not under /tmp: logins get a private /tmp (below), and this must stay visible to them.
 TMP=$(mktemp -d /var/tmp/flowslot-test.XXXXXX)
 chmod 0755 "$TMP"
 mkdir "$TMP/svc"
+# The checkout by a path with no space nor other odd character, a symlink: a PAM stack line
+# splits its module path on blanks, and sed and word-split commands mangle others. Use it in
+# stack lines and in strings that are split; $TOP wherever the path is quoted.
+TREE=$TMP/tree
+ln -s "$(cd "$TOP" && pwd -P)" "$TREE"
+MODULE=$TREE/pam_flowslot.so
 PIDS=""
 PASSED=0
 FAILED=0
@@ -17,7 +22,7 @@ TESTNO=0
 # Valgrind mode: every pamtester runs under memcheck; any error or leak fails its login.
 VG=""
 if [ "${FLOWSLOT_VALGRIND:-0}" = 1 ]; then
-	VG="valgrind --quiet --error-exitcode=97 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no --suppressions=$TOP/tests/valgrind.supp"
+	VG="valgrind --quiet --error-exitcode=97 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no --suppressions=$TREE/tests/valgrind.supp"
 fi
 
 cleanup() {
@@ -141,18 +146,33 @@ service() {
 }
 
 # The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps.
-STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps"
+STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps"
 # The same, before the gate: when a login reached it, into $TMP/arrivals.
-ARRIVE="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/arrivals"
+ARRIVE="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/arrivals"
 
 # pam_wrapper picks its working directory /tmp/pam.X with lstat, then mkdir: two logins that
 # start together can pick the same one and trample each other's copy of the service files.
 # As root, each login gets a private /tmp in a mount namespace of its own; otherwise they run
-# as they are, and simultaneous logins may fail for pam_wrapper's sake.
+# as they are, and simultaneous logins may fail for pam_wrapper's sake. "${PRIVATE_TMP[@]}"
+# COMMAND... runs COMMAND (by exec: same pid) so. A checkout under /tmp stays visible at its
+# own path: the new tmpfs is mounted on $TMP/ns-tmp first, the checkout bound into it, and the
+# whole moved onto /tmp. The paths are the script's arguments, never part of its text.
 PRIVATE_TMP=()
 if [ "$(id -u)" = 0 ] && unshare --mount --propagation private true 2> /dev/null; then
-	PRIVATE_TMP=(unshare --mount --propagation private
-		sh -c 'mount -t tmpfs tmpfs /tmp && exec "$@"' sh)
+	mkdir "$TMP/ns-tmp"
+	tmp_phys=$(cd /tmp && pwd -P)
+	top_phys=$(cd "$TOP" && pwd -P)
+	top_in_tmp=""
+	case $top_phys/ in "$tmp_phys"/*) top_in_tmp=${top_phys#"$tmp_phys"} top_in_tmp=${top_in_tmp:-/} ;; esac
+	# shellcheck disable=SC2016
+	PRIVATE_TMP=(unshare --mount --propagation private sh -c '
+		stage=$1 tmp=$2 rel=$3
+		shift 3
+		mount -t tmpfs tmpfs "$stage" || exit 126
+		if [ -n "$rel" ]; then
+			mkdir -p "$stage$rel" && mount --bind "$tmp$rel" "$stage$rel" || exit 126
+		fi
+		mount --move "$stage" "$tmp" && exec "$@"' sh "$TMP/ns-tmp" "$tmp_phys" "$top_in_tmp")
 fi
 
 # login NAME SERVICE USER [OPERATION]: pamtester under pam_wrapper. Messages go to

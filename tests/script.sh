@@ -3,7 +3,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-LUA=$TOP/src/slot.lua
+LUA=$TREE/src/slot.lua
 start_redis s || exit 1
 
 # call OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB]: prints

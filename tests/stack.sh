@@ -92,7 +92,7 @@ check "... while a required gate would have let authfail record one (the test ca
 now_us=$(rcli r time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 rcli r set full "$((now_us + 100000000)) $now_us" px 100000 > /dev/null
 example sshd-flowslot "unix://$TMP/r.sock" "key=full max_wait=1s" > "$TMP/svc/sshdex"
-echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TOP/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/sshdex"
+echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/sshdex"
 echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/sshdex"
 login sx1 sshdex nobody open_session
 check "the shipped sshd lines: a refused session fails" \
@@ -101,5 +101,27 @@ check "... and the session module after the gate never ran" sh -c "! grep -q ' n
 rcli r del full > /dev/null
 login sx2 sshdex nobody open_session
 check "... while an admitted one runs it" sh -c "[ $(rc_of sx2) = 0 ] && grep -q ' nobody$' '$TMP/stamps'"
+
+# 5. No copy of the Redis password stays in the process through the wait: the options' copy
+# and the AUTH command are wiped once the slot is decided. The password comes from a file, so
+# that libpam's copy of the module arguments does not hold it.
+pport=$(free_port)
+start_redis pw --port "$pport" --requirepass 'Sekr1t-Fl0wslot-pw' || exit 1
+printf 'Sekr1t-Fl0wslot-pw\n' > "$TMP/pw.secret"
+chmod 0600 "$TMP/pw.secret"
+service pwwait "auth requisite @M url=redis://127.0.0.1:$pport password_file=$TMP/pw.secret key=pw interval=4s countdown=0" \
+	"auth required @P/pam_permit.so"
+login pw0 pwwait alice
+login pw1 pwwait bob &
+waiter=$!
+wait_for 5 grep -q 'queued: ' "$TMP/pw1.err"
+sleep 0.3
+pam_pid=$(pgrep -P "$waiter" | head -1)
+# The waiting pamtester is the subshell's child (the private /tmp execs through to it).
+python3 "$TOP/tests/memscan.py" "$pam_pid" 'Sekr1t-Fl0wslot-pw' 2> "$TMP/memscan.err"
+scan=$?
+wait "$waiter"
+check "the password is nowhere in the waiting process's memory ($(cat "$TMP/memscan.err"))" \
+	sh -c "[ $scan = 0 ] && [ $(rc_of pw1) = 0 ]"
 
 finish

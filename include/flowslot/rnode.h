@@ -12,6 +12,26 @@
 
 #include "flowslot/opt.h"
 
+/* hiredis 0.14 callocs whatever element count an array header declares: seven
+   "*2147483647\r\n" (98 bytes) cost 16 GB each and, freed, some 40 s of CPU. The module's
+   real replies have a few elements; the largest is a master's ROLE, an entry per replica. So
+   an array may declare at most RNODE_ARRAY_MAX elements, and all the arrays read on one
+   connection RNODE_ELEMENTS_MAX between them (a ROLE with RNODE_ARRAY_MAX replicas). */
+#define RNODE_ARRAY_MAX 1024
+#define RNODE_ELEMENTS_MAX (4 * RNODE_ARRAY_MAX + 16)
+
+/* A reader's reply functions with the caps above, and what the reader has declared so far. */
+struct rnode_cap {
+	redisReplyObjectFunctions fn;
+	void *(*create_array)(const redisReadTask *task, int elements); /* the reader's own */
+	long long elements;
+	bool refused;
+};
+
+/* Puts the caps on reader r, which must not outlive cap; r's own functions do the rest. An
+   array past them fails the reader as out of memory, with cap->refused set. */
+void rnode_cap_reader(redisReader *r, struct rnode_cap *cap);
+
 /* One login's exchanges with the servers, one connection at a time. */
 struct rnode_call {
 	const pam_handle_t *pamh;
@@ -21,6 +41,8 @@ struct rnode_call {
 	int64_t budget_end_us; /* for the whole decision */
 	int64_t deadline_us;   /* for the current connection */
 	size_t received;       /* bytes read on the current connection */
+	int64_t replied_us;    /* when the script's last reply was read */
+	struct rnode_cap cap;  /* on the current connection's reader */
 	char where[OPT_HOST_MAX + 32];
 };
 
@@ -44,9 +66,10 @@ struct rnode_hop {
 	bool ask; /* ASK: for this one command; MOVED: from now on */
 };
 
-/* One attempt at the script: connects to the target, sends [AUTH] [ROLE] [ASKING] EVALSHA
-   [WAIT] in one go, and reads the answers; a server that lost the script gets EVAL once.
-   RNODE_DONE leaves the script's reply, not an error, in *reply for the caller to free. */
+/* One attempt at the script: connects to the target, sends [AUTH] [READWRITE] [ROLE]
+   [ASKING] EVALSHA [WAIT] in one go (READWRITE to a cluster node), and reads the answers; a
+   server that lost the script gets EVAL once. RNODE_DONE leaves the script's reply, not an
+   error, in *reply for the caller to free, and call->replied_us when it came. */
 enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target *t,
 			      redisReply **reply, struct rnode_hop *hop);
 

@@ -1,6 +1,7 @@
 /* The Redis slot client against a scripted peer: hiredis's connect functions are wrapped
    (-Wl,--wrap) to hand back one end of a socketpair, and the test plays the server on the
    other end with whatever bytes it wants: replies, errors, NOSCRIPT, garbage, or silence. */
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,14 +10,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/key.h"
+#include "flowslot/ncache.h"
 #include "flowslot/opt.h"
+#include "flowslot/rnode.h"
 #include "flowslot/rslot.h"
 #include "slot_lua.h"
 
@@ -24,6 +31,7 @@ enum fake_connect {
 	FAKE_PEER,  /* a socketpair: the test is the server */
 	FAKE_NULL,  /* hiredis could not allocate */
 	FAKE_ERROR, /* a context with err set */
+	FAKE_EINTR, /* as hiredis 0.14 when a signal cuts its wait short, then FAKE_PEER */
 };
 
 /* Test state, reset by setup(). */
@@ -32,6 +40,9 @@ static int client_end = -1;
 static int peer = -1;
 static int frees;
 static int frees_without_cloexec;
+static int connects;
+static int connected_port, first_port; /* the last TCP connect's, the first's */
+static int commands_freed, commands_freed_unwiped;
 
 redisContext *__real_redisConnectUnixWithTimeout(const char *path, const struct timeval tv);
 redisContext *__wrap_redisConnectWithTimeout(const char *ip, int port, const struct timeval tv);
@@ -42,23 +53,40 @@ void __wrap_redisFree(redisContext *c);
 static redisContext *fake_connect(const struct timeval tv)
 {
 	int fd = client_end;
+	redisContext *c;
 
-	client_end = -1;
+	connects++;
 	switch (connect_mode) {
 	case FAKE_NULL:
 		return NULL;
-	case FAKE_ERROR:
-		return __real_redisConnectUnixWithTimeout("/nonexistent/flowslot.sock", tv);
+	case FAKE_EINTR:
+		/* net.c's redisContextWaitReady: poll(2) failed, the socket closed, errno kept. */
+		connect_mode = FAKE_PEER;
+		c = __real_redisConnectUnixWithTimeout("/nonexistent/flowslot.sock", tv);
+		assert_non_null(c);
+		c->err = REDIS_ERR_IO;
+		snprintf(c->errstr, sizeof(c->errstr), "poll(2): %s", strerror(EINTR));
+		errno = EINTR;
+		return c;
 	case FAKE_PEER:
+		if (fd >= 0) {
+			client_end = -1;
+			return redisConnectFd(fd);
+		}
+		/* the one peer is taken: like a node that is down */
+		return __real_redisConnectUnixWithTimeout("/nonexistent/flowslot.sock", tv);
+	case FAKE_ERROR:
 	default:
-		assert_true(fd >= 0);
-		return redisConnectFd(fd);
+		return __real_redisConnectUnixWithTimeout("/nonexistent/flowslot.sock", tv);
 	}
 }
 
 redisContext *__wrap_redisConnectWithTimeout(const char *ip, int port, const struct timeval tv)
 {
-	(void)ip, (void)port;
+	(void)ip;
+	connected_port = port;
+	if (first_port == 0)
+		first_port = port;
 	return fake_connect(tv);
 }
 
@@ -78,6 +106,18 @@ void __wrap_redisFree(redisContext *c)
 	__real_redisFree(c);
 }
 
+/* Takes the place of hiredis's own for rnode.c (a definition in the program comes first):
+   sees whether a command was wiped before it was freed. */
+void redisFreeCommand(char *cmd)
+{
+	if (cmd != NULL) {
+		commands_freed++;
+		if (cmd[0] != '\0')
+			commands_freed_unwiped++;
+	}
+	free(cmd);
+}
+
 static int setup(void **state)
 {
 	int sv[2];
@@ -85,6 +125,8 @@ static int setup(void **state)
 	(void)state;
 	connect_mode = FAKE_PEER;
 	frees = frees_without_cloexec = 0;
+	connects = connected_port = first_port = 0;
+	commands_freed = commands_freed_unwiped = 0;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	client_end = sv[0];
 	peer = sv[1];
@@ -431,6 +473,224 @@ static void test_connect_fails(void **state)
 	assert_int_equal(frees, 1); /* the error context is freed; NULL needs nothing */
 }
 
+/* hiredis 0.14 callocs what an array header declares: seven of these (98 bytes) once cost a
+   login 43 s of CPU, spent freeing them after its timeout. */
+static void test_huge_arrays(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	struct timespec cpu0, cpu1;
+	int64_t t0, cpu_us;
+
+	(void)state;
+	opts(&o);
+	o.timeout_us = 300000;
+	for (int i = 0; i < 7; i++)
+		serve("*2147483647\r\n");
+	t0 = fstime_mono_us();
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+	cpu_us = (cpu1.tv_sec - cpu0.tv_sec) * 1000000 + (cpu1.tv_nsec - cpu0.tv_nsec) / 1000;
+	/* Generous bounds: without the cap, tens of seconds. */
+	assert_true(fstime_mono_us() - t0 < 5000000);
+	assert_true(cpu_us < 3000000);
+	assert_int_equal(frees, 1);
+}
+
+/* The cap itself, on a bare reader: what a master's ROLE can need passes, one more element
+   does not, and neither does a total past RNODE_ELEMENTS_MAX spread over small arrays. */
+static int feed_capped(const char *header, const char *fill, int n_fill, redisReply **out)
+{
+	redisReader *rd = redisReaderCreate();
+	struct rnode_cap cap;
+	void *reply = NULL;
+	int rc;
+
+	assert_non_null(rd);
+	rnode_cap_reader(rd, &cap);
+	redisReaderFeed(rd, header, strlen(header));
+	for (int i = 0; i < n_fill; i++)
+		redisReaderFeed(rd, fill, strlen(fill));
+	rc = redisReaderGetReply(rd, &reply);
+	assert_int_equal(cap.refused, rc != REDIS_OK);
+	*out = reply;
+	redisReaderFree(rd);
+	return rc;
+}
+
+static void test_reader_cap(void **state)
+{
+	char header[64];
+	redisReply *r = NULL;
+
+	(void)state;
+	snprintf(header, sizeof(header), "*%d\r\n", RNODE_ARRAY_MAX);
+	assert_int_equal(feed_capped(header, ":1\r\n", RNODE_ARRAY_MAX, &r), REDIS_OK);
+	assert_non_null(r);
+	assert_int_equal(r->elements, RNODE_ARRAY_MAX);
+	freeReplyObject(r);
+	/* ROLE on a master with RNODE_ARRAY_MAX replicas: 4 * N + 3 elements in all. */
+	{
+		static char role[RNODE_ARRAY_MAX * 40 + 64];
+		size_t n = (size_t)snprintf(role, sizeof(role), "*3\r\n$6\r\nmaster\r\n:0\r\n*%d\r\n",
+					    RNODE_ARRAY_MAX);
+
+		for (int i = 0; i < RNODE_ARRAY_MAX; i++)
+			n += (size_t)snprintf(role + n, sizeof(role) - n,
+					      "*3\r\n$3\r\n::1\r\n$1\r\n1\r\n$1\r\n0\r\n");
+		assert_int_equal(feed_capped(role, "", 0, &r), REDIS_OK);
+		assert_int_equal(r->element[2]->elements, RNODE_ARRAY_MAX);
+		freeReplyObject(r);
+	}
+	snprintf(header, sizeof(header), "*%d\r\n", RNODE_ARRAY_MAX + 1);
+	assert_int_equal(feed_capped(header, ":1\r\n", RNODE_ARRAY_MAX + 1, &r), REDIS_ERR);
+	assert_int_equal(feed_capped("*2147483647\r\n", "", 0, &r), REDIS_ERR);
+	/* Small arrays, nested: each passes, their total does not. */
+	assert_int_equal(feed_capped("*1000\r\n", "*1000\r\n", 1000, &r), REDIS_ERR);
+}
+
+/* A slow WAIT (sync_replicas) must not push the slot later: the wait counts from the
+   script's reply. */
+static void test_slow_wait_keeps_deadline(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	int64_t t0;
+	pid_t pid;
+
+	(void)state;
+	opts(&o);
+	o.timeout_us = 3000000;
+	o.sync_replicas = 1;
+	serve("*3\r\n:1\r\n:1000000\r\n:2\r\n");
+	t0 = fstime_mono_us();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(client_end);
+		usleep(800000);
+		_exit(write(peer, ":1\r\n", 4) == 4 ? 0 : 1);
+	}
+	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	assert_true(fstime_mono_us() - t0 >= 800000); /* WAIT's answer was waited for */
+	/* The script's reply was there at once, WAIT's 800 ms later. */
+	assert_true(res.deadline_us < t0 + 800000 + 1000000);
+	assert_true(res.deadline_us >= t0 + 1000000);
+	assert_non_null(strstr(sent(), "WAIT"));
+	waitpid(pid, NULL, 0);
+}
+
+/* The formatted AUTH holds the password: wiped before it is freed, like every command. */
+static void test_commands_wiped(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	opts(&o);
+	strcpy(o.url.password, "pw");
+	o.url.has_password = true;
+	serve("+OK\r\n*3\r\n:1\r\n:0\r\n:1\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	assert_int_equal(commands_freed, 2);
+	assert_int_equal(commands_freed_unwiped, 0);
+}
+
+/* hiredis 0.14 gives up on a connect whose wait a signal interrupts: tried again, and Redis
+   decides, not the fallback. */
+static void test_connect_interrupted(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	opts(&o);
+	connect_mode = FAKE_EINTR;
+	serve("*3\r\n:1\r\n:0\r\n:1\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	assert_int_equal(connects, 2);
+	assert_int_equal(frees, 2);
+}
+
+/* Cluster options with one seed on port 7001 and a scratch state_dir. */
+static void cluster_opts(struct opt *o, char *dir)
+{
+	opts(o);
+	o->url.backend = OPT_BACKEND_CLUSTER;
+	strcpy(o->url.nodes[0].host, "127.0.0.1");
+	o->url.nodes[0].port = 7001;
+	o->url.n_nodes = 1;
+	assert_non_null(mkdtemp(dir));
+	strcpy(o->state_dir, dir);
+}
+
+/* Writes the slot cache entry for the test key: node 127.0.0.1:PORT, written age_s ago. */
+static void cache_node(const struct opt *o, int port, int age_s)
+{
+	struct opt_node n = { .host = "127.0.0.1", .port = port };
+	char name[NCACHE_NAME_MAX], slot[8], path[OPT_DIR_MAX + NCACHE_NAME_MAX + 2];
+	struct timespec times[2] = { { 0 } };
+
+	snprintf(slot, sizeof(slot), "%d", key_hash_slot("flowslot:test"));
+	ncache_name(&o->url, slot, name, sizeof(name));
+	assert_int_equal(ncache_put(o->state_dir, name, &n), 0);
+	snprintf(path, sizeof(path), "%s/%s", o->state_dir, name);
+	times[0].tv_sec = times[1].tv_sec = time(NULL) - age_s;
+	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+}
+
+static void rm_dir(const char *dir)
+{
+	char cmd[OPT_DIR_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A remembered node is used for a minute, then the seeds are asked again. */
+static void test_cluster_cache_age(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	char dir[] = "/tmp/flowslot-test-rslot.XXXXXX";
+
+	(void)state;
+	cluster_opts(&o, dir);
+	cache_node(&o, 7009, 10);
+	reserve(&o, &res);
+	assert_int_equal(first_port, 7009); /* fresh: the cached node first */
+	teardown(state);
+	setup(state);
+	cache_node(&o, 7009, 120);
+	reserve(&o, &res);
+	assert_int_equal(first_port, 7001); /* two minutes old: the seed first */
+	rm_dir(dir);
+}
+
+/* A node that is no cluster member (READWRITE refused: a standalone Redis) fails, whatever
+   the script answered behind it, and the next seed is tried. */
+static void test_cluster_standalone_refused(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	char dir[] = "/tmp/flowslot-test-rslot.XXXXXX";
+	const char *req;
+
+	(void)state;
+	cluster_opts(&o, dir);
+	strcpy(o.url.nodes[1].host, "127.0.0.1");
+	o.url.nodes[1].port = 7002;
+	o.url.n_nodes = 2;
+	serve("-ERR This instance has cluster support disabled\r\n*3\r\n:1\r\n:0\r\n:1\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(connects, 2); /* the first seed, then the second (down) */
+	assert_int_equal(connected_port, 7002);
+	req = sent();
+	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*7\r\n$7\r\nEVALSHA\r\n", 34) == 0);
+	rm_dir(dir);
+}
+
 static void test_read_reply_direct(void **state)
 {
 	struct slot_params p = { .interval_us = 1000, .max_wait_us = 5000, .burst = 1 };
@@ -474,6 +734,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_endless_array, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closed_half_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_huge_arrays, setup, teardown),
+		cmocka_unit_test(test_reader_cap),
+		cmocka_unit_test_setup_teardown(test_slow_wait_keeps_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commands_wiped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_interrupted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_cache_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_standalone_refused, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
 	};
 
