@@ -8,19 +8,26 @@
  * repeated pam_authenticate, go straight through.
  */
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
 #include "flowslot/countdown.h"
+#include "flowslot/fstime.h"
+#include "flowslot/hangup.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
 #include "flowslot/opt.h"
+#include "flowslot/queue.h"
 #include "flowslot/rslot.h"
 
 enum gate_phase {
@@ -43,6 +50,8 @@ struct gate_who {
 	const char *service;
 	const char *user;
 	const char *rhost;
+	const char *tty;
+	const char *ssh_connection; /* sshd's "raddr rport laddr lport", from the PAM environment */
 	char service_shown[64];
 	char user_shown[128];
 	char rhost_shown[128];
@@ -62,7 +71,7 @@ static int gate_denial(enum gate_phase phase, enum slot_verdict verdict)
 		[GATE_SESSION] = PAM_SESSION_ERR,
 	};
 
-	return verdict == SLOT_REFUSE ? refused[phase] : unavailable[phase];
+	return verdict == SLOT_UNAVAILABLE ? unavailable[phase] : refused[phase];
 }
 
 /* Fills who; pam_get_user may prompt, so only when the key needs the name. Returns
@@ -75,6 +84,8 @@ static int gate_get_who(pam_handle_t *pamh, bool need_user, struct gate_who *who
 
 	who->service = pam_get_item(pamh, PAM_SERVICE, &item) == PAM_SUCCESS ? item : NULL;
 	who->rhost = pam_get_item(pamh, PAM_RHOST, &item) == PAM_SUCCESS ? item : NULL;
+	who->tty = pam_get_item(pamh, PAM_TTY, &item) == PAM_SUCCESS ? item : NULL;
+	who->ssh_connection = pam_getenv(pamh, "SSH_CONNECTION");
 	if (need_user)
 		rc = pam_get_user(pamh, &who->user, NULL);
 	else
@@ -117,6 +128,35 @@ static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase)
 		free(data);
 }
 
+/* Names the login's place in the queue: a random id for this attempt, and hashes of who it is
+   (service, user, remote host) and of where it comes from. */
+static void gate_place(const struct gate_who *who, struct slot_place *place)
+{
+	static const char *const sep = "\x1f";
+	unsigned char rnd[16];
+	uint64_t h = LSLOT_HASH_START;
+	size_t n = 0;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		/* No entropy yet (early boot): the pid and the time still tell attempts apart. */
+		uint64_t a = (uint64_t)getpid(), b = (uint64_t)fstime_mono_us();
+
+		memcpy(rnd, &a, sizeof(a));
+		memcpy(rnd + sizeof(a), &b, sizeof(b));
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		n += (size_t)snprintf(place->id + n, sizeof(place->id) - n, "%02x", rnd[i]);
+	h = lslot_hash(lslot_hash(h, who->service ? who->service : ""), sep);
+	h = lslot_hash(lslot_hash(h, who->user ? who->user : ""), sep);
+	h = lslot_hash(h, who->rhost ? who->rhost : "");
+	snprintf(place->who, sizeof(place->who), "%016" PRIx64, h);
+	if (who->rhost != NULL && who->rhost[0] != '\0')
+		snprintf(place->host, sizeof(place->host), "%016" PRIx64,
+			 lslot_hash(LSLOT_HASH_START, who->rhost));
+	else
+		place->host[0] = '\0';
+}
+
 /* Reserves on the per-host schedule. When even that cannot be used, the login is let through
    (with a warning), unless fallback=closed: a queue must not lock out a host's logins. */
 static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
@@ -133,7 +173,8 @@ static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt
 
 /* Reserves a slot as the options say, applying the failure policy. */
 static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, const char *key,
-				      struct slot_result *res, const char **via)
+				      const struct slot_place *place, struct slot_result *res,
+				      const char **via)
 {
 	/* After a bad option or an overlong key, go straight to the failure policy. */
 	bool configured = o->errors == 0;
@@ -144,7 +185,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 		return gate_reserve_local(pamh, o, key, res);
 	if (configured) {
 		*via = "redis";
-		v = rslot_reserve(pamh, o, key, res);
+		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
 		if (v != SLOT_UNAVAILABLE)
 			return v;
 	}
@@ -165,31 +206,67 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	}
 }
 
+/* One login at the gate, once its reservation is made. */
+struct gate_login {
+	struct queue_login q;
+	const struct gate_who *who;
+	enum gate_phase phase;
+	bool silent;
+	const char *via;
+};
+
+/* Waits for the slot, watching the user and telling them where they stand. */
+static enum queue_end gate_wait(const struct gate_login *g, struct slot_result *res)
+{
+	const struct opt *o = g->q.o;
+	struct hangup_watch w;
+	struct countdown cd;
+	enum queue_end end;
+
+	hangup_watch_open(g->q.pamh, g->who->rhost, g->who->ssh_connection, g->who->tty, &w);
+	if (o->debug && w.what[0] != '\0')
+		log_msg(g->q.pamh, LOG_DEBUG, "watching for a hang-up: %s", w.what);
+	countdown_start(&cd, g->q.pamh, o->countdown_us, !g->silent && !o->quiet, res);
+	end = queue_wait(&g->q, res, &w, &cd);
+	if (end == QUEUE_TURN)
+		countdown_turn(&cd);
+	hangup_watch_close(&w);
+	return end;
+}
+
 /* Tells the user and the log what became of the reservation, waits for an admitted slot,
    and returns what the phase returns. */
-static int gate_conclude(pam_handle_t *pamh, const struct opt *o, const struct gate_who *who,
-			 enum gate_phase phase, bool silent, const struct slot_result *res,
-			 enum slot_verdict v, const char *via)
+static int gate_conclude(const struct gate_login *g, struct slot_result *res, enum slot_verdict v)
 {
+	pam_handle_t *pamh = g->q.pamh;
+	const struct opt *o = g->q.o;
+	const struct gate_who *who = g->who;
 	char wait_text[32];
 
 	switch (v) {
 	case SLOT_ADMIT:
-		if (res->wait_us > 0) {
+	case SLOT_QUEUED:
+		if (res->wait_us > 0 || v == SLOT_QUEUED) {
 			log_msg(pamh, LOG_NOTICE,
 				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
 				"via=%s",
 				who->service_shown, who->user_shown, who->rhost_shown,
-				(long long)(res->wait_us / 1000), (long long)res->position, via);
-			countdown_wait(pamh, res, o->countdown_us, !silent && !o->quiet);
+				(long long)(res->wait_us / 1000), (long long)res->position, g->via);
+			if (gate_wait(g, res) == QUEUE_ABANDONED) {
+				log_msg(pamh, LOG_NOTICE,
+					"abandoned: service=%s user=%s rhost=%s position=%lld via=%s",
+					who->service_shown, who->user_shown, who->rhost_shown,
+					(long long)res->position, g->via);
+				return gate_denial(g->phase, SLOT_REFUSE);
+			}
 		} else if (o->debug) {
 			log_msg(
 			    pamh, LOG_DEBUG,
 			    "admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
 			    who->service_shown, who->user_shown, who->rhost_shown,
-			    (long long)res->position, via);
+			    (long long)res->position, g->via);
 		}
-		gate_set_admitted(pamh, phase);
+		gate_set_admitted(pamh, g->phase);
 		return PAM_IGNORE;
 	case SLOT_REFUSE:
 		log_msg(pamh, LOG_NOTICE,
@@ -197,17 +274,26 @@ static int gate_conclude(pam_handle_t *pamh, const struct opt *o, const struct g
 			"max_wait_ms=%lld via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown,
 			(long long)(res->wait_us / 1000), (long long)res->position,
-			(long long)(o->slot.max_wait_us / 1000), via);
+			(long long)(o->slot.max_wait_us / 1000), g->via);
 		countdown_format(res->wait_us - o->slot.max_wait_us, wait_text, sizeof(wait_text));
-		if (!silent)
+		if (!g->silent)
 			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
 				  wait_text);
-		return gate_denial(phase, v);
+		return gate_denial(g->phase, v);
+	case SLOT_REFUSE_HOST:
+		log_msg(pamh, LOG_NOTICE,
+			"refused: service=%s user=%s rhost=%s per_host=%d: the host holds that many "
+			"places already via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown, o->per_host, g->via);
+		if (!g->silent)
+			pam_error(pamh, "Too many logins from your address at the moment. Please "
+					"try again later.");
+		return gate_denial(g->phase, v);
 	case SLOT_UNAVAILABLE:
 	default:
-		if (!silent)
+		if (!g->silent)
 			pam_error(pamh, "The login queue is unavailable. Please try again later.");
-		return gate_denial(phase, v);
+		return gate_denial(g->phase, v);
 	}
 }
 
@@ -215,9 +301,17 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 {
 	struct opt o;
 	struct gate_who who;
+	struct slot_place place;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	char key[OPT_KEY_MAX + 1];
-	const char *via, *admitted_in = gate_admitted_in(pamh);
+	const char *admitted_in = gate_admitted_in(pamh);
+	struct gate_login g = {
+		.q = { .pamh = pamh, .o = &o, .argc = argc, .argv = argv, .key = key,
+		       .place = &place },
+		.who = &who,
+		.phase = phase,
+		.silent = (flags & PAM_SILENT) != 0,
+	};
 	enum slot_verdict v;
 	int rc;
 
@@ -242,10 +336,11 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 		return PAM_CONV_ERR;
 	}
 	key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key));
-	v = gate_reserve(pamh, &o, key, &res, &via);
-	/* The password is not needed any more: not through the wait. */
+	gate_place(&who, &place);
+	v = gate_reserve(pamh, &o, key, &place, &res, &g.via);
+	/* The password is not kept through the wait: each renewal reads it afresh. */
 	opt_wipe(&o);
-	return gate_conclude(pamh, &o, &who, phase, (flags & PAM_SILENT) != 0, &res, v, via);
+	return gate_conclude(&g, &res, v);
 }
 
 PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)

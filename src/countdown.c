@@ -4,8 +4,6 @@
 
 #include <security/pam_ext.h>
 
-#include "flowslot/fstime.h"
-
 int64_t countdown_next(int64_t wait_us, int64_t step_us, int64_t prev_us)
 {
 	int64_t mark;
@@ -29,26 +27,64 @@ void countdown_format(int64_t us, char *buf, size_t bufsz)
 		snprintf(buf, bufsz, "%lld s", (long long)((us + 999999) / 1000000));
 }
 
-void countdown_wait(pam_handle_t *pamh, const struct slot_result *res, int64_t step_us, bool talk)
+/* Tells the place and the wait in full, and counts the steps from there. */
+static void countdown_tell(struct countdown *c, const struct slot_result *res, bool moved)
 {
-	int64_t wait = res->wait_us;
 	char left[32];
 
-	if (talk) {
-		countdown_format(wait, left, sizeof(left));
-		if (res->position <= 1)
-			pam_info(pamh, "Login queue: you are next; your turn in about %s.", left);
-		else
-			pam_info(pamh, "Login queue: you are number %lld; your turn in about %s.",
-				 (long long)res->position, left);
-		for (int64_t mark = countdown_next(wait, step_us, wait); mark > 0;
-		     mark = countdown_next(wait, step_us, mark)) {
-			fstime_sleep_until(res->deadline_us - mark);
-			countdown_format(mark, left, sizeof(left));
-			pam_info(pamh, "Login queue: about %s to go.", left);
-		}
+	c->position = res->position;
+	c->told_us = res->wait_us;
+	c->next_mark_us = countdown_next(res->wait_us, c->step_us, res->wait_us);
+	if (!c->talk)
+		return;
+	countdown_format(res->wait_us, left, sizeof(left));
+	if (res->position <= 1)
+		pam_info(c->pamh, "Login queue: you are %snext; your turn in about %s.",
+			 moved ? "now " : "", left);
+	else
+		pam_info(c->pamh, "Login queue: you are %snumber %lld; your turn in about %s.",
+			 moved ? "now " : "", (long long)res->position, left);
+}
+
+void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
+		     const struct slot_result *res)
+{
+	c->pamh = pamh;
+	c->step_us = step_us;
+	c->talk = talk;
+	countdown_tell(c, res, false);
+}
+
+int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
+{
+	return c->talk && c->next_mark_us > 0 ? deadline_us - c->next_mark_us : INT64_MAX;
+}
+
+void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
+{
+	int64_t left_us = deadline_us - now_us;
+	char left[32];
+
+	if (c->next_mark_us <= 0 || left_us > c->next_mark_us)
+		return;
+	/* A slot that moved up may have skipped marks: tell the one it is at. */
+	while (c->next_mark_us > 0 && left_us <= c->next_mark_us - c->step_us)
+		c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
+	if (c->talk && c->next_mark_us > 0) {
+		countdown_format(c->next_mark_us, left, sizeof(left));
+		pam_info(c->pamh, "Login queue: about %s to go.", left);
 	}
-	fstime_sleep_until(res->deadline_us);
-	if (talk)
-		pam_info(pamh, "Login queue: your turn now.");
+	c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
+}
+
+void countdown_update(struct countdown *c, const struct slot_result *res)
+{
+	if (res->position < c->position)
+		countdown_tell(c, res, true);
+}
+
+void countdown_turn(const struct countdown *c)
+{
+	if (c->talk)
+		pam_info(c->pamh, "Login queue: your turn now.");
 }

@@ -571,6 +571,18 @@ static int opt_set_sync_replicas(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_per_host(struct opt *o, const char *v, const char **why)
+{
+	long long n;
+
+	if (opt_parse_int(v, 0, OPT_PER_HOST_MAX, &n) != 0) {
+		*why = "must be a whole number from 0 to 1000";
+		return -1;
+	}
+	o->per_host = (int)n;
+	return 0;
+}
+
 /* conf= itself is read by opt_parse before anything else; here it is only checked. */
 static int opt_set_conf(struct opt *o, const char *v, const char **why)
 {
@@ -602,6 +614,7 @@ static const struct opt_setter {
 	{ "password_file=", opt_set_password_file, true },
 	{ "sentinel_password=", opt_set_sentinel_password, true },
 	{ "sync_replicas=", opt_set_sync_replicas, false },
+	{ "per_host=", opt_set_per_host, false },
 	{ "conf=", opt_set_conf, false },
 };
 

@@ -237,34 +237,42 @@ static int rnode_send_auth(struct rnode_call *call, const char *user, const char
 	return rnode_send(call, n, auth, why);
 }
 
-/* Sends [ASKING] EVALSHA|EVAL [WAIT]. The database goes to the script as ARGV[4] rather than
+/* Sends [ASKING] EVALSHA|EVAL [WAIT]. The database goes to the script as ARGV[5] rather than
    as a pipelined SELECT: a SELECT that failed (db out of range) would leave the script to
    reserve on database 0. */
 static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, const char **why)
 {
+	static const char *const ops[] = {
+		[SLOT_RESERVE] = "reserve",
+		[SLOT_RENEW] = "renew",
+		[SLOT_LEAVE] = "leave",
+	};
 	const struct opt *o = call->o;
 	const struct slot_params *p = &o->slot;
-	char interval[24], burst[24], max_wait[24], db[16], replicas[16], wait_ms[24];
-	const char *argv[] = { by_sha ? "EVALSHA" : "EVAL",
-			       by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
-			       "1",
-			       call->key,
-			       interval,
-			       burst,
-			       max_wait,
-			       db };
+	const struct slot_place *pl = call->place;
+	char keys[8], interval[24], burst[24], max_wait[24], db[16], per_host[16], lease[24];
+	char replicas[16], wait_ms[24];
+	const char *argv[2 + 1 + SLOT_KEYS + 10] = { by_sha ? "EVALSHA" : "EVAL",
+						     by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
+						     keys };
+	const char *args[] = { ops[call->op], interval, burst,	  max_wait, db,
+			       pl->id,	      pl->who,	pl->host, per_host, lease };
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
-	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
 	int64_t left_ms;
 
+	snprintf(keys, sizeof(keys), "%d", SLOT_KEYS);
+	memcpy(argv + 3, call->keys, SLOT_KEYS * sizeof(*argv));
+	memcpy(argv + 3 + SLOT_KEYS, args, sizeof(args));
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
 	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);
 	snprintf(db, sizeof(db), "%d", o->url.db);
+	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
+	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);
 	if (asking && rnode_send(call, 1, asking_argv, why) != 0)
 		return -1;
-	if (rnode_send(call, o->url.db != 0 ? argc : argc - 1, argv, why) != 0)
+	if (rnode_send(call, (int)(sizeof(argv) / sizeof(argv[0])), argv, why) != 0)
 		return -1;
 	if (o->sync_replicas == 0)
 		return 0;
@@ -289,9 +297,10 @@ static bool rnode_is_error(const redisReply *r, const char *code)
    hold could be lost in a failover, but it is made, so the login goes on. */
 static int rnode_read_wait(struct rnode_call *call, const redisReply *script)
 {
+	/* Admitted, or holding a place: both were written. */
 	bool admitted = script->type == REDIS_REPLY_ARRAY && script->elements == 3 &&
 			script->element[0]->type == REDIS_REPLY_INTEGER &&
-			script->element[0]->integer == 1;
+			(script->element[0]->integer == 1 || script->element[0]->integer == 2);
 	redisReply *r = NULL;
 	const char *why;
 	char shown[160];

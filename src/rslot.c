@@ -20,10 +20,17 @@
    a host comes back to the seeds within a minute, at the cost of one redirect a minute. */
 #define RSLOT_SLOT_CACHE_S 60
 
-int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct slot_result *res,
-		     const char **why)
+int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_params *p,
+		     struct slot_result *res, const char **why)
 {
-	long long admitted, wait_us, position;
+	static const enum slot_verdict verdicts[] = {
+		[0] = SLOT_REFUSE,
+		[1] = SLOT_ADMIT,
+		[2] = SLOT_QUEUED,
+		[3] = SLOT_REFUSE_HOST,
+	};
+	long long verdict, wait_us, position;
+	bool ok;
 
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
 		*why = "not an array of three";
@@ -35,19 +42,35 @@ int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct sl
 			return -1;
 		}
 	}
-	admitted = r->element[0]->integer;
+	verdict = r->element[0]->integer;
 	wait_us = r->element[1]->integer;
 	position = r->element[2]->integer;
 	/* A queue that others built may be longer than this login's own settings allow, but
-	   never further ahead than the script lets any schedule be. */
-	if ((admitted != 0 && admitted != 1) || wait_us < 0 || wait_us > SLOT_HORIZON_MAX_US ||
-	    position < 1 ||
-	    position > RSLOT_POSITION_MAX || (admitted == 1 && wait_us > p->max_wait_us) ||
-	    (admitted == 0 && wait_us <= p->max_wait_us)) {
+	   never further ahead than the script lets any schedule be. Only a reservation is
+	   refused, and only one that holds a place waits. */
+	switch (verdict) {
+	case 0:
+		ok = op == SLOT_RESERVE && wait_us > p->max_wait_us;
+		break;
+	case 1:
+		ok = wait_us == 0;
+		break;
+	case 2:
+		ok = op != SLOT_LEAVE && (op == SLOT_RENEW || wait_us <= p->max_wait_us);
+		break;
+	case 3:
+		ok = op == SLOT_RESERVE && wait_us == 0;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok || wait_us < 0 || wait_us > SLOT_HORIZON_MAX_US || position < 1 ||
+	    position > RSLOT_POSITION_MAX) {
 		*why = "values out of range";
 		return -1;
 	}
-	res->verdict = admitted ? SLOT_ADMIT : SLOT_REFUSE;
+	res->verdict = verdicts[verdict];
 	res->wait_us = wait_us;
 	res->position = position;
 	return 0;
@@ -62,7 +85,7 @@ static enum rnode_step rslot_try(struct rnode_call *call, const struct rnode_tar
 	const char *why;
 	enum rnode_step step = rnode_attempt(call, t, &r, hop);
 
-	if (step == RNODE_DONE && rslot_read_reply(r, &call->o->slot, res, &why) != 0) {
+	if (step == RNODE_DONE && rslot_read_reply(r, call->op, &call->o->slot, res, &why) != 0) {
 		rnode_fail(call, "garbage reply to the script", why);
 		step = RNODE_FAILED;
 	}
@@ -148,7 +171,7 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 	bool have, owner_known = false;
 	int seed = 0;
 
-	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->key));
+	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->keys[0]));
 	ncache_name(&o->url, slot, name, sizeof(name));
 	have = ncache_get(o->state_dir, name, RSLOT_SLOT_CACHE_S, &cached) == 0;
 	t.node = have ? &cached : &o->url.nodes[seed++];
@@ -193,14 +216,25 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 	}
 }
 
-enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, const char *key,
-				struct slot_result *res)
+enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
+			     const char *key, const struct slot_place *place,
+			     struct slot_result *res)
 {
-	struct rnode_call call = { .pamh = pamh, .o = o, .key = key };
+	static const char *const suffixes[SLOT_KEYS] = { "", ":q", ":l", ":w", ":g" };
+	char names[SLOT_KEYS][OPT_KEY_MAX + 8];
+	const char *keys[SLOT_KEYS];
+	struct rnode_call call = { .pamh = pamh, .o = o, .keys = keys, .op = op, .place = place };
 	const struct rnode_target direct = { 0 };
 	enum rnode_step step;
 	int redirects = 0;
 
+	for (int i = 0; i < SLOT_KEYS; i++) {
+		if (key_queue_name(key, suffixes[i], names[i], sizeof(names[i])) < 0) {
+			log_msg(pamh, LOG_ERR, "key: no room for the queue's names of \"%s\"", key);
+			return SLOT_UNAVAILABLE;
+		}
+		keys[i] = names[i];
+	}
 	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
 
 	switch (o->url.backend) {

@@ -97,8 +97,12 @@ local function admit()
     math.ceil((new_tat - now) / 1000))
 end
 
+-- Whether the queue's keys changed, so that their expiry must follow.
+local changed = false
+
 -- Removes a waiter's place; returns its arrival and WHO, or nil when it has none.
 local function drop(place)
+  changed = true
   local info = redis.call('HGET', K_WAITER, place)
   redis.call('ZREM', K_QUEUE, place)
   redis.call('ZREM', K_LEASE, place)
@@ -122,6 +126,7 @@ end
 -- Drops the places whose lease ran out, and forgets the ghosts that nobody took back.
 local function purge()
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', us(now))) do
+    changed = true
     if string.sub(member, 1, 2) == 'g:' then
       redis.call('HDEL', K_GHOST, string.sub(member, 3))
       redis.call('ZREM', K_LEASE, member)
@@ -138,6 +143,7 @@ local function take_ghost()
   end
   local arrival = redis.call('HGET', K_GHOST, who)
   if arrival then
+    changed = true
     redis.call('HDEL', K_GHOST, who)
     redis.call('ZREM', K_LEASE, 'g:' .. who)
   end
@@ -151,6 +157,7 @@ end
 
 -- Holds a place: ordered by arrival, alive while its lease is.
 local function hold(arrival)
+  changed = true
   redis.call('ZADD', K_QUEUE, arrival, id)
   redis.call('ZADD', K_LEASE, us(now + lease), id)
   redis.call('HSET', K_WAITER, id, arrival .. ' ' .. who .. ' ' .. host)
@@ -158,6 +165,9 @@ end
 
 -- The queue's keys live as long as the last lease or ghost in them, and no longer.
 local function expire()
+  if not changed then
+    return
+  end
   local last = redis.call('ZRANGE', K_LEASE, -1, -1, 'WITHSCORES')
   if #last == 0 then
     redis.call('DEL', K_QUEUE, K_LEASE, K_WAITER, K_GHOST)
@@ -184,7 +194,7 @@ purge()
 if op == 'leave' then
   give_up(id)
   expire()
-  return {0, 0, 0}
+  return {1, 0, 1}
 end
 
 if op == 'reserve' then
@@ -218,6 +228,7 @@ if not arrival then
   arrival = take_ghost() or us(now)
   hold(arrival)
 else
+  changed = true
   arrival = us(tonumber(arrival))
   redis.call('ZADD', K_LEASE, us(now + lease), id)
 end

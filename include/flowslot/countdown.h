@@ -10,6 +10,16 @@
 
 #include "flowslot/slot.h"
 
+/* What one waiting login has told its user so far. */
+struct countdown {
+	pam_handle_t *pamh;
+	int64_t step_us;      /* between step messages; 0: none */
+	bool talk;	      /* false: tell nothing */
+	int64_t position;     /* the place last told */
+	int64_t told_us;      /* the wait last told in full (first message, or a move up) */
+	int64_t next_mark_us; /* the time before the slot of the next step message; 0: none */
+};
+
 /* The time before the slot (remaining_us) of the step message that follows the one sent at
    prev_us before it: the largest multiple of step_us below prev_us, skipping any less than
    half a step after the first message (sent wait_us before the slot). 0: no more steps. */
@@ -18,9 +28,22 @@ int64_t countdown_next(int64_t wait_us, int64_t step_us, int64_t prev_us);
 /* Writes a wait for people: "0.4 s" below 10 s, whole seconds above; always rounded up. */
 void countdown_format(int64_t us, char *buf, size_t bufsz);
 
-/* Tells the user where they stand, sleeps until res->deadline_us with a message every step_us
-   (0: none), and says the turn has come just before returning. With talk false it only
-   sleeps. A missing or failing conversation does not stop the wait. */
-void countdown_wait(pam_handle_t *pamh, const struct slot_result *res, int64_t step_us, bool talk);
+/* Tells the user where they stand: "you are number P; your turn in about N s". With talk
+   false it tells nothing, now or later. A missing or failing conversation is ignored. */
+void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
+		     const struct slot_result *res);
+
+/* The CLOCK_MONOTONIC time of the next step message for a slot at deadline_us, or INT64_MAX
+   when none is due. */
+int64_t countdown_due(const struct countdown *c, int64_t deadline_us);
+
+/* Sends the step message due at now_us for a slot at deadline_us, if any. */
+void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us);
+
+/* After a renewal: says so when the place has improved ("you are now number P"). */
+void countdown_update(struct countdown *c, const struct slot_result *res);
+
+/* Says the turn has come. */
+void countdown_turn(const struct countdown *c);
 
 #endif

@@ -19,6 +19,7 @@
 #define OPT_NODES_MAX 8	  /* sentinels, or cluster seeds, in one url */
 #define OPT_MASTER_MAX 64 /* a Sentinel master name */
 #define OPT_SYNC_REPLICAS_MAX 16
+#define OPT_PER_HOST_MAX 1000
 #define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
 /* Default max_wait in the session phase, which has no deadline: long enough to queue the
    storm we exist for, 20 logins at once 7 s apart (the last waits 133 s), with room to spare. */
@@ -73,6 +74,7 @@ struct opt {
 	char sentinel_password[OPT_PASSWORD_MAX + 1];
 	bool has_sentinel_password;
 	int sync_replicas; /* 0: do not wait for replicas */
+	int per_host;	   /* places one remote host may hold at once; 0: no limit */
 	bool max_wait_set; /* false: the default, which depends on the phase */
 	bool quiet;
 	bool debug;

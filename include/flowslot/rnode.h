@@ -11,6 +11,7 @@
 #include <security/pam_modules.h>
 
 #include "flowslot/opt.h"
+#include "flowslot/slot.h"
 
 /* hiredis 0.14 callocs whatever element count an array header declares: seven
    "*2147483647\r\n" (98 bytes) cost 16 GB each and, freed, some 40 s of CPU. The module's
@@ -36,7 +37,9 @@ void rnode_cap_reader(redisReader *r, struct rnode_cap *cap);
 struct rnode_call {
 	const pam_handle_t *pamh;
 	const struct opt *o;
-	const char *key;
+	const char *const *keys; /* the schedule's SLOT_KEYS names (key_queue_name) */
+	enum slot_op op;
+	const struct slot_place *place;
 	redisContext *c;
 	int64_t budget_end_us; /* for the whole decision */
 	int64_t deadline_us;   /* for the current connection */

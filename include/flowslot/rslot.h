@@ -9,14 +9,17 @@
 #include "flowslot/opt.h"
 #include "flowslot/slot.h"
 
-/* Reserves a slot on the schedule key at o->url. Returns SLOT_ADMIT or SLOT_REFUSE with res
-   filled in, or SLOT_UNAVAILABLE, with the reason logged, when Redis could not decide. */
-enum slot_verdict rslot_reserve(const pam_handle_t *pamh, const struct opt *o, const char *key,
-				struct slot_result *res);
+/* Asks the queue of schedule key at o->url for op, on behalf of place. Returns SLOT_ADMIT
+   (go in now), SLOT_QUEUED (a place is held: renew it before SLOT_LEASE_US, and again at
+   res->deadline_us), SLOT_REFUSE or SLOT_REFUSE_HOST with res filled in, or SLOT_UNAVAILABLE,
+   with the reason logged, when Redis could not decide. SLOT_LEAVE answers SLOT_ADMIT. */
+enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
+			     const char *key, const struct slot_place *place,
+			     struct slot_result *res);
 
-/* Reads the script's reply {admitted, wait_us, position} into res (not deadline_us). Returns
-   0, or -1 with *why saying what is wrong with it. */
-int rslot_read_reply(const redisReply *r, const struct slot_params *p, struct slot_result *res,
-		     const char **why);
+/* Reads the script's reply {verdict, wait_us, position} to op into res (not deadline_us).
+   Returns 0, or -1 with *why saying what is wrong with it. */
+int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_params *p,
+		     struct slot_result *res, const char **why);
 
 #endif

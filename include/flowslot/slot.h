@@ -11,16 +11,40 @@ struct slot_params {
 };
 
 enum slot_verdict {
-	SLOT_ADMIT,	  /* a slot is reserved: wait until deadline_us */
+	SLOT_ADMIT,	  /* a slot is reserved: wait until deadline_us (0 on Redis) */
+	SLOT_QUEUED,	  /* a place is held: renew it, and at deadline_us ask to go in */
 	SLOT_REFUSE,	  /* the wait would exceed max_wait: nothing is reserved */
+	SLOT_REFUSE_HOST, /* the remote host holds per_host places already */
 	SLOT_UNAVAILABLE, /* the backend could not decide; the reason has been logged */
+};
+
+/* A waiting login renews its place this often, and a place not renewed for SLOT_LEASE_US is
+   given up: a login that died leaves the queue within 5 s. */
+#define SLOT_RENEW_US INT64_C(2000000)
+#define SLOT_LEASE_US INT64_C(5000000)
+
+/* The keys of one schedule on Redis, in the order src/slot.lua takes them. */
+#define SLOT_KEYS 5
+
+/* What a login asks of the queue on Redis (src/slot.lua). */
+enum slot_op {
+	SLOT_RESERVE, /* a slot now, or a place in the queue */
+	SLOT_RENEW,   /* keep the place; go in if its slot has come */
+	SLOT_LEAVE,   /* give the place up, for a retry of the same login to take back */
+};
+
+/* A login's place in the queue: who holds it, as the script keys it. */
+struct slot_place {
+	char id[33];   /* 128 random bits in hex: this attempt */
+	char who[17];  /* a hash of service, user and remote host: the same login tried again */
+	char host[17]; /* a hash of the remote host, "" for none: for per_host */
 };
 
 struct slot_result {
 	enum slot_verdict verdict;
 	int64_t wait_us;     /* from the decision to the slot; for a refusal, the wait refused */
 	int64_t position;    /* 1 + the logins to be admitted before this one */
-	int64_t deadline_us; /* CLOCK_MONOTONIC time of the slot, when admitted */
+	int64_t deadline_us; /* CLOCK_MONOTONIC time of the slot, when admitted or queued */
 };
 
 /* The furthest ahead any settings can leave a schedule: max_wait (60 min) + burst (1000) *

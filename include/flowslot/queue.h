@@ -1,0 +1,35 @@
+/* The wait of one login for its slot: renewing its place, telling the user, watching them. */
+#ifndef FLOWSLOT_QUEUE_H
+#define FLOWSLOT_QUEUE_H
+
+#include <security/pam_modules.h>
+
+#include "flowslot/countdown.h"
+#include "flowslot/hangup.h"
+#include "flowslot/opt.h"
+#include "flowslot/slot.h"
+
+/* The waiting login: what queue_wait needs to speak for it. */
+struct queue_login {
+	pam_handle_t *pamh;
+	const struct opt *o; /* as the reservation used them; its secrets may be wiped */
+	int argc;	     /* the module arguments, read afresh for each call on Redis */
+	const char **argv;
+	const char *key;
+	const struct slot_place *place;
+};
+
+enum queue_end {
+	QUEUE_TURN,	 /* the slot has come: go in */
+	QUEUE_ABANDONED, /* the user went away; the place was given back */
+};
+
+/* Waits for the slot that res describes. For a place held on Redis (SLOT_QUEUED) it renews
+   the place every SLOT_RENEW_US, follows it as it moves up, and asks to go in at its slot;
+   should Redis be lost meanwhile it logs that once and goes in at the last slot it was given,
+   never later. It tells the user as cd says, and ends early when w sees them go, giving the
+   place back. */
+enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
+			  const struct hangup_watch *w, struct countdown *cd);
+
+#endif

@@ -1,0 +1,78 @@
+#include "flowslot/queue.h"
+
+#include "flowslot/fstime.h"
+#include "flowslot/log.h"
+#include "flowslot/rslot.h"
+
+static int64_t queue_min(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* One call about the place, with the options read afresh: the password is held only for the
+   exchange, never through the wait. */
+static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
+				    struct slot_result *res)
+{
+	struct opt fresh;
+	enum slot_verdict v;
+
+	opt_parse(&fresh, l->pamh, l->argc, l->argv);
+	fresh.slot = l->o->slot;
+	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);
+	opt_wipe(&fresh);
+	return v;
+}
+
+/* Renews the place: true while it is still held (res updated), false when the login may go
+   in (admitted, or Redis lost: at the last slot it gave). */
+static bool queue_renew(const struct queue_login *l, struct slot_result *res,
+			struct countdown *cd)
+{
+	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
+	char left[32];
+
+	switch (queue_call(l, SLOT_RENEW, &now)) {
+	case SLOT_ADMIT:
+		res->deadline_us = fstime_mono_us();
+		return false;
+	case SLOT_QUEUED:
+		*res = now;
+		countdown_update(cd, res);
+		return true;
+	default:
+		countdown_format(res->deadline_us - fstime_mono_us(), left, sizeof(left));
+		log_msg(l->pamh, LOG_WARNING,
+			"queue: lost the queue mid-wait: going in at the last slot it gave, in %s",
+			left);
+		return false;
+	}
+}
+
+enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
+			  const struct hangup_watch *w, struct countdown *cd)
+{
+	bool held = res->verdict == SLOT_QUEUED;
+	int64_t renew_us = fstime_mono_us() + SLOT_RENEW_US;
+
+	for (;;) {
+		int64_t now_us = fstime_mono_us(), wake_us;
+
+		if (held && (now_us >= res->deadline_us || now_us >= renew_us)) {
+			held = queue_renew(l, res, cd);
+			renew_us = fstime_mono_us() + SLOT_RENEW_US;
+			continue;
+		}
+		if (!held && now_us >= res->deadline_us)
+			return QUEUE_TURN;
+		wake_us = queue_min(res->deadline_us, countdown_due(cd, res->deadline_us));
+		if (held)
+			wake_us = queue_min(wake_us, renew_us);
+		if (hangup_wait_until(w, wake_us)) {
+			if (held)
+				queue_call(l, SLOT_LEAVE, res);
+			return QUEUE_ABANDONED;
+		}
+		countdown_tick(cd, res->deadline_us, fstime_mono_us());
+	}
+}
