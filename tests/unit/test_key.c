@@ -156,7 +156,7 @@ static void expect_cut(const char *out, int rc, size_t outsz, const char *want)
 static void test_expand_sizes(void **state)
 {
 	char out[4 * KEY_BUF + GUARD], out2[KEY_BUF + GUARD];
-	char user[4 * KEY_BUF], want[4 * KEY_BUF];
+	char user[4 * KEY_BUF], want[4 * KEY_BUF + 8];
 	int rc;
 
 	(void)state;
