@@ -5,7 +5,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-SET_ITEMS=$(ls /usr/lib/*/pam_wrapper/pam_set_items.so 2> /dev/null | head -1)
 start_redis h || exit 1
 
 # The key template's expansion, written independently of the module: bytes outside

@@ -33,7 +33,7 @@ cleanup() {
 	for pid in $PIDS; do
 		wait "$pid" 2>/dev/null
 	done
-	rm -rf "$TMP"
+	[ -n "${FLOWSLOT_KEEP:-}" ] && echo "kept $TMP" >&2 || rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -144,6 +144,10 @@ service() {
 		printf 'auth required %s/pam_deny.so\naccount required %s/pam_deny.so\n' \
 			"$PAM_DIR" "$PAM_DIR" > "$TMP/svc/other"
 }
+
+# pam_wrapper's module that sets PAM items from the environment (PAM_RHOST=..., PAM_TTY=...):
+# put it first in a stack.
+SET_ITEMS=$(ls /usr/lib/*/pam_wrapper/pam_set_items.so 2> /dev/null | head -1)
 
 # The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps.
 STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps"

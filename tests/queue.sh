@@ -45,6 +45,75 @@ bg_wait
 k4=$(admitted_ms k4 "$t0")
 check "killed waiters: the one behind them goes in when their leases run out (${k4} ms, not 9000)" \
 	sh -c "[ $(rc_of k4) = 0 ] && [ ${k4:-99999} -ge 2500 ] && [ ${k4:-99999} -lt 8000 ]"
-check "... and the places are gone from Redis" [ "$(rcli r zcard q1:q)" = 0 ]
+check "... and the places are gone from Redis" [ "$(rcli r zcard '{q1}:q')" = 0 ]
+
+# 2. A retry keeps its place: alice waits first, bob behind her. alice's login is killed;
+# when it comes back (same service, user and host) after its lease ran out, it takes its
+# place back ahead of bob, rather than joining the back.
+service q2 "auth required $SET_ITEMS" "auth requisite @M $R key=q2 interval=8s countdown=0 debug" \
+	"$STAMP" "auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+login r0 q2 r0 # takes the slot: the next ones wait
+bg_login r1 q2 alice 10.1.1.1
+wait_for 5 grep -q 'queued: ' "$TMP/r1.err"
+bg_login r2 q2 bob 10.1.1.2
+wait_for 5 grep -q 'queued: ' "$TMP/r2.err"
+kill -KILL "$(pam_pid r1)"
+# Her place is given up when her lease runs out and someone calls the script: bob's renewal.
+wait_for 10 sh -c "[ \$(redis-cli -s '$TMP/r.sock' hlen '{q2}:g') = 1 ]" ||
+	not_ok "alice's place was never given up"
+PAM_RHOST=10.1.1.1 login r1again q2 alice
+check "a retry after its lease ran out is number 1 again, not 2" \
+	grep -q 'queued: .*user=alice .*position=1 ' "$TMP/r1again.err"
+order=$(awk '{ print $2 }' "$TMP/stamps" | tr '\n' ' ')
+check "... and goes in before the login that came after it ($order)" [ "$order" = "r0 alice " ]
+kill "$(pam_pid r2)"
+bg_wait
+
+# 3. Two live attempts of one user, from one host, each hold a place.
+service q3 "auth required $SET_ITEMS" "auth requisite @M $R key=q3 interval=2s countdown=0 debug" "auth required @P/pam_permit.so"
+PAM_RHOST=10.1.1.3 login t0 q3 carol
+bg_login t1 q3 carol 10.1.1.3
+wait_for 5 grep -q 'queued: ' "$TMP/t1.err"
+bg_login t2 q3 carol 10.1.1.3
+bg_wait
+check "two live attempts of one user: places 1 and 2, both admitted" \
+	sh -c "grep -q 'position=1 ' '$TMP/t1.err' && grep -q 'position=2 ' '$TMP/t2.err' && [ $(rc_of t1)$(rc_of t2) = 00 ]"
+
+# 4. per_host=1: a host that holds a place already is refused at once, reserving nothing;
+# another host still queues.
+service q4 "auth required $SET_ITEMS" "auth requisite @M $R key=q4 interval=3s countdown=0 per_host=1 debug" \
+	"auth required @P/pam_permit.so"
+PAM_RHOST=10.2.2.2 login h0 q4 dave
+bg_login h1 q4 erin 10.2.2.2
+wait_for 5 grep -q 'queued: ' "$TMP/h1.err"
+places=$(rcli r zcard '{q4}:q')
+t0=$(now_ms)
+PAM_RHOST=10.2.2.2 login h2 q4 frank
+took=$(($(now_ms) - t0))
+check "per_host=1: a second place for one host is refused at once (${took} ms)" \
+	sh -c "[ $(rc_of h2) != 0 ] && grep -q 'per_host=1' '$TMP/h2.err' && [ $took -lt 2000 ]"
+check "... reserving nothing" [ "$(rcli r zcard '{q4}:q')" = "$places" ]
+PAM_RHOST=10.3.3.3 login h3 q4 gina
+check "... while another host queues" sh -c "[ $(rc_of h3) = 0 ] && grep -q 'queued: ' '$TMP/h3.err'"
+bg_wait
+
+# 5. Redis lost mid-wait: the waiter goes in at the last slot it was given, never later, says
+# so once, and does not queue again on the local schedule.
+start_redis lost || exit 1
+service q5 "auth requisite @M url=unix://$TMP/lost.sock key=q5 interval=6s countdown=0 timeout=300ms state_dir=$TMP/q5state" \
+	"$STAMP" "auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+login l0 q5 l0
+t0=$(date +%s%N)
+bg_login l1 q5 l1
+wait_for 5 grep -q 'queued: ' "$TMP/l1.err"
+stop_redis lost
+bg_wait
+l1=$(admitted_ms l1 "$t0")
+check "Redis lost mid-wait: admitted at the last slot given (${l1} ms, slot about 6000)" \
+	sh -c "[ $(rc_of l1) = 0 ] && [ ${l1:-0} -ge 5000 ] && [ ${l1:-99999} -lt 7500 ]"
+check "... logged once, and not queued again on the local schedule" \
+	sh -c "[ \$(grep -c 'lost the queue mid-wait' '$TMP/l1.err') = 1 ] && [ ! -e '$TMP/q5state' ]"
 
 finish

@@ -1,0 +1,7 @@
+# tests/queue.sh: the queue of live waiters through real libpam (killed waiters, a retry,
+# two live attempts, per_host, Redis lost mid-wait).
+.PHONY: check-queue
+CHECK_EXTRA += check-queue
+
+check-queue: pam_flowslot.so
+	bash tests/queue.sh
