@@ -161,28 +161,54 @@ accepted=$(grep -c '^Accepted' "$TMP/sshd.log")
 check "... whereas with max_wait over LoginGraceTime, sshd cuts the waiting login off at the grace time (${took} ms, $accepted accepted)" \
 	sh -c "[ $(rc_of h2) != 0 ] && [ $took -ge 5500 ] && [ $took -lt 9000 ] && [ $accepted = 1 ]"
 
-# 4. An abandoned login: its client killed mid-wait. The logins behind it still get in on
-# time, and the schedule expires.
+# 4. Clients that hang up while queued (the natural reaction to a blank screen over ssh) give
+# their places back at once: sshd's waiting process holds the client's TCP connection, and the
+# module watches it. The login behind moves up to the slot of the one that left.
 start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
-	"session required @M url=unix://$TMP/r.sock key=gone interval=2s countdown=0" \
+	"session requisite @M url=unix://$TMP/r.sock key=gone interval=3s countdown=0" \
 	"session required @P/pam_permit.so" || exit 1
+hangup_client() { # NAME: a publickey client in the background, its pid in $TMP/NAME.pid
+	ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 true \
+		> /dev/null 2>&1 < /dev/null &
+	echo $! > "$TMP/$1.pid"
+}
+queued_count() { grep -ac 'SYSLOG(5): queued:' "$TMP/sshd.err"; }
 t0=$(date +%s%N)
 key_login x1
-ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 true \
-	> /dev/null 2>&1 < /dev/null &
-victim=$!
-sleep 0.5
+hangup_client x2
+wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 1 ]"
 key_login x3 &
 p3=$!
-sleep 0.5
-kill "$victim"
+wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 2 ]"
+kill "$(cat "$TMP/x2.pid")"
+wait_for 5 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd.err"
+abandoned_ms=$((($(date +%s%N) - t0) / 1000000))
 wait $p3
 x3_ms=$((($(cat "$TMP/x3.out") - t0) / 1000000))
-check "abandoned: the login behind a killed one gets in at its slot (${x3_ms} ms, slot 4000)" \
-	sh -c "[ $(rc_of x3) = 0 ] && [ $x3_ms -ge 3500 ] && [ $x3_ms -lt 6000 ]"
-ttl=$(rcli r pttl gone)
-check "abandoned: the schedule expires with its last slot (pttl ${ttl} ms)" in_range "$ttl" 0 2500
-sleep $(((ttl + 999) / 1000))
-check "... and is gone after it" [ "$(rcli r exists gone)" = 0 ]
+check "hang-up: the waiting sshd notices the client gone and gives the place back (by ${abandoned_ms} ms)" \
+	grep -aq 'SYSLOG(5): abandoned: service=sshd-flowslot user=root' "$TMP/sshd.err"
+check "... and the login behind moves up to its slot (${x3_ms} ms, slot 3000, was 6000)" \
+	sh -c "[ $(rc_of x3) = 0 ] && [ $x3_ms -ge 2500 ] && [ $x3_ms -lt 5000 ]"
+
+# 5. A retry keeps its place: y2 hangs up while queued ahead of y3 and tries again at once; the
+# new attempt (same service, user and host) takes y2's place back, ahead of y3.
+rcli r del gone > /dev/null
+sleep 3 # the last slot above has passed
+: > "$TMP/sshd.err"
+t0=$(date +%s%N)
+key_login y1
+hangup_client y2
+wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 1 ]"
+key_login y3 &
+p3=$!
+wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 2 ]"
+kill "$(cat "$TMP/y2.pid")"
+wait_for 5 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd.err"
+key_login y2b
+wait $p3
+y2b_ms=$((($(cat "$TMP/y2b.out") - t0) / 1000000))
+y3_ms=$((($(cat "$TMP/y3.out") - t0) / 1000000))
+check "retry after a hang-up: back at its place, ahead of the login behind (${y2b_ms} ms, then ${y3_ms} ms)" \
+	sh -c "[ $(rc_of y2b)$(rc_of y3) = 00 ] && [ $y2b_ms -lt $y3_ms ] && [ $y2b_ms -lt 5000 ]"
 
 finish
