@@ -75,4 +75,22 @@ ran=$(seen_at su 'su-ran')
 check "su: countdown live (${first:-never} then ${turn:-never} ms), then the command (${ran:-never} ms)" \
 	sh -c "[ -n '$ran' ] && [ $((turn - first)) -ge 1000 ] && [ $ran -ge $turn ]"
 
+# A terminal that hangs up while /bin/login waits in the queue: the module sees the terminal
+# hang up (PAM_TTY) and gives its place back at once, well before its 5 s lease would run out.
+service login "auth requisite @M url=unix://$TMP/r.sock key=hup interval=20s countdown=1s" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so"
+occupy login
+# login must keep its terminal as its standard streams; the shell after it outlives it.
+tmux_ new-session -d -s hup -x 120 -y 40 \
+	"$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root; sleep 30"
+wait_for 5 sh -c "[ \$(redis-cli -s '$TMP/r.sock' zcard '{hup}:q') = 1 ]"
+queued=$(rcli r zcard '{hup}:q')
+t0=$(now_ms)
+tmux_ kill-session -t hup
+wait_for 3 sh -c "[ \$(redis-cli -s '$TMP/r.sock' zcard '{hup}:q') = 0 ]"
+gone_ms=$(($(now_ms) - t0))
+check "console hang-up: the waiting login gives its place back at once (${queued} waiting, then 0 after ${gone_ms} ms)" \
+	sh -c "[ $queued = 1 ] && [ $gone_ms -lt 2000 ] && [ \$(redis-cli -s '$TMP/r.sock' hlen '{hup}:g') = 1 ]"
+
 finish
