@@ -10,7 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
+#include "flowslot/hangup.h"
+#include "flowslot/queue.h"
+#include "flowslot/rslot.h"
 
 void bench_opt(struct opt *o, int argc, char **argv)
 {
@@ -25,6 +29,49 @@ void bench_opt(struct opt *o, int argc, char **argv)
 		fprintf(stderr, "bench: this client needs a Redis url=\n");
 		exit(2);
 	}
+}
+
+void bench_place(struct slot_place *p, int i)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->id, sizeof(p->id), "%08x%08x%016llx", (unsigned)getpid(), (unsigned)i,
+		 (unsigned long long)fstime_mono_us());
+}
+
+enum slot_verdict bench_login(const struct opt *o, int argc, char **argv, const char *key,
+			      const struct slot_place *place, struct slot_result *res,
+			      int64_t *admitted_us)
+{
+	const char *args[64];
+	/* queue_call re-reads the options from the module arguments for each renewal: with
+	   none, it would renew on the default url, not this one. */
+	const struct queue_login l = { .pamh = NULL,
+				       .o = o,
+				       .argc = argc,
+				       .argv = args,
+				       .key = key,
+				       .place = place };
+	struct hangup_watch w = { .n = 0 };
+	struct countdown cd;
+	struct slot_result now;
+	enum slot_verdict v = rslot_call(NULL, o, SLOT_RESERVE, key, place, res);
+
+	if (v != SLOT_ADMIT && v != SLOT_QUEUED)
+		return v;
+	if (argc > (int)(sizeof(args) / sizeof(args[0]))) {
+		fprintf(stderr, "bench: too many options\n");
+		exit(2);
+	}
+	for (int i = 0; i < argc; i++)
+		args[i] = argv[i];
+	now = *res;
+	countdown_start(&cd, NULL, 0, false, &now);
+	if (queue_wait(&l, &now, &w, &cd) != QUEUE_TURN) {
+		fprintf(stderr, "bench: a login with nothing watched was abandoned\n");
+		exit(1);
+	}
+	*admitted_us = fstime_mono_us();
+	return v;
 }
 
 redisContext *bench_connect(const struct opt *o)

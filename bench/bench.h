@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 
 #include "flowslot/opt.h"
+#include "flowslot/slot.h"
 
 /* Applies opt_defaults, then each "name=value" of argv through opt_set, as the module does
    with its arguments (no configuration file is read). Exits on a bad option. */
@@ -17,6 +18,19 @@ void bench_opt(struct opt *o, int argc, char **argv);
 
 /* A connection of our own to the server named by o->url, for INFO and the like. */
 redisContext *bench_connect(const struct opt *o);
+
+/* A place of its own for simulated login i of this process's run: a unique id (pid, i and
+   the time), no who and no host. */
+void bench_place(struct slot_place *p, int i);
+
+/* One login as the module makes it: reserves on key (rslot_call) and, when queued, waits as
+   the module does (queue_wait, no conversation, nothing watched), renewing the place with the
+   options read afresh from argv, the module arguments o came from. Returns the verdict of
+   the reservation, with its answer in res (deadline_us: the slot it promised); for SLOT_ADMIT
+   and SLOT_QUEUED, *admitted_us is when the login was let in (CLOCK_MONOTONIC). */
+enum slot_verdict bench_login(const struct opt *o, int argc, char **argv, const char *key,
+			      const struct slot_place *place, struct slot_result *res,
+			      int64_t *admitted_us);
 
 /* Runs a command that must not fail; exits if it does. */
 redisReply *bench_command(redisContext *c, const char *cmd);

@@ -2,9 +2,11 @@
  *
  *   capacity P SECONDS OPTION...
  *
- * P processes call rslot_reserve, the module's own code path (a connection, one script call,
- * a close, per decision), back to back on one schedule for SECONDS, all starting at the same
- * instant. Prints the decisions made per second, by verdict, as name=value pairs.
+ * P processes call rslot_call(SLOT_RESERVE), the module's own code path (a connection, one
+ * script call, a close, per decision), back to back on one schedule for SECONDS, all starting
+ * at the same instant, each decision for a place of its own. A queued place is not renewed:
+ * it lapses after its lease (5 s), like that of a login that died. Prints the decisions made
+ * per second, by verdict, as name=value pairs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 #define CAPACITY_MAX_P 1000
 
 struct capacity_result {
-	long long admit, refuse, unavailable;
+	long long admit, queued, refuse, unavailable;
 };
 
 struct capacity {
@@ -31,16 +33,23 @@ static int capacity_child(int i, void *arg)
 	struct capacity *k = arg;
 	struct capacity_result *r = &k->res[i];
 	struct slot_result res;
+	struct slot_place place;
 	int64_t end;
+	int n = 0;
 
 	bench_gate_wait(&k->gate);
 	end = fstime_mono_us() + k->run_us;
 	while (fstime_mono_us() < end) {
-		switch (rslot_reserve(NULL, k->o, k->o->key, &res)) {
+		bench_place(&place, i * 1000000 + n++);
+		switch (rslot_call(NULL, k->o, SLOT_RESERVE, k->o->key, &place, &res)) {
 		case SLOT_ADMIT:
 			r->admit++;
 			break;
+		case SLOT_QUEUED:
+			r->queued++;
+			break;
 		case SLOT_REFUSE:
+		case SLOT_REFUSE_HOST:
 			r->refuse++;
 			break;
 		default:
@@ -57,7 +66,8 @@ int main(int argc, char **argv)
 	struct capacity k;
 	struct opt o;
 	struct slot_result warm;
-	long long admit = 0, refuse = 0, unavailable = 0;
+	struct slot_place warm_place;
+	long long admit = 0, queued = 0, refuse = 0, unavailable = 0;
 	int p, ready, failed;
 	double seconds, elapsed;
 	int64_t t0;
@@ -72,7 +82,8 @@ int main(int argc, char **argv)
 	k.run_us = (int64_t)(seconds * 1e6);
 	k.res = bench_shared(sizeof(*k.res) * (size_t)p);
 	/* The script is loaded before the clock starts. */
-	if (rslot_reserve(NULL, &o, o.key, &warm) != SLOT_ADMIT) {
+	bench_place(&warm_place, -1);
+	if (rslot_call(NULL, &o, SLOT_RESERVE, o.key, &warm_place, &warm) != SLOT_ADMIT) {
 		fprintf(stderr, "capacity: the warm-up reservation failed\n");
 		return 1;
 	}
@@ -85,12 +96,13 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < p; i++) {
 		admit += k.res[i].admit;
+		queued += k.res[i].queued;
 		refuse += k.res[i].refuse;
 		unavailable += k.res[i].unavailable;
 	}
-	printf("clients=%d ready=%d failed=%d seconds=%.3f decisions=%lld admit=%lld refuse=%lld "
-	       "unavailable=%lld per_second=%.0f\n",
-	       p, ready, failed, elapsed, admit + refuse, admit, refuse, unavailable,
-	       (double)(admit + refuse) / elapsed);
+	printf("clients=%d ready=%d failed=%d seconds=%.3f decisions=%lld admit=%lld queued=%lld "
+	       "refuse=%lld unavailable=%lld per_second=%.0f\n",
+	       p, ready, failed, elapsed, admit + queued + refuse, admit, queued, refuse,
+	       unavailable, (double)(admit + queued + refuse) / elapsed);
 	return failed != 0 || ready != p;
 }

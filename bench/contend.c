@@ -5,7 +5,9 @@
  * N logins (processes, one connection each) start at the same instant and each reserves one
  * slot on the schedule OPTION key= at OPTION url=, one OPTION interval= apart:
  *
- *   flowslot  the module's own code path: rslot_reserve(), one script call
+ *   flowslot  the module's own code path: rslot_call() to reserve, one script call; a login
+ *             that is queued then waits as the module does (queue_wait): a renewal every
+ *             2 s and one at its slot, all counted
  *   watch     WATCH, GET, then MULTI/SET/EXEC pipelined, again from WATCH while EXEC fails
  *   naive     GET, then SET: read-then-write, no atomicity
  *
@@ -36,11 +38,14 @@ struct contend_result {
 	long long round_trips; /* replies waited for, a pipelined batch counting once */
 	long long attempts;    /* WATCH: transactions tried */
 	int64_t slot_us;       /* the slot obtained: a deadline (flowslot) or a start time */
+	long long renewals;    /* flowslot: script calls after the reservation */
 };
 
 struct contend {
 	enum contend_mode mode;
 	const struct opt *o;
+	int argc; /* the module arguments, for queue_wait's renewals */
+	char **argv;
 	const char *key;
 	struct bench_gate gate;
 	struct contend_result *res; /* shared, one per login */
@@ -169,17 +174,25 @@ static int contend_child(int i, void *arg)
 	struct contend *k = arg;
 	struct contend_result *r = &k->res[i];
 	struct slot_result res;
+	struct slot_place place;
 	redisContext *c;
+	int64_t admitted_us;
+	enum slot_verdict v;
+	long long reserve_sent;
 
+	bench_place(&place, i);
 	bench_gate_wait(&k->gate);
 	if (k->mode == MODE_FLOWSLOT) {
 		contend_formatted = 0;
-		if (rslot_reserve(NULL, k->o, k->key, &res) == SLOT_ADMIT) {
+		v = bench_login(k->o, k->argc, k->argv, k->key, &place, &res, &admitted_us);
+		if (v == SLOT_ADMIT || v == SLOT_QUEUED) {
 			r->admitted = 1;
-			r->slot_us = res.deadline_us;
+			r->slot_us = res.deadline_us; /* the slot the reservation promised */
 		} else {
 			r->unavailable = 1;
 		}
+		reserve_sent = 1; /* EVALSHA; the warm-up loaded the script */
+		r->renewals = contend_formatted - reserve_sent;
 		/* No password here, so no AUTH: each command is a round trip of its own. */
 		r->sent = r->round_trips = contend_formatted;
 		r->attempts = 1;
@@ -214,10 +227,12 @@ int main(int argc, char **argv)
 	struct opt o;
 	struct bench_cmdstats st;
 	struct slot_result res;
+	struct slot_place warm_place;
 	redisContext *c;
 	redisReply *rep;
 	char cmd[OPT_KEY_MAX + 32];
 	long long sent = 0, rts = 0, attempts = 0, attempts_max = 0, server_all = 0, server_client;
+	long long renewals = 0, renewals_max = 0;
 	int n, ready, failed, admitted = 0, unavailable = 0, groups = 0, largest = 0, run = 0;
 	int64_t t0, t1;
 
@@ -235,6 +250,8 @@ int main(int argc, char **argv)
 	}
 	bench_opt(&o, argc - 3, argv + 3);
 	k.o = &o;
+	k.argc = argc - 3;
+	k.argv = argv + 3;
 	k.key = o.key;
 	k.res = bench_shared(sizeof(*k.res) * (size_t)n);
 
@@ -242,7 +259,8 @@ int main(int argc, char **argv)
 	if (k.mode == MODE_FLOWSLOT) {
 		/* The script is loaded once per server: that first NOSCRIPT/EVAL is not counted. */
 		snprintf(cmd, sizeof(cmd), "%s:warm", o.key);
-		if (rslot_reserve(NULL, &o, cmd, &res) != SLOT_ADMIT) {
+		bench_place(&warm_place, -1);
+		if (rslot_call(NULL, &o, SLOT_RESERVE, cmd, &warm_place, &res) != SLOT_ADMIT) {
 			fprintf(stderr, "contend: the warm-up reservation failed\n");
 			return 1;
 		}
@@ -272,6 +290,9 @@ int main(int argc, char **argv)
 		const struct contend_result *r = &k.res[i];
 
 		sent += r->sent;
+		renewals += r->renewals;
+		if (r->renewals > renewals_max)
+			renewals_max = r->renewals;
 		rts += r->round_trips;
 		attempts += r->attempts;
 		if (r->attempts > attempts_max)
@@ -293,9 +314,9 @@ int main(int argc, char **argv)
 	printf("mode=%s n=%d ready=%d admitted=%d unavailable=%d failed=%d sent=%lld "
 	       "round_trips=%lld attempts=%lld attempts_max=%lld server_calls=%lld "
 	       "server_client_calls=%lld server_script_calls=%lld distinct_slots=%d "
-	       "shared_slot=%d largest_group=%d elapsed_ms=%.1f\n",
+	       "shared_slot=%d largest_group=%d elapsed_ms=%.1f renewals=%lld renewals_max=%lld\n",
 	       names[k.mode], n, ready, admitted, unavailable, failed, sent, rts, attempts,
 	       attempts_max, server_all, server_client, server_all - server_client, groups,
-	       admitted - groups, largest, (double)(t1 - t0) / 1000.0);
+	       admitted - groups, largest, (double)(t1 - t0) / 1000.0, renewals, renewals_max);
 	return failed != 0 || ready != n;
 }

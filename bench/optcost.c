@@ -35,7 +35,7 @@ struct optcost_conf {
 	bool nocache;
 	char cache[OPT_DIR_MAX + NCACHE_NAME_MAX + 2]; /* nocache: the file removed */
 	int64_t *us;
-	long long admit, refuse, unavailable, connections, commands;
+	long long admit, queued, refuse, unavailable, connections, commands;
 };
 
 /* Every connection rnode.c opens and every command it formats passes through these. */
@@ -124,21 +124,31 @@ int main(int argc, char **argv)
 		for (int k = 0; k < n_conf; k++) {
 			struct optcost_conf *c = &conf[((r + OPTCOST_WARMUP) + k) % n_conf];
 			struct slot_result res;
+			struct slot_place place;
 			enum slot_verdict v;
 			long long conns = optcost_connections, cmds = optcost_commands;
 			int64_t t0;
 
 			if (c->nocache)
 				unlink(c->cache);
+			bench_place(&place, (r + OPTCOST_WARMUP) * OPTCOST_MAX_CONF + k);
 			t0 = fstime_mono_us();
-			v = rslot_reserve(NULL, &c->o, c->o.key, &res);
+			v = rslot_call(NULL, &c->o, SLOT_RESERVE, c->o.key, &place, &res);
+			if (r >= 0) {
+				c->us[r] = fstime_mono_us() - t0;
+				c->connections += optcost_connections - conns;
+				c->commands += optcost_commands - cmds;
+			}
+			/* A place left behind would queue every decision after it: it is given
+			   back, outside the time and the counts. */
+			if (v == SLOT_QUEUED)
+				rslot_call(NULL, &c->o, SLOT_LEAVE, c->o.key, &place, &res);
 			if (r < 0)
 				continue;
-			c->us[r] = fstime_mono_us() - t0;
-			c->connections += optcost_connections - conns;
-			c->commands += optcost_commands - cmds;
 			if (v == SLOT_ADMIT)
 				c->admit++;
+			else if (v == SLOT_QUEUED)
+				c->queued++;
 			else if (v == SLOT_REFUSE)
 				c->refuse++;
 			else
@@ -151,10 +161,11 @@ int main(int argc, char **argv)
 		int64_t median = bench_percentile(c->us, (size_t)rounds, 50);
 
 		/* bench_percentile sorted them. */
-		printf("name=%s rounds=%d admit=%lld refuse=%lld unavailable=%lld connections=%lld "
+		printf("name=%s rounds=%d admit=%lld queued=%lld refuse=%lld unavailable=%lld "
+		       "connections=%lld "
 		       "commands=%lld min_us=%" PRId64 " median_us=%" PRId64 " p99_us=%" PRId64
 		       " max_us=%" PRId64 "\n",
-		       c->name, rounds, c->admit, c->refuse, c->unavailable, c->connections,
+		       c->name, rounds, c->admit, c->queued, c->refuse, c->unavailable, c->connections,
 		       c->commands, c->us[0], median, bench_percentile(c->us, (size_t)rounds, 99),
 		       c->us[rounds - 1]);
 	}

@@ -2,7 +2,7 @@
 # make bench: pam_flowslot against the alternatives, in one run on this machine (issue 6).
 # Private redis-servers on loopback or on Unix sockets in a temporary directory, stopped by pid
 # (tests/lib.sh); logins through the C clients of bench/ (the module's own code path: the
-# library objects, rslot_reserve, countdown_wait) or through pamtester under pam_wrapper.
+# library objects, rslot_call, queue_wait) or through pamtester under pam_wrapper.
 # Writes BENCHMARKS.md and bench/timeline.png; with QUICK=1, fewer and shorter rounds into
 # build/bench/BENCHMARKS-quick.md. BENCH_OUT= names another file. Nothing here asserts a time.
 set -u
@@ -114,7 +114,9 @@ say "writing $OUT ($COMMAND); load average at the start: $LOAD_START"
 say "1/6: commands per login, N = $M1_NS, $M1_REPS run(s) each"
 start_tcp_redis m1 || fail "redis m1"
 M1_PORT=$PORT
-M1_OPTS="url=redis://127.0.0.1:$M1_PORT/0 interval=1s max_wait=60m timeout=10s"
+# 100 ms apart: a queued pam_flowslot login waits for its slot, renewing its place, so the
+# run lasts N intervals.
+M1_OPTS="url=redis://127.0.0.1:$M1_PORT/0 interval=100ms max_wait=60m timeout=10s"
 : > "$TMP/m1.txt"
 for n in $M1_NS; do
 	for rep in $(seq "$M1_REPS"); do
@@ -147,7 +149,7 @@ m1_row() {
 		if (f("largest_group") > lg) lg = f("largest_group")
 	}
 	END {
-		name = mode == "flowslot" ? "pam_flowslot (rslot_reserve)" : mode == "watch" ? "WATCH/MULTI/EXEC, retried" : "naive GET then SET"
+		name = mode == "flowslot" ? "pam_flowslot (rslot_call, queue_wait)" : mode == "watch" ? "WATCH/MULTI/EXEC, retried" : "naive GET then SET"
 		mean = sum / runs
 		range = reps > 1 ? sprintf(" (%.2f to %.2f)", lo, hi) : ""
 		ratio = base > 0 ? sprintf("%.1f", mean / base) : "1"
@@ -169,6 +171,12 @@ done
 watch_per_login() { awk -v n="$1" '$1 == "mode=watch" && $2 == "n=" n { split($7, kv, "="); split($4, a, "="); s += kv[2] / a[2]; r++ } END { printf "%.0f", s / r }' "$TMP/m1.txt"; }
 M1_W50=$(watch_per_login 50)
 M1_W200=$(watch_per_login 200)
+# flowslot_renewals N: renewals per admitted pam_flowslot login, mean and most by one login.
+flowslot_renewals() { awk -v n="$1" '$1 == "mode=flowslot" && $2 == "n=" n { for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } s += v["renewals"] / (v["admitted"] > 0 ? v["admitted"] : 1); if (v["renewals_max"] > m) m = v["renewals_max"]; r++ } END { printf "%.2f (at most %d)", s / r, m }' "$TMP/m1.txt"; }
+M1_R_TEXT=""
+for n in $M1_NS; do
+	M1_R_TEXT="$M1_R_TEXT N = $n: $(flowslot_renewals "$n");"
+done
 
 # ---------------------------------------------------------------------------------------------
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs.
@@ -274,8 +282,10 @@ UNIX_RB=(-s "$TMP/m4.sock")
 TCP_RB=(-h 127.0.0.1 -p "$M4_PORT")
 CAP_OPTS="interval=1ms max_wait=60m timeout=10s"
 m4_phase get1 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
-m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" --csv \
-	EVALSHA "$SHA" 1 bench:cap:rb 1000 1 3600000000
+# -r: each request a place of its own (__rand_int__), as each of the module's decisions is.
+m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" -r 1000000000 --csv \
+	EVALSHA "$SHA" 5 bench:cap:rb "{bench:cap:rb}:q" "{bench:cap:rb}:l" "{bench:cap:rb}:w" \
+	"{bench:cap:rb}:g" reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000
 # shellcheck disable=SC2086
 m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap $CAP_OPTS
 m4_phase get2 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
@@ -443,7 +453,7 @@ stop_redis m6master
 m6() { field "$2" "$(printf '%s\n' "$M6" | grep "^name=$1 ")"; }
 # m6_row NAME DESCRIPTION: one table row, against the baseline "plain".
 m6_row() {
-	awk -v d="$2" -v n="$(m6 "$1" rounds)" -v a="$(m6 "$1" admit)" -v c="$(m6 "$1" connections)" \
+	awk -v d="$2" -v n="$(m6 "$1" rounds)" -v a="$(($(m6 "$1" admit) + $(m6 "$1" queued)))" -v c="$(m6 "$1" connections)" \
 		-v k="$(m6 "$1" commands)" -v m="$(m6 "$1" median_us)" -v p="$(m6 "$1" p99_us)" \
 		-v bm="$(m6 plain median_us)" -v bp="$(m6 plain p99_us)" -v base="$([ "$1" = plain ] && echo 1)" 'BEGIN {
 		printf "| %s | %d of %d | %.2f | %.2f | %.3f | %.3f | %s | %s | %s | %s |\n", d, a, n, c / n,
@@ -504,12 +514,15 @@ S_DEC=$M3_DECIDE
 
 		N logins start at the same instant: N processes blocked on one pipe are released together,
 		each opens its own connection to one redis-server on TCP loopback and reserves one slot on
-		the same schedule (interval 1 s, so that every login can be told apart), ${M1_REPS} run(s)
+		the same schedule (interval 100 ms, so that every login can be told apart), ${M1_REPS} run(s)
 		per row. Three clients in \`bench/contend.c\`, all on the same hiredis:
 
-		- **pam_flowslot**: the module's own code path, \`rslot_reserve()\` from the library
-		  objects, which sends one \`EVALSHA\` of \`src/slot.lua\`. The script was loaded before the
-		  run (the first login after a Redis restart pays one \`NOSCRIPT\` reply and one \`EVAL\`).
+		- **pam_flowslot**: the module's own code path, \`rslot_call()\` from the library
+		  objects, which sends one \`EVALSHA\` of \`src/slot.lua\` to reserve; a login that is
+		  queued then waits as the module does (\`queue_wait()\`), renewing its place every 2 s
+		  and once more at its slot to be let in, each one more \`EVALSHA\`, all counted. The
+		  script was loaded before the run (the first login after a Redis restart pays one
+		  \`NOSCRIPT\` reply and one \`EVAL\`).
 		- **WATCH/MULTI/EXEC**: \`WATCH key\`, \`GET key\`, then \`MULTI\`, \`SET key next PX ttl\`,
 		  \`EXEC\` pipelined; from \`WATCH\` again while \`EXEC\` answers nil (at most 10,000 tries).
 		  Five commands and three round trips a try.
@@ -536,7 +549,11 @@ S_DEC=$M3_DECIDE
 		of each other, so each round of the optimistic loop has nearly every remaining login in it
 		and only one of them commits: the tries per login, five commands each, grow with N. Logins
 		whose starts are spread over more time, as they may have been where the anchor was measured,
-		collide less. pam_flowslot's count does not depend on that: one script call per login.
+		collide less. pam_flowslot's count does not depend on that, but on how long each login
+		waits: one script call to reserve, about one per 2 s of waiting, and one at its slot. The
+		renewals per admitted login, mean (and most by one login):$M1_R_TEXT the k-th login
+		waits k intervals. The alternatives only compute a slot; their logins then sleep without
+		telling Redis whether they are still there.
 
 		## 2. Added latency of an admitted login with an empty queue
 
@@ -564,16 +581,19 @@ S_DEC=$M3_DECIDE
 
 		## 3. Stagger precision
 
-		$(field n "$M3") logins released at the same instant by \`bench/stagger.c\` each call \`rslot_reserve()\`
-		(\`interval=100ms\`, Redis on a Unix socket) and then \`countdown_wait()\`, the module's own
-		sleep, recording the deadline they got (\`CLOCK_MONOTONIC\`) and when they woke. The spacing
-		is between consecutive wake-ups; the lateness is each wake-up against its own deadline.
+		$(field n "$M3") logins released at the same instant by \`bench/stagger.c\` each call \`rslot_call()\`
+		(\`interval=100ms\`, Redis on a Unix socket) and, when queued, \`queue_wait()\`, the module's
+		own wait: renewing the place every 2 s and, at the slot, asking to go in. Each records the
+		slot the reservation promised (\`CLOCK_MONOTONIC\`) and when it was let in: at once, or
+		when the renewal at its slot answered admitted. The spacing is between consecutive
+		admissions; the lateness is each admission against the slot first promised (it includes
+		the renewal's round trip).
 
 		| logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
 		|---|---|---|---|---|---|---|---|---|
 		| $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
 
-		The logins called \`rslot_reserve()\` within $(ms "$(n1 "$S_ARR" 3)") ms of the common start (median
+		The logins called \`rslot_call()\` within $(ms "$(n1 "$S_ARR" 3)") ms of the common start (median
 		$(ms "$(n1 "$S_ARR" 1)") ms: $(field n "$M3") processes on $(nproc) cores), and each decision, from that call to
 		the reply (the connection included), took a median of $(ms "$(n1 "$S_DEC" 1)") ms (p99 $(ms "$(n1 "$S_DEC" 2)") ms,
 		max $(ms "$(n1 "$S_DEC" 3)") ms). The deadline is the server's slot carried over to this host's
@@ -587,9 +607,11 @@ S_DEC=$M3_DECIDE
 		## 4. Decision capacity
 
 		One redis-server, reached over a Unix socket and then over TCP loopback; $CONC concurrent
-		clients throughout. The module's rate is $CONC processes calling \`rslot_reserve()\` back to
-		back for ${M4_SECONDS} s (\`bench/capacity.c\`), each decision being what a login does:
-		connect, one \`EVALSHA\`, close. \`redis-benchmark\` keeps its $CONC connections open. On
+		clients throughout. The module's rate is $CONC processes calling \`rslot_call()\` to reserve,
+		back to back for ${M4_SECONDS} s (\`bench/capacity.c\`), each decision being what a login's
+		reservation does: connect, one \`EVALSHA\`, close, for a place of its own. A queued place
+		is not renewed (a login's renewals would be further decisions) and lapses after its 5 s
+		lease, so the queue holds up to 5 s of places. \`redis-benchmark\` keeps its $CONC connections open. On
 		each transport, GET ran before and after the module; the ratio is against their mean. The
 		last two columns are the redis-server process's CPU while the row ran (100% = one core: the
 		server is single-threaded, and the clients share the $(nproc) cores with it), and that CPU
@@ -598,11 +620,11 @@ S_DEC=$M3_DECIDE
 		| transport | what | requests | per second | ratio to GET | redis-server CPU | redis-server CPU per request, µs |
 		|---|---|---|---|---|---|---|
 		| Unix socket | \`redis-benchmark -c $CONC -t get\` (before) | $M4_GET_N | $M4_GET1 | | $(cat "$TMP/m4-get1.cpu")% | $(m4_cpu_us get1 "$M4_GET_N") |
-		| Unix socket | \`redis-benchmark -c $CONC\` \`EVALSHA\` of src/slot.lua, connections kept open | $M4_EVAL_N | $M4_EVAL | $(ratio "$M4_EVAL" "$M4_GET") | $(cat "$TMP/m4-evalsha.cpu")% | $(m4_cpu_us evalsha "$M4_EVAL_N") |
-		| Unix socket | pam_flowslot decisions, \`rslot_reserve()\`, a connection each | $(field decisions "$M4_MOD") in $(field seconds "$M4_MOD") s ($(field admit "$M4_MOD") admitted, $(field refuse "$M4_MOD") refused, $(field unavailable "$M4_MOD") unavailable) | **$M4_MODPS** | **$(ratio "$M4_MODPS" "$M4_GET")** | $(cat "$TMP/m4-module.cpu")% | $(m4_cpu_us module "$(field decisions "$M4_MOD")") |
+		| Unix socket | \`redis-benchmark -c $CONC -r\` \`EVALSHA\` of src/slot.lua reserving, a place each, connections kept open | $M4_EVAL_N | $M4_EVAL | $(ratio "$M4_EVAL" "$M4_GET") | $(cat "$TMP/m4-evalsha.cpu")% | $(m4_cpu_us evalsha "$M4_EVAL_N") |
+		| Unix socket | pam_flowslot decisions, \`rslot_call()\`, a connection each | $(field decisions "$M4_MOD") in $(field seconds "$M4_MOD") s ($(field admit "$M4_MOD") admitted, $(field queued "$M4_MOD") queued, $(field refuse "$M4_MOD") refused, $(field unavailable "$M4_MOD") unavailable) | **$M4_MODPS** | **$(ratio "$M4_MODPS" "$M4_GET")** | $(cat "$TMP/m4-module.cpu")% | $(m4_cpu_us module "$(field decisions "$M4_MOD")") |
 		| Unix socket | \`redis-benchmark -c $CONC -t get\` (after) | $M4_GET_N | $M4_GET2 | | $(cat "$TMP/m4-get2.cpu")% | $(m4_cpu_us get2 "$M4_GET_N") |
 		| TCP loopback | \`redis-benchmark -c $CONC -t get\` (before) | $M4_GET_N | $M4_TGET1 | | $(cat "$TMP/m4-tget1.cpu")% | $(m4_cpu_us tget1 "$M4_GET_N") |
-		| TCP loopback | pam_flowslot decisions, \`rslot_reserve()\`, a connection each | $(field decisions "$M4_TMOD") in $(field seconds "$M4_TMOD") s ($(field admit "$M4_TMOD") admitted, $(field refuse "$M4_TMOD") refused, $(field unavailable "$M4_TMOD") unavailable) | **$M4_TMODPS** | **$(ratio "$M4_TMODPS" "$M4_TGET")** | $(cat "$TMP/m4-tmodule.cpu")% | $M4_TCPU_US |
+		| TCP loopback | pam_flowslot decisions, \`rslot_call()\`, a connection each | $(field decisions "$M4_TMOD") in $(field seconds "$M4_TMOD") s ($(field admit "$M4_TMOD") admitted, $(field queued "$M4_TMOD") queued, $(field refuse "$M4_TMOD") refused, $(field unavailable "$M4_TMOD") unavailable) | **$M4_TMODPS** | **$(ratio "$M4_TMODPS" "$M4_TGET")** | $(cat "$TMP/m4-tmodule.cpu")% | $M4_TCPU_US |
 		| TCP loopback | \`redis-benchmark -c $CONC -t get\` (after) | $M4_GET_N | $M4_TGET2 | | $(cat "$TMP/m4-tget2.cpu")% | $(m4_cpu_us tget2 "$M4_GET_N") |
 
 		**Capacity: one Redis decided $M4_TMODPS logins per second over TCP loopback**
@@ -658,7 +680,7 @@ S_DEC=$M3_DECIDE
 
 		A master, one replica of it (\`replicaof\`) and one \`redis-sentinel\` watching the master
 		(quorum 1), all on TCP loopback. One process (\`bench/optcost.c\`) makes one decision at a
-		time through \`rslot_reserve()\`, the module's own code path, with each configuration in
+		time through \`rslot_call()\` (a reservation), the module's own code path, with each configuration in
 		turn, round after round, starting from a different one each round; ${M6_ROUNDS} rounds after
 		20 not counted, each decision timed from the call to its return. Every configuration reaches
 		the same master, with \`interval=1ms max_wait=60m timeout=10s\` and a key of its own:
@@ -674,9 +696,11 @@ S_DEC=$M3_DECIDE
 		  the sentinel (\`SENTINEL get-master-addr-by-name\`), then the master, and the file written.
 
 		Connections and commands are counted by the client as \`rnode.c\` opens and formats them
-		(\`-Wl,--wrap\`). "Added" is the configuration's percentile less the baseline's.
+		(\`-Wl,--wrap\`). "Added" is the configuration's percentile less the baseline's. A
+		decision that queued the login (its slot less than 1 ms ahead) gives its place back at
+		once, untimed and uncounted, so that the next decision finds the queue empty.
 
-		| configuration | admitted | connections per decision | commands sent per decision | median ms | p99 ms | × baseline, median | × baseline, p99 | added, median ms | added, p99 ms |
+		| configuration | admitted or queued | connections per decision | commands sent per decision | median ms | p99 ms | × baseline, median | × baseline, p99 | added, median ms | added, p99 ms |
 		|---|---|---|---|---|---|---|---|---|---|
 		$(m6_row plain "baseline: \`redis://\`, \`sync_replicas=0\`")
 		$(m6_row sync1 "\`redis://\`, **\`sync_replicas=1\`**")

@@ -3,10 +3,12 @@
  *   stagger N CSV OPTION...
  *
  * N logins (processes) start at the same instant; each reserves its slot through the module's
- * own code path (rslot_reserve, options as module arguments) and sleeps until it with
- * countdown_wait, as the module does, recording when it arrived, when Redis answered, the
- * deadline it got (CLOCK_MONOTONIC) and when it actually woke. Writes one CSV row per login,
- * times in ms from the common start, and prints a summary line of name=value pairs.
+ * own code path (rslot_call, options as module arguments) and, when queued, waits for it with
+ * queue_wait as the module does: renewing its place every 2 s, and asking to go in at its
+ * slot. Each records when it arrived, when Redis answered, the slot it was promised
+ * (CLOCK_MONOTONIC) and when it was let in: at once, or when the renewal at its slot said
+ * admitted. Writes one CSV row per login, times in ms from the common start, and prints a
+ * summary line of name=value pairs.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,7 +16,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
 #include "flowslot/rslot.h"
 
@@ -27,6 +28,8 @@ struct stagger_result {
 
 struct stagger {
 	const struct opt *o;
+	int argc; /* the module arguments, for queue_wait's renewals */
+	char **argv;
 	struct bench_gate gate;
 	struct stagger_result *res;
 };
@@ -36,17 +39,20 @@ static int stagger_child(int i, void *arg)
 	struct stagger *s = arg;
 	struct stagger_result *r = &s->res[i];
 	struct slot_result res;
+	struct slot_place place;
+	enum slot_verdict v;
 
+	bench_place(&place, i);
 	bench_gate_wait(&s->gate);
 	r->arrived_us = fstime_mono_us();
-	if (rslot_reserve(NULL, s->o, s->o->key, &res) != SLOT_ADMIT)
+	v = bench_login(s->o, s->argc, s->argv, s->o->key, &place, &res, &r->woke_us);
+	if (v != SLOT_ADMIT && v != SLOT_QUEUED)
 		return 0;
-	r->decided_us = fstime_mono_us();
+	/* The reservation's answer: its slot counts from there (rslot_call). */
 	r->deadline_us = res.deadline_us;
 	r->wait_us = res.wait_us;
 	r->position = res.position;
-	countdown_wait(NULL, &res, 0, false);
-	r->woke_us = fstime_mono_us();
+	r->decided_us = res.deadline_us - res.wait_us;
 	r->admitted = 1;
 	return 0;
 }
@@ -71,6 +77,7 @@ int main(int argc, char **argv)
 	struct stagger s;
 	struct opt o;
 	struct slot_result warm;
+	struct slot_place warm_place;
 	char warm_key[OPT_KEY_MAX + 8];
 	int n, ready, failed, admitted = 0;
 	int64_t t0, drift, drift_max = 0, late_max = 0, gap_min = 0, gap_max = 0, gap_med, grid_mid;
@@ -82,10 +89,13 @@ int main(int argc, char **argv)
 	}
 	bench_opt(&o, argc - 3, argv + 3);
 	s.o = &o;
+	s.argc = argc - 3;
+	s.argv = argv + 3;
 	s.res = bench_shared(sizeof(*s.res) * (size_t)n);
 	/* Loads the script (NOSCRIPT, then EVAL) before the logins, on a key of its own. */
 	snprintf(warm_key, sizeof(warm_key), "%s:warm", o.key);
-	if (rslot_reserve(NULL, &o, warm_key, &warm) != SLOT_ADMIT) {
+	bench_place(&warm_place, -1);
+	if (rslot_call(NULL, &o, SLOT_RESERVE, warm_key, &warm_place, &warm) != SLOT_ADMIT) {
 		fprintf(stderr, "stagger: the warm-up reservation failed\n");
 		return 1;
 	}

@@ -1,7 +1,9 @@
 /* libFuzzer target: what the module makes of a server's reply. The input is RESP, read by a
    hiredis reader under the caps rnode.c puts on every connection (rnode_cap_reader); every
-   reply, and every reply nested in one, goes to rslot_read_reply under a few fixed
-   schedules, and its text through log_escape as rnode_fail shows it. */
+   reply, and every reply nested in one, goes to rslot_read_reply as the answer to each op
+   (reserve, renew, leave) under a few fixed schedules, and its text through log_escape as
+   rnode_fail shows it. Each reply is tried with every op rather than one taken from the
+   input, so that the seeds stay plain RESP and no op goes untried for a reply. */
 #include <hiredis/hiredis.h>
 
 #include "flowslot/log.h"
@@ -71,46 +73,103 @@ static void check_escape(const char *in)
 	}
 }
 
-static void check_read(const redisReply *r, const struct slot_params *p)
+static const enum slot_op ops[] = { SLOT_RESERVE, SLOT_RENEW, SLOT_LEAVE };
+
+/* rslot.h's rules, written out again: whether the script may answer op with {verdict,
+   wait_us, position}. Only a reservation is refused, past max_wait, or for per_host at once;
+   only a login that holds a place waits, a reservation within max_wait, a renewal up to the
+   horizon; an admission is now. */
+static bool ref_believable(enum slot_op op, long long verdict, long long wait_us,
+			   long long position, const struct slot_params *p)
 {
+	bool ok;
+
+	if (wait_us < 0 || wait_us > SLOT_HORIZON_MAX_US || position < 1 ||
+	    position > POSITION_MAX)
+		return false;
+	switch (verdict) {
+	case 0:
+		ok = op == SLOT_RESERVE && wait_us > p->max_wait_us;
+		break;
+	case 1:
+		ok = wait_us == 0;
+		break;
+	case 2:
+		ok = (op == SLOT_RESERVE && wait_us <= p->max_wait_us) || op == SLOT_RENEW;
+		break;
+	case 3:
+		ok = op == SLOT_RESERVE && wait_us == 0;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	return ok;
+}
+
+static void check_read(const redisReply *r, enum slot_op op, const struct slot_params *p)
+{
+	static const enum slot_verdict verdicts[] = { SLOT_REFUSE, SLOT_ADMIT, SLOT_QUEUED,
+						      SLOT_REFUSE_HOST };
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE,
 				   .wait_us = -1,
 				   .position = -1,
 				   .deadline_us = DEADLINE_UNTOUCHED };
 	const char *why = NULL;
-	int rc = rslot_read_reply(r, p, &res, &why);
+	int rc = rslot_read_reply(r, op, p, &res, &why);
+	bool shaped = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
 
+	for (size_t i = 0; shaped && i < 3; i++)
+		shaped = r->element[i]->type == REDIS_REPLY_INTEGER;
+	/* Only an array of three integers is read, and exactly those the rules allow. */
+	FUZZ_CHECK(rc == 0 || rc == -1);
+	FUZZ_CHECK((rc == 0) == (shaped && ref_believable(op, r->element[0]->integer,
+							  r->element[1]->integer,
+							  r->element[2]->integer, p)));
 	if (rc != 0) {
-		FUZZ_CHECK(rc == -1);
 		FUZZ_CHECK(why != NULL && why[0] != '\0');
 		return;
 	}
-	/* Only an array of three integers is read, and what is read is what it said. */
-	FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-	for (size_t i = 0; i < 3; i++)
-		FUZZ_CHECK(r->element[i]->type == REDIS_REPLY_INTEGER);
-	FUZZ_CHECK(res.verdict == (r->element[0]->integer == 1 ? SLOT_ADMIT : SLOT_REFUSE));
-	FUZZ_CHECK(r->element[0]->integer == 0 || r->element[0]->integer == 1);
+	/* What is read is what it said. */
+	FUZZ_CHECK(r->element[0]->integer >= 0 && r->element[0]->integer <= 3);
+	FUZZ_CHECK(res.verdict == verdicts[r->element[0]->integer]);
 	FUZZ_CHECK(res.wait_us == r->element[1]->integer);
 	FUZZ_CHECK(res.position == r->element[2]->integer);
 	FUZZ_CHECK(res.deadline_us == DEADLINE_UNTOUCHED);
-	/* rslot.h and the README: the bounds that make a reply believable. */
+	/* rslot.h and the README: the bounds that make a reply believable, whatever the op. */
 	FUZZ_CHECK(res.wait_us >= 0);
 	FUZZ_CHECK(res.position >= 1 && res.position <= POSITION_MAX);
 	/* A queue others built may be longer than this login's settings allow, never longer
 	   than the script lets any schedule be. */
 	FUZZ_CHECK(res.wait_us <= SLOT_HORIZON_MAX_US);
-	if (res.verdict == SLOT_ADMIT)
-		FUZZ_CHECK(res.wait_us <= p->max_wait_us);
-	else
-		FUZZ_CHECK(res.wait_us > p->max_wait_us);
+	switch (res.verdict) {
+	case SLOT_ADMIT:
+		FUZZ_CHECK(res.wait_us == 0);
+		break;
+	case SLOT_QUEUED:
+		FUZZ_CHECK(op != SLOT_LEAVE);
+		FUZZ_CHECK(op == SLOT_RENEW || res.wait_us <= p->max_wait_us);
+		break;
+	case SLOT_REFUSE:
+		FUZZ_CHECK(op == SLOT_RESERVE && res.wait_us > p->max_wait_us);
+		break;
+	case SLOT_REFUSE_HOST:
+		FUZZ_CHECK(op == SLOT_RESERVE && res.wait_us == 0);
+		break;
+	default:
+		FUZZ_CHECK(!"an unknown verdict was read");
+	}
+	/* leave answers {1, 0, 1} and nothing else that means anything. */
+	if (op == SLOT_LEAVE)
+		FUZZ_CHECK(res.verdict == SLOT_ADMIT);
 }
 
 static void check_reply(const redisReply *r, int depth)
 {
 	FUZZ_CHECK(depth < 16);
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
-		check_read(r, &params[i]);
+		for (size_t j = 0; j < sizeof(ops) / sizeof(ops[0]); j++)
+			check_read(r, ops[j], &params[i]);
 	switch (r->type) {
 	case REDIS_REPLY_STRING:
 	case REDIS_REPLY_STATUS:

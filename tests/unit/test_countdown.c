@@ -1,4 +1,5 @@
-/* Unit tests for src/countdown.c: the wording of waits and the schedule of step messages. */
+/* Unit tests for src/countdown.c: the wording of waits, the schedule of step messages, and
+   what a waiting login is told as its place moves, through a fake conversation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,12 +9,46 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <security/pam_ext.h>
+
 #include "flowslot/countdown.h"
 
 #define S INT64_C(1000000)
 #define MS INT64_C(1000)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_MARKS 64
+#define MAX_TOLD 16
+
+/* The fake conversation: pam_info is pam_prompt(PAM_TEXT_INFO); this definition takes the
+   place of libpam's for src/countdown.c. */
+static char told[MAX_TOLD][128];
+static size_t n_told;
+static int conv_rc; /* what the conversation answers */
+static int fake_handle;
+#define FAKE_PAMH ((pam_handle_t *)&fake_handle)
+
+int pam_prompt(pam_handle_t *pamh, int style, char **response, const char *fmt, ...)
+{
+	va_list ap;
+
+	assert_ptr_equal(pamh, FAKE_PAMH);
+	assert_int_equal(style, PAM_TEXT_INFO);
+	assert_null(response);
+	if (n_told == MAX_TOLD)
+		fail_msg("more than %d messages", MAX_TOLD);
+	va_start(ap, fmt);
+	vsnprintf(told[n_told++], sizeof(told[0]), fmt, ap);
+	va_end(ap);
+	return conv_rc;
+}
+
+static int reset_told(void **state)
+{
+	(void)state;
+	n_told = 0;
+	conv_rc = PAM_SUCCESS;
+	return 0;
+}
 
 static void test_format(void **state)
 {
@@ -67,7 +102,7 @@ static void test_format_small_buffer(void **state)
 	assert_int_equal(buf[4], '#');
 }
 
-/* The marks countdown_wait would announce, in order; returns how many. */
+/* The marks countdown_tick announces, in order; returns how many. */
 static size_t marks_of(int64_t wait, int64_t step, int64_t *marks)
 {
 	size_t n = 0;
@@ -189,6 +224,181 @@ static void test_message_count(void **state)
 	}
 }
 
+static void expect_told(size_t i, const char *want)
+{
+	if (i >= n_told)
+		fail_msg("message %zu not sent; want \"%s\"", i, want);
+	if (strcmp(told[i], want) != 0)
+		fail_msg("message %zu: \"%s\", want \"%s\"", i, told[i], want);
+}
+
+static struct slot_result queued(int64_t wait_us, int64_t position)
+{
+	struct slot_result r = { .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = position };
+
+	return r;
+}
+
+/* The first message: the place and the whole wait; "next" for the first in line. */
+static void test_start(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(60 * S, 3);
+
+	(void)state;
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	r = queued(4200 * MS, 1);
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	assert_int_equal(n_told, 2);
+	expect_told(0, "Login queue: you are number 3; your turn in about 60 s.");
+	expect_told(1, "Login queue: you are next; your turn in about 4.2 s.");
+	countdown_turn(&c);
+	expect_told(2, "Login queue: your turn now.");
+}
+
+/* quiet, or a login that must not talk: nothing, now or later, and no step is ever due. */
+static void test_silent(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(60 * S, 3);
+	const int64_t deadline = 1000 * S;
+
+	(void)state;
+	countdown_start(&c, FAKE_PAMH, 15 * S, false, &r);
+	assert_true(countdown_due(&c, deadline) == INT64_MAX);
+	for (int64_t now = deadline - 60 * S; now <= deadline; now += 1 * S)
+		countdown_tick(&c, deadline, now);
+	r = queued(10 * S, 1);
+	countdown_update(&c, &r);
+	countdown_turn(&c);
+	assert_int_equal(n_told, 0);
+}
+
+/* Driven as queue_wait drives it, waking at each countdown_due: the step messages come at
+   the marks countdown_next gives, each telling its mark, and then none is due. */
+static void test_steps_by_tick(void **state)
+{
+	static const int64_t waits[] = { 60 * S, 61 * S, 45500 * MS, 16 * S, 14 * S, 1 * S };
+	static const int64_t steps[] = { 15 * S, 15 * S, 15 * S, 10 * S, 10 * S, 100 * MS };
+	const int64_t deadline = 5000 * S;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(waits); i++) {
+		struct countdown c;
+		struct slot_result r = queued(waits[i], 2);
+		int64_t marks[MAX_MARKS], due;
+		size_t n = marks_of(waits[i], steps[i], marks);
+
+		n_told = 0;
+		countdown_start(&c, FAKE_PAMH, steps[i], true, &r);
+		for (size_t k = 0; k < n; k++) {
+			char want[64], left[32];
+
+			due = countdown_due(&c, deadline);
+			assert_true(due == deadline - marks[k]);
+			/* Woken early: nothing yet. */
+			countdown_tick(&c, deadline, due - 1);
+			assert_int_equal(n_told, 1 + k);
+			countdown_tick(&c, deadline, due);
+			countdown_format(marks[k], left, sizeof(left));
+			snprintf(want, sizeof(want), "Login queue: about %s to go.", left);
+			expect_told(1 + k, want);
+		}
+		assert_int_equal(n_told, 1 + n);
+		assert_true(countdown_due(&c, deadline) == INT64_MAX);
+		countdown_tick(&c, deadline, deadline);
+		assert_int_equal(n_told, 1 + n);
+	}
+	/* A step is told a little late as it was due: the wake-up came after the mark. */
+	{
+		struct countdown c;
+		struct slot_result r = queued(60 * S, 2);
+
+		n_told = 0;
+		countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+		countdown_tick(&c, deadline, deadline - 44 * S);
+		expect_told(1, "Login queue: about 45 s to go.");
+		assert_true(countdown_due(&c, deadline) == deadline - 30 * S);
+	}
+}
+
+/* A renewal tells only a better place: "you are now number P", with the wait in full, and
+   the steps count from that wait. The same place, or a worse one, is not told. */
+static void test_update_when_improved(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(60 * S, 5);
+	const int64_t deadline = 1000 * S;
+
+	(void)state;
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	r = queued(58 * S, 5);
+	countdown_update(&c, &r);
+	r = queued(70 * S, 6);
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 1);
+	r = queued(40 * S, 3);
+	countdown_update(&c, &r);
+	expect_told(1, "Login queue: you are now number 3; your turn in about 40 s.");
+	/* Steps from the 40 s told: 30 s (10 s after it, at least half a step), then 15 s. */
+	assert_true(countdown_due(&c, deadline) == deadline - 30 * S);
+	r = queued(40 * S, 3);
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 2);
+	r = queued(25 * S, 1);
+	countdown_update(&c, &r);
+	expect_told(2, "Login queue: you are now next; your turn in about 25 s.");
+	assert_true(countdown_due(&c, deadline) == deadline - 15 * S);
+	/* Having told a place, a worse one later is still not told. */
+	r = queued(30 * S, 2);
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 3);
+}
+
+/* A slot that moved up (the wait now shorter than the marks ahead) skips the marks already
+   passed: one message for the mark it is at, not one for each, and the next due is the mark
+   below. */
+static void test_tick_skips_passed_marks(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(60 * S, 4);
+	const int64_t deadline = 1000 * S;
+
+	(void)state;
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	assert_true(countdown_due(&c, deadline) == deadline - 45 * S);
+	/* 20 s to go: the mark at 45 s has passed unseen, the one at 30 s too. */
+	countdown_tick(&c, deadline, deadline - 20 * S);
+	assert_int_equal(n_told, 2);
+	expect_told(1, "Login queue: about 30 s to go.");
+	assert_true(countdown_due(&c, deadline) == deadline - 15 * S);
+	/* Past every mark at once: one message, and none due after it. */
+	n_told = 0;
+	r = queued(60 * S, 4);
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_tick(&c, deadline, deadline - 1 * S);
+	assert_int_equal(n_told, 2);
+	expect_told(1, "Login queue: about 15 s to go.");
+	assert_true(countdown_due(&c, deadline) == INT64_MAX);
+	countdown_tick(&c, deadline, deadline);
+	assert_int_equal(n_told, 2);
+}
+
+/* A conversation that fails changes nothing of the schedule. */
+static void test_conversation_fails(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(60 * S, 2);
+	const int64_t deadline = 1000 * S;
+
+	(void)state;
+	conv_rc = PAM_CONV_ERR;
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_tick(&c, deadline, deadline - 45 * S);
+	assert_true(countdown_due(&c, deadline) == deadline - 30 * S);
+	assert_int_equal(n_told, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +407,12 @@ int main(void)
 		cmocka_unit_test(test_schedule),
 		cmocka_unit_test(test_schedule_rule),
 		cmocka_unit_test(test_message_count),
+		cmocka_unit_test_setup(test_start, reset_told),
+		cmocka_unit_test_setup(test_silent, reset_told),
+		cmocka_unit_test_setup(test_steps_by_tick, reset_told),
+		cmocka_unit_test_setup(test_update_when_improved, reset_told),
+		cmocka_unit_test_setup(test_tick_skips_passed_marks, reset_told),
+		cmocka_unit_test_setup(test_conversation_fails, reset_told),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -169,9 +169,24 @@ static const char *sent(void)
 	return buf;
 }
 
+/* The place every test login holds: its id, who and host as they travel. */
+static const struct slot_place place = {
+	.id = "0123456789abcdef0123456789abcdef",
+	.who = "fedcba9876543210",
+	.host = "",
+};
+
+/* The arguments after the script: 5 keys, then op ... lease, for the default options. */
+#define KEYS_SENT                                                                        \
+	"$1\r\n5\r\n$13\r\nflowslot:test\r\n$17\r\n{flowslot:test}:q\r\n"                 \
+	"$17\r\n{flowslot:test}:l\r\n$17\r\n{flowslot:test}:w\r\n"                          \
+	"$17\r\n{flowslot:test}:g\r\n"
+#define PLACE_SENT                                                                       \
+	"$32\r\n0123456789abcdef0123456789abcdef\r\n$16\r\nfedcba9876543210\r\n$0\r\n\r\n"
+
 static enum slot_verdict reserve(const struct opt *o, struct slot_result *res)
 {
-	return rslot_reserve(NULL, o, "flowslot:test", res);
+	return rslot_call(NULL, o, SLOT_RESERVE, "flowslot:test", &place, res);
 }
 
 static void test_admitted(void **state)
@@ -182,18 +197,96 @@ static void test_admitted(void **state)
 
 	(void)state;
 	opts(&o);
-	serve("*3\r\n:1\r\n:1500000\r\n:2\r\n");
+	serve("*3\r\n:1\r\n:0\r\n:1\r\n");
 	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 0);
+	assert_int_equal(res.position, 1);
+	assert_true(res.deadline_us >= before);
+	assert_true(res.deadline_us <= fstime_mono_us());
+	/* One command: EVALSHA sha 5 key key:q key:l key:w key:g, then op interval burst
+	   max_wait db id who host per_host lease, the database always. */
+	assert_string_equal(sent(), "*18\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
+				    KEYS_SENT "$7\r\nreserve\r\n$7\r\n7000000\r\n$1\r\n1\r\n"
+				    "$8\r\n60000000\r\n$1\r\n0\r\n" PLACE_SENT
+				    "$1\r\n0\r\n$7\r\n5000000\r\n");
+	assert_int_equal(frees, 1);
+	assert_int_equal(frees_without_cloexec, 0);
+}
+
+/* A reservation with a wait holds a place: its slot counts from the reply. */
+static void test_queued(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	int64_t before = fstime_mono_us();
+
+	(void)state;
+	opts(&o);
+	serve("*3\r\n:2\r\n:1500000\r\n:2\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_QUEUED);
+	assert_int_equal(res.verdict, SLOT_QUEUED);
 	assert_int_equal(res.wait_us, 1500000);
 	assert_int_equal(res.position, 2);
 	assert_true(res.deadline_us >= before + 1500000);
 	assert_true(res.deadline_us <= fstime_mono_us() + 1500000);
-	/* One command: EVALSHA sha 1 key interval burst max_wait. */
-	assert_string_equal(sent(), "*7\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
-				    "$1\r\n1\r\n$13\r\nflowslot:test\r\n$7\r\n7000000\r\n"
-				    "$1\r\n1\r\n$8\r\n60000000\r\n");
 	assert_int_equal(frees, 1);
-	assert_int_equal(frees_without_cloexec, 0);
+}
+
+/* Renew and leave say what they are and whose place it is; per_host travels too. */
+static void test_renew_and_leave_sent(void **state)
+{
+	static const struct slot_place other = {
+		.id = "ffffffffffffffffffffffffffffff01",
+		.who = "0000000000000abc",
+		.host = "1111111111111def",
+	};
+	static const char tail[] = "$32\r\nffffffffffffffffffffffffffffff01\r\n"
+				   "$16\r\n0000000000000abc\r\n$16\r\n1111111111111def\r\n"
+				   "$1\r\n3\r\n$7\r\n5000000\r\n";
+	struct opt o;
+	struct slot_result res = { 0 };
+	const char *req;
+
+	(void)state;
+	opts(&o);
+	o.per_host = 3;
+	/* A renewal may wait past this login's max_wait: others built the queue. */
+	serve("*3\r\n:2\r\n:90000000\r\n:4\r\n");
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, "flowslot:test", &other, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.wait_us, 90000000);
+	assert_int_equal(res.position, 4);
+	req = sent();
+	assert_non_null(strstr(req, KEYS_SENT "$5\r\nrenew\r\n$7\r\n7000000\r\n"));
+	assert_non_null(strstr(req, tail));
+	assert_null(strstr(req, "reserve"));
+
+	teardown(state);
+	setup(state);
+	serve("*3\r\n:1\r\n:0\r\n:1\r\n");
+	assert_int_equal(rslot_call(NULL, &o, SLOT_LEAVE, "flowslot:test", &other, &res),
+			 SLOT_ADMIT);
+	req = sent();
+	assert_non_null(strstr(req, KEYS_SENT "$5\r\nleave\r\n$7\r\n7000000\r\n"));
+	assert_non_null(strstr(req, tail));
+	assert_int_equal(frees, 1);
+}
+
+/* A schedule's five names all fall in the key's own Cluster slot, whatever braces it holds. */
+static void test_keys_one_slot(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	opts(&o);
+	serve("*3\r\n:1\r\n:0\r\n:1\r\n");
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RESERVE, "fs:{web}:alice", &place, &res),
+			 SLOT_ADMIT);
+	assert_non_null(strstr(sent(), "$1\r\n5\r\n$14\r\nfs:{web}:alice\r\n"
+				       "$16\r\nfs:{web}:alice:q\r\n$16\r\nfs:{web}:alice:l\r\n"
+				       "$16\r\nfs:{web}:alice:w\r\n$16\r\nfs:{web}:alice:g\r\n"
+				       "$7\r\nreserve\r\n"));
 }
 
 static void test_refused(void **state)
@@ -241,7 +334,7 @@ static void test_auth_and_db_pipelined(void **state)
 	   script, so that a bad one cannot leave it reserving on database 0. */
 	assert_non_null(strstr(req, "*3\r\n$4\r\nAUTH\r\n$4\r\ngate\r\n$2\r\npw\r\n"));
 	assert_null(strstr(req, "SELECT"));
-	assert_non_null(strstr(req, "*8\r\n$7\r\nEVALSHA\r\n"));
+	assert_non_null(strstr(req, "*18\r\n$7\r\nEVALSHA\r\n"));
 	assert_non_null(strstr(req, "$8\r\n60000000\r\n$1\r\n5\r\n"));
 	assert_true(strstr(req, "AUTH") < strstr(req, "EVALSHA"));
 }
@@ -282,8 +375,8 @@ static void test_noscript_then_eval(void **state)
 
 	(void)state;
 	opts(&o);
-	serve("-NOSCRIPT No matching script. Please use EVAL.\r\n*3\r\n:1\r\n:7000000\r\n:2\r\n");
-	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	serve("-NOSCRIPT No matching script. Please use EVAL.\r\n*3\r\n:2\r\n:7000000\r\n:2\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_QUEUED);
 	assert_int_equal(res.wait_us, 7000000);
 	req = sent();
 	assert_non_null(strstr(req, "EVALSHA"));
@@ -341,12 +434,15 @@ static void test_garbage(void **state)
 		"*2\r\n:1\r\n:0\r\n",                   /* two elements */
 		"*4\r\n:1\r\n:0\r\n:1\r\n:1\r\n",       /* four */
 		"*3\r\n$1\r\n1\r\n:0\r\n:1\r\n",        /* a string inside */
-		"*3\r\n:2\r\n:0\r\n:1\r\n",             /* admitted neither 0 nor 1 */
-		"*3\r\n:1\r\n:-5\r\n:1\r\n",            /* negative wait */
+		"*3\r\n:4\r\n:0\r\n:1\r\n",             /* no such verdict */
+		"*3\r\n:-1\r\n:0\r\n:1\r\n",            /* nor this */
+		"*3\r\n:2\r\n:-5\r\n:1\r\n",            /* negative wait */
 		"*3\r\n:1\r\n:0\r\n:0\r\n",             /* position 0 */
 		"*3\r\n:1\r\n:0\r\n:-9223372036854775808\r\n",
-		"*3\r\n:1\r\n:60000001\r\n:9\r\n",      /* admitted past max_wait */
+		"*3\r\n:1\r\n:1000\r\n:2\r\n",          /* admitted, yet with a wait */
+		"*3\r\n:2\r\n:60000001\r\n:9\r\n",      /* queued past max_wait */
 		"*3\r\n:0\r\n:1000\r\n:1\r\n",          /* refused within max_wait */
+		"*3\r\n:3\r\n:1000\r\n:1\r\n",          /* per_host refusal with a wait */
 		"*3\r\n:1\r\n:0\r\n:99999999999\r\n",   /* absurd position */
 		"*3\r\n:1\r\n:nan\r\n:1\r\n",           /* not a number */
 		"*3\r\n:0\r\n:3603600000001\r\n:1\r\n", /* past any schedule's horizon */
@@ -563,7 +659,7 @@ static void test_slow_wait_keeps_deadline(void **state)
 	opts(&o);
 	o.timeout_us = 3000000;
 	o.sync_replicas = 1;
-	serve("*3\r\n:1\r\n:1000000\r\n:2\r\n");
+	serve("*3\r\n:2\r\n:1000000\r\n:2\r\n");
 	t0 = fstime_mono_us();
 	pid = fork();
 	assert_true(pid >= 0);
@@ -572,13 +668,65 @@ static void test_slow_wait_keeps_deadline(void **state)
 		usleep(800000);
 		_exit(write(peer, ":1\r\n", 4) == 4 ? 0 : 1);
 	}
-	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(&o, &res), SLOT_QUEUED);
 	assert_true(fstime_mono_us() - t0 >= 800000); /* WAIT's answer was waited for */
 	/* The script's reply was there at once, WAIT's 800 ms later. */
 	assert_true(res.deadline_us < t0 + 800000 + 1000000);
 	assert_true(res.deadline_us >= t0 + 1000000);
 	assert_non_null(strstr(sent(), "WAIT"));
 	waitpid(pid, NULL, 0);
+}
+
+/* Runs reserve with stderr (where log_msg writes without a PAM handle) captured in log. */
+static enum slot_verdict reserve_logged(const struct opt *o, struct slot_result *res,
+					char *log, size_t logsz)
+{
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	enum slot_verdict v;
+	size_t n;
+
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+	v = reserve(o, res);
+	fflush(stderr);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	rewind(f);
+	n = fread(log, 1, logsz - 1, f);
+	log[n] = '\0';
+	fclose(f);
+	return v;
+}
+
+/* With sync_replicas, a place held in the queue is a write like an admission: too few
+   replicas holding it is worth a warning. A refusal writes nothing, so it is not. */
+static void test_wait_counts_queued_as_written(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	char log[1024];
+
+	(void)state;
+	opts(&o);
+	o.sync_replicas = 1;
+	serve("*3\r\n:2\r\n:1000000\r\n:2\r\n:0\r\n");
+	assert_int_equal(reserve_logged(&o, &res, log, sizeof(log)), SLOT_QUEUED);
+	assert_non_null(strstr(log, "0 of 1 replicas hold the reservation"));
+
+	teardown(state);
+	setup(state);
+	serve("*3\r\n:1\r\n:0\r\n:1\r\n:0\r\n");
+	assert_int_equal(reserve_logged(&o, &res, log, sizeof(log)), SLOT_ADMIT);
+	assert_non_null(strstr(log, "0 of 1 replicas hold the reservation"));
+
+	teardown(state);
+	setup(state);
+	serve("*3\r\n:0\r\n:61000000\r\n:9\r\n:0\r\n");
+	assert_int_equal(reserve_logged(&o, &res, log, sizeof(log)), SLOT_REFUSE);
+	assert_null(strstr(log, "replicas hold"));
 }
 
 /* The formatted AUTH holds the password: wiped before it is freed, like every command. */
@@ -687,38 +835,117 @@ static void test_cluster_standalone_refused(void **state)
 	assert_int_equal(connects, 2); /* the first seed, then the second (down) */
 	assert_int_equal(connected_port, 7002);
 	req = sent();
-	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*7\r\n$7\r\nEVALSHA\r\n", 34) == 0);
+	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*18\r\n$7\r\nEVALSHA\r\n", 35) == 0);
 	rm_dir(dir);
 }
 
+/* What each op may be answered, by rslot_read_reply's rules, with max_wait 5000 us. */
 static void test_read_reply_direct(void **state)
 {
+	static const struct {
+		enum slot_op op;
+		long long verdict, wait_us, position;
+		int want; /* -1: refused as garbage; else the verdict read */
+	} cases[] = {
+		/* reserve: refused only past max_wait; admitted only now; queued within it */
+		{ SLOT_RESERVE, 0, 5001, 9, SLOT_REFUSE },
+		{ SLOT_RESERVE, 0, SLOT_HORIZON_MAX_US, 9, SLOT_REFUSE },
+		{ SLOT_RESERVE, 0, SLOT_HORIZON_MAX_US + 1, 9, -1 },
+		{ SLOT_RESERVE, 0, 5000, 9, -1 },
+		{ SLOT_RESERVE, 0, 0, 1, -1 },
+		{ SLOT_RESERVE, 1, 0, 1, SLOT_ADMIT },
+		{ SLOT_RESERVE, 1, 1, 1, -1 },
+		{ SLOT_RESERVE, 1, 5000, 6, -1 },
+		{ SLOT_RESERVE, 2, 5000, 6, SLOT_QUEUED },
+		{ SLOT_RESERVE, 2, 1, 2, SLOT_QUEUED },
+		{ SLOT_RESERVE, 2, 0, 1, SLOT_QUEUED },
+		{ SLOT_RESERVE, 2, 5001, 6, -1 },
+		{ SLOT_RESERVE, 2, -1, 1, -1 },
+		{ SLOT_RESERVE, 3, 0, 1, SLOT_REFUSE_HOST },
+		{ SLOT_RESERVE, 3, 0, 7, SLOT_REFUSE_HOST },
+		{ SLOT_RESERVE, 3, 1000, 1, -1 },
+		{ SLOT_RESERVE, 4, 0, 1, -1 },
+		{ SLOT_RESERVE, -1, 0, 1, -1 },
+		/* renew: never refused; queued up to any schedule's horizon */
+		{ SLOT_RENEW, 0, 5001, 9, -1 },
+		{ SLOT_RENEW, 1, 0, 1, SLOT_ADMIT },
+		{ SLOT_RENEW, 1, 7, 1, -1 },
+		{ SLOT_RENEW, 2, 0, 1, SLOT_QUEUED },
+		{ SLOT_RENEW, 2, 5001, 3, SLOT_QUEUED },
+		{ SLOT_RENEW, 2, SLOT_HORIZON_MAX_US, 3, SLOT_QUEUED },
+		{ SLOT_RENEW, 2, SLOT_HORIZON_MAX_US + 1, 3, -1 },
+		{ SLOT_RENEW, 2, -5, 3, -1 },
+		{ SLOT_RENEW, 3, 0, 1, -1 },
+		/* leave: {1, 0, 1} */
+		{ SLOT_LEAVE, 1, 0, 1, SLOT_ADMIT },
+		{ SLOT_LEAVE, 1, 5, 1, -1 },
+		{ SLOT_LEAVE, 0, 5001, 1, -1 },
+		{ SLOT_LEAVE, 2, 0, 1, -1 },
+		{ SLOT_LEAVE, 2, 100, 1, -1 },
+		{ SLOT_LEAVE, 3, 0, 1, -1 },
+		/* positions, whatever the op */
+		{ SLOT_RESERVE, 1, 0, 0, -1 },
+		{ SLOT_RENEW, 2, 100, 0, -1 },
+		{ SLOT_RENEW, 2, 100, -3, -1 },
+		{ SLOT_RENEW, 2, 100, 1000000000, SLOT_QUEUED },
+		{ SLOT_RENEW, 2, 100, 1000000001, -1 },
+	};
 	struct slot_params p = { .interval_us = 1000, .max_wait_us = 5000, .burst = 1 };
-	redisReply e[3] = { { .type = REDIS_REPLY_INTEGER, .integer = 1 },
-			    { .type = REDIS_REPLY_INTEGER, .integer = 5000 },
-			    { .type = REDIS_REPLY_INTEGER, .integer = 6 } };
+	redisReply e[3] = { { .type = REDIS_REPLY_INTEGER },
+			    { .type = REDIS_REPLY_INTEGER },
+			    { .type = REDIS_REPLY_INTEGER } };
 	redisReply *elems[3] = { &e[0], &e[1], &e[2] };
 	redisReply r = { .type = REDIS_REPLY_ARRAY, .elements = 3, .element = elems };
-	struct slot_result res = { 0 };
-	const char *why = NULL;
 
 	(void)state;
-	assert_int_equal(rslot_read_reply(&r, &p, &res, &why), 0);
-	assert_int_equal(res.verdict, SLOT_ADMIT);
-	assert_int_equal(res.wait_us, 5000);
-	assert_int_equal(res.position, 6);
-	e[1].integer = 5001; /* admitted, but past max_wait */
-	assert_int_equal(rslot_read_reply(&r, &p, &res, &why), -1);
-	assert_non_null(why);
-	e[0].integer = 0; /* refused past max_wait: fine */
-	assert_int_equal(rslot_read_reply(&r, &p, &res, &why), 0);
-	assert_int_equal(res.verdict, SLOT_REFUSE);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct slot_result res = { .verdict = SLOT_UNAVAILABLE, .wait_us = -7 };
+		const char *why = NULL;
+		int rc;
+
+		e[0].integer = cases[i].verdict;
+		e[1].integer = cases[i].wait_us;
+		e[2].integer = cases[i].position;
+		rc = rslot_read_reply(&r, cases[i].op, &p, &res, &why);
+		if (cases[i].want < 0) {
+			if (rc != -1 || why == NULL)
+				fail_msg("case %zu (op %d {%lld, %lld, %lld}) was taken", i,
+					 (int)cases[i].op, cases[i].verdict, cases[i].wait_us,
+					 cases[i].position);
+			continue;
+		}
+		if (rc != 0)
+			fail_msg("case %zu (op %d {%lld, %lld, %lld}) refused: %s", i,
+				 (int)cases[i].op, cases[i].verdict, cases[i].wait_us,
+				 cases[i].position, why);
+		assert_int_equal(res.verdict, cases[i].want);
+		assert_int_equal(res.wait_us, cases[i].wait_us);
+		assert_int_equal(res.position, cases[i].position);
+	}
+}
+
+/* A key too long for its queue's names is undecided, and no server is asked. */
+static void test_key_too_long(void **state)
+{
+	char key[OPT_KEY_MAX + 8];
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	opts(&o);
+	memset(key, 'k', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RESERVE, key, &place, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(connects, 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_admitted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queued, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_and_leave_sent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keys_one_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_longer_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth_and_db_pipelined, setup, teardown),
@@ -737,11 +964,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_huge_arrays, setup, teardown),
 		cmocka_unit_test(test_reader_cap),
 		cmocka_unit_test_setup_teardown(test_slow_wait_keeps_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_counts_queued_as_written, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commands_wiped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_interrupted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cluster_cache_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cluster_standalone_refused, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
+		cmocka_unit_test_setup_teardown(test_key_too_long, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
