@@ -71,7 +71,8 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 	while (c->next_mark_us > 0 && left_us <= c->next_mark_us - c->step_us)
 		c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
 	if (c->talk && c->next_mark_us > 0) {
-		countdown_format(c->next_mark_us, left, sizeof(left));
+		countdown_format(left_us < c->next_mark_us ? left_us : c->next_mark_us, left,
+				 sizeof(left));
 		pam_info(c->pamh, "Login queue: about %s to go.", left);
 	}
 	c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);

@@ -18,10 +18,6 @@ int key_check_template(const char *tmpl, const char **why)
 		*why = "empty";
 		return -1;
 	}
-	if (*tmpl == '}') {
-		*why = "it may not start with '}' (see key_queue_name)";
-		return -1;
-	}
 	for (const char *p = tmpl; *p != '\0'; p++) {
 		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
 			*why = "only printable ASCII without spaces is allowed";
@@ -175,9 +171,11 @@ int key_queue_name(const char *key, const char *suffix, char *out, size_t outsz)
 
 	/* A key with a tag of its own keeps it. One without gets the whole key as its tag, the
 	   slot Redis gives the key itself when it holds no '}'; one that holds a '}' is named in
-	   braces too, so that all its names agree (a template never starts with '}', which would
-	   make an empty tag). */
-	if (key_tag(key, &tag) > 0)
+	   braces too, so that all its names agree. An empty key, or one that starts with '}',
+	   would make an empty tag: it gets a fixed one. */
+	if (key[0] == '\0' || key[0] == '}')
+		n = snprintf(out, outsz, "{pam_flowslot}%s%s", key, suffix);
+	else if (key_tag(key, &tag) > 0)
 		n = snprintf(out, outsz, "%s%s", key, suffix);
 	else if (suffix[0] == '\0' && strchr(key, '}') == NULL)
 		n = snprintf(out, outsz, "%s", key);

@@ -33,8 +33,8 @@ static bool queue_renew(const struct queue_login *l, struct slot_result *res,
 	char left[32];
 
 	switch (queue_call(l, SLOT_RENEW, &now)) {
-	case SLOT_ADMIT:
-		res->deadline_us = fstime_mono_us();
+	case SLOT_ADMIT: /* to go in at its slot, now or shortly */
+		*res = now;
 		return false;
 	case SLOT_QUEUED:
 		*res = now;

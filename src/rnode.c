@@ -251,12 +251,13 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 	const struct slot_params *p = &o->slot;
 	const struct slot_place *pl = call->place;
 	char keys[8], interval[24], burst[24], max_wait[24], db[16], per_host[16], lease[24];
+	char commit[24];
 	char replicas[16], wait_ms[24];
-	const char *argv[2 + 1 + SLOT_KEYS + 10] = { by_sha ? "EVALSHA" : "EVAL",
+	const char *argv[2 + 1 + SLOT_KEYS + 11] = { by_sha ? "EVALSHA" : "EVAL",
 						     by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
 						     keys };
-	const char *args[] = { ops[call->op], interval, burst,	  max_wait, db,
-			       pl->id,	      pl->who,	pl->host, per_host, lease };
+	const char *args[] = { ops[call->op], interval, burst,	  max_wait, db,	   pl->id,
+			       pl->who,	      pl->host, per_host, lease,    commit };
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
 	int64_t left_ms;
@@ -270,6 +271,7 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 	snprintf(db, sizeof(db), "%d", o->url.db);
 	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
 	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);
+	snprintf(commit, sizeof(commit), "%" PRId64, SLOT_COMMIT_US);
 	if (asking && rnode_send(call, 1, asking_argv, why) != 0)
 		return -1;
 	if (rnode_send(call, (int)(sizeof(argv) / sizeof(argv[0])), argv, why) != 0)

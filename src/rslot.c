@@ -52,8 +52,10 @@ int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_par
 	case 0:
 		ok = op == SLOT_RESERVE && wait_us > p->max_wait_us;
 		break;
-	case 1:
-		ok = wait_us == 0;
+	case 1: /* admitted, to go in at most the commit window later; a leave is done */
+		ok = op == SLOT_LEAVE ? wait_us == 0
+				      : wait_us <= SLOT_COMMIT_US &&
+						(op != SLOT_RESERVE || wait_us <= p->max_wait_us);
 		break;
 	case 2:
 		ok = op != SLOT_LEAVE && (op == SLOT_RENEW || wait_us <= p->max_wait_us);
@@ -230,7 +232,10 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 
 	for (int i = 0; i < SLOT_KEYS; i++) {
 		if (key_queue_name(key, suffixes[i], names[i], sizeof(names[i])) < 0) {
-			log_msg(pamh, LOG_ERR, "key: no room for the queue's names of \"%s\"", key);
+			char shown[64];
+
+			log_msg(pamh, LOG_ERR, "key: no room for the queue's names of \"%s\"",
+				log_escape(key, shown, sizeof(shown)));
 			return SLOT_UNAVAILABLE;
 		}
 		keys[i] = names[i];

@@ -15,9 +15,11 @@
 -- ARGV[8]  HOST: the remote host (a hash), or ""
 -- ARGV[9]  per_host: how many places one HOST may hold at once; 0 for no limit
 -- ARGV[10] the lease, in microseconds: a place not renewed within it is given up
+-- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
+--          this far off is admitted now, to go in at its slot without another call
 --
--- Returns {verdict, wait_us, position}. verdict: 1 admitted now (nothing is kept but the
--- schedule); 2 queued: the place is held until the lease ends, renew before then, and renew
+-- Returns {verdict, wait_us, position}. verdict: 1 admitted: go in after wait_us (at most the
+-- commit window), nothing is kept but the schedule; 2 queued: the place is held until the lease ends, renew before then, and renew
 -- at the slot to be admitted; 0 refused, the wait would pass max_wait; 3 refused, HOST holds
 -- per_host places already. position is 1 + the waiters ahead.
 --
@@ -26,7 +28,7 @@
 -- behind it up.
 --
 -- Try it:
---   redis-cli --eval slot.lua s s:q s:l s:w s:g , reserve 7000000 1 60000000 0 a "" "" 0 5000000
+--   redis-cli --eval slot.lua s s:q s:l s:w s:g , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
 
 local K_SCHED, K_QUEUE, K_LEASE, K_WAITER, K_GHOST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op = ARGV[1]
@@ -37,9 +39,11 @@ local db = tonumber(ARGV[5])
 local id, who, host = ARGV[6], ARGV[7] or '', ARGV[8] or ''
 local per_host = tonumber(ARGV[9] or '0')
 local lease = tonumber(ARGV[10])
+local window = tonumber(ARGV[11])
 if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave') or not interval or not burst or
-    not max_wait or not db or not id or id == '' or not per_host or not lease or interval < 1 or
-    burst < 1 or max_wait < 0 or lease < 1 or string.find(who .. host, ' ') then
+    not max_wait or not db or not id or id == '' or not per_host or not lease or not window or
+    interval < 1 or burst < 1 or max_wait < 0 or lease < 1 or window < 0 or
+    string.find(who .. host, ' ') then
   return redis.error_reply('ERR pam_flowslot: bad arguments')
 end
 if db ~= 0 then
@@ -197,28 +201,33 @@ if op == 'leave' then
   return {1, 0, 1}
 end
 
+-- The login first in line, or within the burst, whose slot is near is admitted now: it goes
+-- in at its slot, and the next one's slot follows from that one, not from when it renewed.
+local function due(rank, start)
+  return start - now <= window and (rank == 0 or start == now)
+end
+
 if op == 'reserve' then
   local waiting = redis.call('ZCARD', K_QUEUE)
-  if waiting == 0 and start_of(0) == now then
-    take_ghost()
-    admit()
-    expire()
-    return {1, 0, 1}
-  end
   if per_host > 0 and host ~= '' and places_of(host) >= per_host then
     return {3, 0, waiting + 1}
   end
   local ghost = who ~= '' and redis.call('HGET', K_GHOST, who) or nil
   local arrival = ghost or us(now)
   local rank = rank_of(arrival)
-  local wait = start_of(rank) - now
-  if wait > max_wait then
-    return {0, wait, rank + 1}
+  local start = start_of(rank)
+  if start - now > max_wait then
+    return {0, start - now, rank + 1}
   end
   take_ghost()
+  if due(rank, start) then
+    admit()
+    expire()
+    return {1, start - now, rank + 1}
+  end
   hold(arrival)
   expire()
-  return {2, wait, rank + 1}
+  return {2, start - now, rank + 1}
 end
 
 -- renew: a place whose lease ran out while its login lived on (stopped, slow) is taken back
@@ -234,11 +243,11 @@ else
 end
 local rank = rank_of(arrival)
 local start = start_of(rank)
-if start <= now then
+if due(rank, start) then
   drop(id)
   admit()
   expire()
-  return {1, 0, rank + 1}
+  return {1, start - now, rank + 1}
 end
 expire()
 return {2, start - now, rank + 1}

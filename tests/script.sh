@@ -6,13 +6,13 @@ set -u
 LUA=$TREE/src/slot.lua
 start_redis s || exit 1
 
-# call OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB]: prints
-# "verdict wait_us position". The queue's keys are KEY:q, :l, :w and :g.
+# call OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB COMMIT_US]:
+# prints "verdict wait_us position". The queue's keys are KEY:q, :l, :w and :g.
 call() {
 	op=$1 k=$2
 	shift 2
 	rcli "${SERVER:-s}" --eval "$LUA" "$k" "$k:q" "$k:l" "$k:w" "$k:g" , "$op" "$1" "$2" "$3" \
-		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" |
+		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" "${10:-0}" |
 		tr '\n' ' ' | sed 's/ $//'
 }
 # slot KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US]: one reservation.
@@ -160,6 +160,17 @@ check "... and remembered for a retry (a ghost)" [ "$(rcli s hexists lz:g w1)" =
 again=$(call renew lz 1000000 1 60000000 z1 w1 h1)
 check "a late renewal takes its own place back, ahead again ($again)" \
 	sh -c "[ $(field "$again" 1) = 2 ] && [ $(field "$again" 3) = 1 ] && [ $(rcli s hexists lz:g w1) = 0 ]"
+# The commit window: first in line with a slot 1 s off and a 2 s window, a login is admitted
+# at once, to go in at its slot; nothing is kept; the next slot follows from that one exactly.
+call reserve cw 1000000 1 60000000 c0 > /dev/null
+c1=$(call reserve cw 1000000 1 60000000 c1 w1 h1 0 60000000 0 2000000)
+tat=$(rcli s get cw)
+c2=$(call reserve cw 1000000 1 60000000 c2 w2 h2 0 60000000 0 2000000)
+check "commit window: admitted to go in at its slot, ~1 s off ($c1), nothing kept" \
+	sh -c "[ $(field "$c1" 1) = 1 ] && [ $(field "$c1" 2) -gt 900000 ] && [ $(rcli s exists cw:q) = 0 ]"
+check "... the next one's slot follows it by one interval exactly ($c2; tat ${tat%% *})" \
+	sh -c "[ $(field "$c2" 1) = 1 ] && [ $(field "$c2" 2) -gt 1900000 ]"
+
 # Bounded state: when every waiter is gone, the queue's keys go too.
 for id in c d e1 e2 g h; do q leave "$id" x h > /dev/null; done
 check "everyone gone: no waiter left, and the keys expire with the last ghost" \

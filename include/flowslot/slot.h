@@ -22,6 +22,10 @@ enum slot_verdict {
    given up: a login that died leaves the queue within 5 s. */
 #define SLOT_RENEW_US INT64_C(2000000)
 #define SLOT_LEASE_US INT64_C(5000000)
+/* A login first in line whose slot is at most this far off is admitted at once, to go in at
+   its slot without another call: its place becomes a fixed slot for its last stretch, and the
+   next one's slot follows from it exactly. */
+#define SLOT_COMMIT_US SLOT_RENEW_US
 
 /* The keys of one schedule on Redis, in the order src/slot.lua takes them. */
 #define SLOT_KEYS 5

@@ -309,7 +309,7 @@ static void test_steps_by_tick(void **state)
 		countdown_tick(&c, deadline, deadline);
 		assert_int_equal(n_told, 1 + n);
 	}
-	/* A step is told a little late as it was due: the wake-up came after the mark. */
+	/* A step told late (the wake-up came after the mark) tells what is left. */
 	{
 		struct countdown c;
 		struct slot_result r = queued(60 * S, 2);
@@ -317,7 +317,7 @@ static void test_steps_by_tick(void **state)
 		n_told = 0;
 		countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
 		countdown_tick(&c, deadline, deadline - 44 * S);
-		expect_told(1, "Login queue: about 45 s to go.");
+		expect_told(1, "Login queue: about 44 s to go.");
 		assert_true(countdown_due(&c, deadline) == deadline - 30 * S);
 	}
 }
@@ -356,8 +356,8 @@ static void test_update_when_improved(void **state)
 }
 
 /* A slot that moved up (the wait now shorter than the marks ahead) skips the marks already
-   passed: one message for the mark it is at, not one for each, and the next due is the mark
-   below. */
+   passed: one message, telling what is left, not one for each mark, and the next due is the
+   mark below. */
 static void test_tick_skips_passed_marks(void **state)
 {
 	struct countdown c;
@@ -370,7 +370,7 @@ static void test_tick_skips_passed_marks(void **state)
 	/* 20 s to go: the mark at 45 s has passed unseen, the one at 30 s too. */
 	countdown_tick(&c, deadline, deadline - 20 * S);
 	assert_int_equal(n_told, 2);
-	expect_told(1, "Login queue: about 30 s to go.");
+	expect_told(1, "Login queue: about 20 s to go.");
 	assert_true(countdown_due(&c, deadline) == deadline - 15 * S);
 	/* Past every mark at once: one message, and none due after it. */
 	n_told = 0;
@@ -378,7 +378,7 @@ static void test_tick_skips_passed_marks(void **state)
 	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
 	countdown_tick(&c, deadline, deadline - 1 * S);
 	assert_int_equal(n_told, 2);
-	expect_told(1, "Login queue: about 15 s to go.");
+	expect_told(1, "Login queue: about 1 s to go.");
 	assert_true(countdown_due(&c, deadline) == INT64_MAX);
 	countdown_tick(&c, deadline, deadline);
 	assert_int_equal(n_told, 2);

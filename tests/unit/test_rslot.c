@@ -204,11 +204,11 @@ static void test_admitted(void **state)
 	assert_true(res.deadline_us >= before);
 	assert_true(res.deadline_us <= fstime_mono_us());
 	/* One command: EVALSHA sha 5 key key:q key:l key:w key:g, then op interval burst
-	   max_wait db id who host per_host lease, the database always. */
-	assert_string_equal(sent(), "*18\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
+	   max_wait db id who host per_host lease commit, the database always. */
+	assert_string_equal(sent(), "*19\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
 				    KEYS_SENT "$7\r\nreserve\r\n$7\r\n7000000\r\n$1\r\n1\r\n"
 				    "$8\r\n60000000\r\n$1\r\n0\r\n" PLACE_SENT
-				    "$1\r\n0\r\n$7\r\n5000000\r\n");
+				    "$1\r\n0\r\n$7\r\n5000000\r\n$7\r\n2000000\r\n");
 	assert_int_equal(frees, 1);
 	assert_int_equal(frees_without_cloexec, 0);
 }
@@ -334,7 +334,7 @@ static void test_auth_and_db_pipelined(void **state)
 	   script, so that a bad one cannot leave it reserving on database 0. */
 	assert_non_null(strstr(req, "*3\r\n$4\r\nAUTH\r\n$4\r\ngate\r\n$2\r\npw\r\n"));
 	assert_null(strstr(req, "SELECT"));
-	assert_non_null(strstr(req, "*18\r\n$7\r\nEVALSHA\r\n"));
+	assert_non_null(strstr(req, "*19\r\n$7\r\nEVALSHA\r\n"));
 	assert_non_null(strstr(req, "$8\r\n60000000\r\n$1\r\n5\r\n"));
 	assert_true(strstr(req, "AUTH") < strstr(req, "EVALSHA"));
 }
@@ -439,7 +439,7 @@ static void test_garbage(void **state)
 		"*3\r\n:2\r\n:-5\r\n:1\r\n",            /* negative wait */
 		"*3\r\n:1\r\n:0\r\n:0\r\n",             /* position 0 */
 		"*3\r\n:1\r\n:0\r\n:-9223372036854775808\r\n",
-		"*3\r\n:1\r\n:1000\r\n:2\r\n",          /* admitted, yet with a wait */
+		"*3\r\n:1\r\n:2000001\r\n:1\r\n",       /* admitted past the commit window */
 		"*3\r\n:2\r\n:60000001\r\n:9\r\n",      /* queued past max_wait */
 		"*3\r\n:0\r\n:1000\r\n:1\r\n",          /* refused within max_wait */
 		"*3\r\n:3\r\n:1000\r\n:1\r\n",          /* per_host refusal with a wait */
@@ -835,7 +835,7 @@ static void test_cluster_standalone_refused(void **state)
 	assert_int_equal(connects, 2); /* the first seed, then the second (down) */
 	assert_int_equal(connected_port, 7002);
 	req = sent();
-	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*18\r\n$7\r\nEVALSHA\r\n", 35) == 0);
+	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*19\r\n$7\r\nEVALSHA\r\n", 35) == 0);
 	rm_dir(dir);
 }
 
@@ -847,15 +847,16 @@ static void test_read_reply_direct(void **state)
 		long long verdict, wait_us, position;
 		int want; /* -1: refused as garbage; else the verdict read */
 	} cases[] = {
-		/* reserve: refused only past max_wait; admitted only now; queued within it */
+		/* reserve: refused only past max_wait; admitted within max_wait and the commit
+		   window; queued within max_wait */
 		{ SLOT_RESERVE, 0, 5001, 9, SLOT_REFUSE },
 		{ SLOT_RESERVE, 0, SLOT_HORIZON_MAX_US, 9, SLOT_REFUSE },
 		{ SLOT_RESERVE, 0, SLOT_HORIZON_MAX_US + 1, 9, -1 },
 		{ SLOT_RESERVE, 0, 5000, 9, -1 },
 		{ SLOT_RESERVE, 0, 0, 1, -1 },
 		{ SLOT_RESERVE, 1, 0, 1, SLOT_ADMIT },
-		{ SLOT_RESERVE, 1, 1, 1, -1 },
-		{ SLOT_RESERVE, 1, 5000, 6, -1 },
+		{ SLOT_RESERVE, 1, 1, 1, SLOT_ADMIT },
+		{ SLOT_RESERVE, 1, 5000, 6, SLOT_ADMIT },
 		{ SLOT_RESERVE, 2, 5000, 6, SLOT_QUEUED },
 		{ SLOT_RESERVE, 2, 1, 2, SLOT_QUEUED },
 		{ SLOT_RESERVE, 2, 0, 1, SLOT_QUEUED },
@@ -869,7 +870,11 @@ static void test_read_reply_direct(void **state)
 		/* renew: never refused; queued up to any schedule's horizon */
 		{ SLOT_RENEW, 0, 5001, 9, -1 },
 		{ SLOT_RENEW, 1, 0, 1, SLOT_ADMIT },
-		{ SLOT_RENEW, 1, 7, 1, -1 },
+		{ SLOT_RENEW, 1, 7, 1, SLOT_ADMIT }, /* to go in 7 us later */
+		{ SLOT_RENEW, 1, SLOT_COMMIT_US, 1, SLOT_ADMIT },
+		{ SLOT_RENEW, 1, SLOT_COMMIT_US + 1, 1, -1 },
+		{ SLOT_RESERVE, 1, 3000, 1, SLOT_ADMIT },
+		{ SLOT_RESERVE, 1, 5001, 1, -1 }, /* past max_wait */
 		{ SLOT_RENEW, 2, 0, 1, SLOT_QUEUED },
 		{ SLOT_RENEW, 2, 5001, 3, SLOT_QUEUED },
 		{ SLOT_RENEW, 2, SLOT_HORIZON_MAX_US, 3, SLOT_QUEUED },
