@@ -21,7 +21,8 @@
 -- Returns {verdict, wait_us, position}. verdict: 1 admitted: go in after wait_us (at most the
 -- commit window), nothing is kept but the schedule; 2 queued: the place is held until the lease ends, renew before then, and renew
 -- at the slot to be admitted; 0 refused, the wait would pass max_wait; 3 refused, HOST holds
--- per_host places already. position is 1 + the waiters ahead.
+-- per_host places already. position is 1 + the logins ahead, in the queue or admitted to go
+-- in later.
 --
 -- The schedule is the virtual-scheduling form of GCRA on the server's own clock; a waiter's
 -- slot follows from its rank among the waiters alive now, so a place given up moves everyone
@@ -201,6 +202,17 @@ if op == 'leave' then
   return {1, 0, 1}
 end
 
+-- A waiter's place for its user: 1 + the logins before it, those admitted to go in later
+-- (within the commit window) included.
+local function position(rank)
+  local pending = 0
+  local first = start_of(0)
+  if first > now then
+    pending = math.ceil((first - now) / interval) - 1
+  end
+  return rank + 1 + pending
+end
+
 -- The login first in line, or within the burst, whose slot is near is admitted now: it goes
 -- in at its slot, and the next one's slot follows from that one, not from when it renewed.
 local function due(rank, start)
@@ -210,24 +222,24 @@ end
 if op == 'reserve' then
   local waiting = redis.call('ZCARD', K_QUEUE)
   if per_host > 0 and host ~= '' and places_of(host) >= per_host then
-    return {3, 0, waiting + 1}
+    return {3, 0, position(waiting)}
   end
   local ghost = who ~= '' and redis.call('HGET', K_GHOST, who) or nil
   local arrival = ghost or us(now)
   local rank = rank_of(arrival)
   local start = start_of(rank)
   if start - now > max_wait then
-    return {0, start - now, rank + 1}
+    return {0, start - now, position(rank)}
   end
   take_ghost()
   if due(rank, start) then
     admit()
     expire()
-    return {1, start - now, rank + 1}
+    return {1, start - now, position(rank)}
   end
   hold(arrival)
   expire()
-  return {2, start - now, rank + 1}
+  return {2, start - now, position(rank)}
 end
 
 -- renew: a place whose lease ran out while its login lived on (stopped, slow) is taken back
@@ -247,7 +259,7 @@ if due(rank, start) then
   drop(id)
   admit()
   expire()
-  return {1, start - now, rank + 1}
+  return {1, start - now, position(rank)}
 end
 expire()
-return {2, start - now, rank + 1}
+return {2, start - now, position(rank)}
