@@ -160,9 +160,13 @@ static void gate_place(const struct gate_who *who, struct slot_place *place)
 /* Reserves on the per-host schedule. When even that cannot be used, the login is let through
    (with a warning), unless fallback=closed: a queue must not lock out a host's logins. */
 static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
-					    const char *key, struct slot_result *res)
+					    const char *key, const struct slot_place *place,
+					    struct slot_result *res)
 {
-	enum slot_verdict v = lslot_reserve(pamh, o->state_dir, key, &o->slot, res);
+	const struct lslot_call call = { .dir = o->state_dir, .key = key, .p = &o->slot,
+					 .per_host = o->per_host, .op = SLOT_RESERVE,
+					 .place = place };
+	enum slot_verdict v = lslot_call(pamh, &call, res);
 
 	if (v != SLOT_UNAVAILABLE || o->fallback == OPT_FALLBACK_CLOSED)
 		return v;
@@ -182,7 +186,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 
 	*via = "local";
 	if (configured && o->url.backend == OPT_BACKEND_LOCAL)
-		return gate_reserve_local(pamh, o, key, res);
+		return gate_reserve_local(pamh, o, key, place, res);
 	if (configured) {
 		*via = "redis";
 		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
@@ -202,7 +206,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	case OPT_FALLBACK_LOCAL:
 	default:
 		*via = "local";
-		return gate_reserve_local(pamh, o, key, res);
+		return gate_reserve_local(pamh, o, key, place, res);
 	}
 }
 
@@ -338,6 +342,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key));
 	gate_place(&who, &place);
 	v = gate_reserve(pamh, &o, key, &place, &res, &g.via);
+	g.q.local = strcmp(g.via, "local") == 0;
 	/* The password is not kept through the wait: each renewal reads it afresh. */
 	opt_wipe(&o);
 	return gate_conclude(&g, &res, v);

@@ -16,6 +16,7 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
+#include "flowslot/lqueue.h"
 
 #define LSLOT_PREFIX "slot."
 #define LSLOT_LOCK_WAIT_US 1000000
@@ -94,6 +95,9 @@ static int64_t lslot_read_tat(int fd, int64_t now_us)
 		at = strtoll(end + 1, &end, 10);
 	if (errno != 0 || end == buf || (*end != '\n' && *end != '\0') || tat < 0)
 		return now_us;
+	/* Waiters hold places in it (src/lqueue.c): it is live whatever its time. */
+	if (*end == '\n' && end + 1 < buf + n)
+		return INT64_MAX;
 	return slot_recover(now_us, tat, at);
 }
 
@@ -214,12 +218,32 @@ static int lslot_lock(int fd)
 	return 0;
 }
 
-static int lslot_write_tat(int fd, int64_t tat_us, int64_t now_us)
+/* Reads the whole schedule file, bounded: its queue can hold LQUEUE_MAX waiters. */
+static char *lslot_read_all(int fd)
 {
-	char buf[48];
-	int n = snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", tat_us, now_us);
+	const size_t max = 64 + (size_t)LQUEUE_MAX * 2 * 128;
+	char *buf = malloc(max + 1);
+	size_t n = 0;
+	ssize_t r;
 
-	if (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) != 0)
+	if (buf == NULL)
+		return NULL;
+	while (n < max && (r = pread(fd, buf + n, max - n, (off_t)n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			return NULL;
+		}
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static int lslot_write_all(int fd, const char *text, size_t len)
+{
+	if (pwrite(fd, text, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) != 0)
 		return -1;
 	return 0;
 }
@@ -248,27 +272,45 @@ static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const char *dir,
 	return -1;
 }
 
-enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const char *key,
-				const struct slot_params *p, struct slot_result *res)
+/* One step of the file's queue, the file locked. */
+static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struct slot_result *res)
+{
+	struct lqueue q;
+	enum slot_verdict v = SLOT_UNAVAILABLE;
+	char *text = lslot_read_all(fd), *out = NULL;
+	long len;
+
+	if (text == NULL || lqueue_read(&q, text) != 0) {
+		free(text);
+		return SLOT_UNAVAILABLE;
+	}
+	free(text);
+	v = lqueue_step(&q, call->p, call->per_host, call->op, call->place, getpid(),
+			fstime_mono_us(), SLOT_COMMIT_US, res);
+	if (q.changed && ((len = lqueue_write(&q, &out)) < 0 ||
+			  lslot_write_all(fd, out, (size_t)len) != 0))
+		v = SLOT_UNAVAILABLE;
+	free(out);
+	lqueue_free(&q);
+	return v;
+}
+
+enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
+			     struct slot_result *res)
 {
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
 	char name[NAME_MAX + 1];
 	int dfd, fd = -1;
-	int64_t now_us, new_tat_us;
 
-	lslot_file_name(key, name, sizeof(name));
-	dfd = lslot_open_dir(pamh, dir);
+	lslot_file_name(call->key, name, sizeof(name));
+	dfd = lslot_open_dir(pamh, call->dir);
 	if (dfd >= 0)
-		fd = lslot_open_locked(pamh, dfd, dir, key, name, sizeof(name));
+		fd = lslot_open_locked(pamh, dfd, call->dir, call->key, name, sizeof(name));
 	if (fd >= 0) {
-		now_us = fstime_mono_us();
-		new_tat_us = slot_decide(p, now_us, lslot_read_tat(fd, now_us), res);
-		if (res->verdict == SLOT_REFUSE)
-			verdict = SLOT_REFUSE;
-		else if (lslot_write_tat(fd, new_tat_us, now_us) == 0)
-			verdict = SLOT_ADMIT;
-		else
-			log_msg(pamh, LOG_ERR, "local slot: cannot write %s/%s: %m", dir, name);
+		verdict = lslot_step(call, fd, res);
+		if (verdict == SLOT_UNAVAILABLE)
+			log_msg(pamh, LOG_ERR, "local slot: cannot read or write %s/%s: %m",
+				call->dir, name);
 		close(fd); /* and with it the lock */
 	}
 	if (dfd >= 0)

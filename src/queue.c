@@ -2,6 +2,7 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
+#include "flowslot/lslot.h"
 #include "flowslot/rslot.h"
 
 static int64_t queue_min(int64_t a, int64_t b)
@@ -17,6 +18,13 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	struct opt fresh;
 	enum slot_verdict v;
 
+	if (l->local) {
+		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key,
+						 .p = &l->o->slot, .per_host = l->o->per_host,
+						 .op = op, .place = l->place };
+
+		return lslot_call(l->pamh, &call, res);
+	}
 	opt_parse(&fresh, l->pamh, l->argc, l->argv);
 	fresh.slot = l->o->slot;
 	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);

@@ -16,11 +16,22 @@
 #define LSLOT_FILES_MAX 256
 #define LSLOT_SHARED 16
 
-/* Reserves a slot on the schedule key, kept in a file under dir (created 0700 when missing).
-   Returns SLOT_ADMIT or SLOT_REFUSE with res filled in, or SLOT_UNAVAILABLE, with the reason
-   logged, when the directory or file cannot be used safely. */
-enum slot_verdict lslot_reserve(const pam_handle_t *pamh, const char *dir, const char *key,
-				const struct slot_params *p, struct slot_result *res);
+/* What one call on a per-host schedule asks: as rslot_call, on the file for key in dir. */
+struct lslot_call {
+	const char *dir;
+	const char *key;
+	const struct slot_params *p;
+	int per_host;
+	enum slot_op op;
+	const struct slot_place *place;
+};
+
+/* Asks the queue of the schedule kept in a file under dir (created 0700 when missing), as
+   rslot_call asks Redis's: the same verdicts, on this host's CLOCK_MONOTONIC; a waiter is
+   alive while its lease runs and its process exists. Returns SLOT_UNAVAILABLE, with the
+   reason logged, when the directory or file cannot be used safely. */
+enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
+			     struct slot_result *res);
 
 /* The file name for key, in out of NAME_MAX + 1 bytes: the key itself where it fits, never a
    path. */

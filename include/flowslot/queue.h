@@ -2,6 +2,8 @@
 #ifndef FLOWSLOT_QUEUE_H
 #define FLOWSLOT_QUEUE_H
 
+#include <stdbool.h>
+
 #include <security/pam_modules.h>
 
 #include "flowslot/countdown.h"
@@ -17,6 +19,7 @@ struct queue_login {
 	const char **argv;
 	const char *key;
 	const struct slot_place *place;
+	bool local; /* the place is on the per-host schedule, not on Redis */
 };
 
 enum queue_end {
@@ -24,10 +27,10 @@ enum queue_end {
 	QUEUE_ABANDONED, /* the user went away; the place was given back */
 };
 
-/* Waits for the slot that res describes. For a place held on Redis (SLOT_QUEUED) it renews
+/* Waits for the slot that res describes. For a place held (SLOT_QUEUED) it renews
    the place every SLOT_RENEW_US, follows it as it moves up, and asks to go in at its slot;
-   should Redis be lost meanwhile it logs that once and goes in at the last slot it was given,
-   never later. It tells the user as cd says, and ends early when w sees them go, giving the
+   should its backend be lost meanwhile it logs that once and goes in at the last slot it was
+   given, never later, and does not queue elsewhere. It tells the user as cd says, and ends early when w sees them go, giving the
    place back. */
 enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd);

@@ -1,0 +1,59 @@
+/* The queue of live waiters of one per-host schedule: what src/slot.lua keeps on Redis, kept
+   in memory between reading and writing the schedule's file (src/lslot.c), on CLOCK_MONOTONIC.
+   A waiter is alive while its lease runs and its process exists. */
+#ifndef FLOWSLOT_LQUEUE_H
+#define FLOWSLOT_LQUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "flowslot/slot.h"
+
+/* Waiters (and places given up) one schedule file holds at most: past that, a login is
+   refused as if over max_wait. */
+#define LQUEUE_MAX 4096
+
+struct lqueue_waiter {
+	char id[33];
+	char who[17];
+	char host[17];
+	int64_t arrival_us;
+	int64_t lease_us; /* end of the lease */
+	pid_t pid;
+};
+
+struct lqueue_ghost {
+	char who[17];
+	int64_t arrival_us;
+	int64_t end_us; /* forgotten then */
+};
+
+struct lqueue {
+	int64_t tat_us; /* the next admission, as stored */
+	int64_t at_us;	/* when it was stored */
+	struct lqueue_waiter *waiters;
+	size_t n_waiters;
+	struct lqueue_ghost *ghosts;
+	size_t n_ghosts;
+	int changed; /* the file must be written */
+};
+
+/* Reads a schedule file's text: "tat at" (or a bare tat), then "w ID WHO HOST ARRIVAL LEASE
+   PID" and "g WHO ARRIVAL END" lines. What cannot be read is dropped, as slot.lua drops
+   garbage. Returns 0, or -1 without memory. */
+int lqueue_read(struct lqueue *q, const char *text);
+
+/* Writes q as lqueue_read reads it, into a buffer to free. Returns its length, or -1. */
+long lqueue_write(const struct lqueue *q, char **out);
+
+/* One step of the queue at now_us, as slot.lua's op: reserve, renew or leave for place, held
+   by process pid. Fills res (deadline_us included) and returns the verdict, as rslot_call.
+   window_us: how near its slot a login first in line is admitted (SLOT_COMMIT_US). */
+enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int per_host,
+			      enum slot_op op, const struct slot_place *place, pid_t pid,
+			      int64_t now_us, int64_t window_us, struct slot_result *res);
+
+void lqueue_free(struct lqueue *q);
+
+#endif
