@@ -51,7 +51,7 @@ static bool queue_renew(const struct queue_login *l, struct slot_result *res,
 	default:
 		countdown_format(res->deadline_us - fstime_mono_us(), left, sizeof(left));
 		log_msg(l->pamh, LOG_WARNING,
-			"queue: lost the queue mid-wait: going in at the last slot it gave, in %s",
+			"queue: the place cannot be renewed: going in at the last slot given, in %s",
 			left);
 		return false;
 	}
