@@ -29,8 +29,7 @@ static bool upper_hex(char c)
 /* key.h's rules for a template, written out again. */
 static bool ref_template_ok(const char *t)
 {
-	/* A leading '}' would give the queue's names an empty hash tag (key_queue_name). */
-	if (*t == '\0' || *t == '}')
+	if (*t == '\0')
 		return false;
 	for (; *t != '\0'; t++) {
 		if ((unsigned char)*t <= ' ' || (unsigned char)*t >= 0x7f)
@@ -223,32 +222,6 @@ static void check_cut(const char *out, int n, size_t outsz, const char *ref, uin
 	FUZZ_CHECK(strcmp(out + cut, tail) == 0);
 }
 
-/* The names of key's queue, in rslot_call's room for them: every one fits, all share the
-   Cluster hash slot of the first, and a key without '}' names its schedule itself. */
-static void check_queue_names(const char *key)
-{
-	static const char *const suffixes[] = { "", ":q", ":l", ":w", ":g" };
-	char name[OPT_KEY_MAX + 8];
-	int slot = -1;
-
-	/* Not checked yet, as key_queue_name stands: an expansion that is empty ("%h" without a
-	   remote host: "" and "{}:q") or starts with '}' ("%h}x": "{}x}" and "{}x}:q") gets an
-	   empty hash tag, and its names fall in different slots. A template is never either. */
-	if (key[0] == '\0' || key[0] == '}' || strlen(key) > OPT_KEY_MAX)
-		return;
-	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		int n = key_queue_name(key, suffixes[i], name, sizeof(name));
-
-		FUZZ_CHECK(n >= 0 && (size_t)n == strlen(name));
-		if (i == 0) {
-			slot = key_hash_slot(name);
-			if (strchr(key, '}') == NULL)
-				FUZZ_CHECK(strcmp(name, key) == 0);
-		}
-		FUZZ_CHECK(key_hash_slot(name) == slot);
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *field[4] = { NULL, NULL, NULL, NULL };
@@ -280,7 +253,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(ref_template_ok(field[0]));
 	FUZZ_CHECK(key_uses_user(field[0]) == ref_uses_user(field[0]));
-	check_queue_names(field[0]);
 
 	/* A template that repeats a long value can ask for megabytes: it cannot fit (a third
 	   of that bound is past OPT_KEY_MAX), and the reference is not worth the time. */
@@ -308,7 +280,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_key_bytes(field[0], field[1], field[2], field[3], out, (size_t)n);
 		check_file_name(out);
 	}
-	check_queue_names(out);
 	free(out);
 
 	/* Exactly the room it needs, and one byte less. */

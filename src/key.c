@@ -143,43 +143,13 @@ static unsigned key_crc16(const char *s, size_t n)
 	return crc;
 }
 
-/* The hash tag of key, as Redis Cluster reads one: what lies between the first '{' and the
-   next '}', if anything. Returns its length, 0 for none. */
-static size_t key_tag(const char *key, const char **tag)
+int key_hash_slot(const char *key)
 {
 	const char *open = strchr(key, '{');
 	const char *close = open ? strchr(open + 1, '}') : NULL;
 
-	if (close == NULL || close == open + 1)
-		return 0;
-	*tag = open + 1;
-	return (size_t)(close - open - 1);
-}
-
-int key_hash_slot(const char *key)
-{
-	const char *tag;
-	size_t n = key_tag(key, &tag);
-
-	return (int)(n > 0 ? key_crc16(tag, n) & 16383 : key_crc16(key, strlen(key)) & 16383);
-}
-
-int key_queue_name(const char *key, const char *suffix, char *out, size_t outsz)
-{
-	const char *tag;
-	int n;
-
-	/* A key with a tag of its own keeps it. One without gets the whole key as its tag, the
-	   slot Redis gives the key itself when it holds no '}'; one that holds a '}' is named in
-	   braces too, so that all its names agree. An empty key, or one that starts with '}',
-	   would make an empty tag: it gets a fixed one. */
-	if (key[0] == '\0' || key[0] == '}')
-		n = snprintf(out, outsz, "{pam_flowslot}%s%s", key, suffix);
-	else if (key_tag(key, &tag) > 0)
-		n = snprintf(out, outsz, "%s%s", key, suffix);
-	else if (suffix[0] == '\0' && strchr(key, '}') == NULL)
-		n = snprintf(out, outsz, "%s", key);
-	else
-		n = snprintf(out, outsz, "{%s}%s", key, suffix);
-	return n >= 0 && (size_t)n < outsz ? n : -1;
+	/* A hash tag: only what is between the first '{' and the next '}', if anything. */
+	if (close != NULL && close > open + 1)
+		return (int)(key_crc16(open + 1, (size_t)(close - open - 1)) & 16383);
+	return (int)(key_crc16(key, strlen(key)) & 16383);
 }

@@ -250,21 +250,18 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 	const struct opt *o = call->o;
 	const struct slot_params *p = &o->slot;
 	const struct slot_place *pl = call->place;
-	char keys[8], interval[24], burst[24], max_wait[24], db[16], per_host[16], lease[24];
+	char interval[24], burst[24], max_wait[24], db[16], per_host[16], lease[24];
 	char commit[24];
 	char replicas[16], wait_ms[24];
-	const char *argv[2 + 1 + SLOT_KEYS + 11] = { by_sha ? "EVALSHA" : "EVAL",
-						     by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT,
-						     keys };
+	const char *argv[2 + 2 + 11] = { by_sha ? "EVALSHA" : "EVAL",
+					 by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT, "1", call->key };
 	const char *args[] = { ops[call->op], interval, burst,	  max_wait, db,	   pl->id,
 			       pl->who,	      pl->host, per_host, lease,    commit };
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
 	int64_t left_ms;
 
-	snprintf(keys, sizeof(keys), "%d", SLOT_KEYS);
-	memcpy(argv + 3, call->keys, SLOT_KEYS * sizeof(*argv));
-	memcpy(argv + 3 + SLOT_KEYS, args, sizeof(args));
+	memcpy(argv + 4, args, sizeof(args));
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
 	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);

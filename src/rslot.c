@@ -173,7 +173,7 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 	bool have, owner_known = false;
 	int seed = 0;
 
-	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->keys[0]));
+	snprintf(slot, sizeof(slot), "%d", key_hash_slot(call->key));
 	ncache_name(&o->url, slot, name, sizeof(name));
 	have = ncache_get(o->state_dir, name, RSLOT_SLOT_CACHE_S, &cached) == 0;
 	t.node = have ? &cached : &o->url.nodes[seed++];
@@ -222,24 +222,11 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res)
 {
-	static const char *const suffixes[SLOT_KEYS] = { "", ":q", ":l", ":w", ":g" };
-	char names[SLOT_KEYS][OPT_KEY_MAX + 8];
-	const char *keys[SLOT_KEYS];
-	struct rnode_call call = { .pamh = pamh, .o = o, .keys = keys, .op = op, .place = place };
+	struct rnode_call call = { .pamh = pamh, .o = o, .key = key, .op = op, .place = place };
 	const struct rnode_target direct = { 0 };
 	enum rnode_step step;
 	int redirects = 0;
 
-	for (int i = 0; i < SLOT_KEYS; i++) {
-		if (key_queue_name(key, suffixes[i], names[i], sizeof(names[i])) < 0) {
-			char shown[64];
-
-			log_msg(pamh, LOG_ERR, "key: no room for the queue's names of \"%s\"",
-				log_escape(key, shown, sizeof(shown)));
-			return SLOT_UNAVAILABLE;
-		}
-		keys[i] = names[i];
-	}
 	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
 
 	switch (o->url.backend) {

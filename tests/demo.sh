@@ -52,5 +52,5 @@ spread=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf
 failed=$(grep -L '^0$' "$TMP"/u*.rc | wc -l)
 echo
 echo "$N logins, $failed failed; first to last admission: $spread s (the schedule asks for $((N - 1)) s)."
-echo "The schedule in Redis: $(rcli demo --scan --pattern 'demo:*') = \"$(rcli demo get demo:flowslot-demo)\" (the next free slot and the time it was written, server microseconds)"
+echo "The schedule in Redis: $(rcli demo --scan --pattern 'demo:*') = \"$(schedule demo demo:flowslot-demo)\" (the next free slot and the time it was written, server microseconds)"
 [ "$failed" -eq 0 ]

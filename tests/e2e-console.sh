@@ -84,13 +84,14 @@ occupy login
 # login must keep its terminal as its standard streams; the shell after it outlives it.
 tmux_ new-session -d -s hup -x 120 -y 40 \
 	"$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root; sleep 30"
-wait_for 5 sh -c "[ \$(redis-cli -s '$TMP/r.sock' zcard '{hup}:q') = 1 ]"
-queued=$(rcli r zcard '{hup}:q')
+hup_waiting() { [ "$(waiting r hup)" = "$1" ]; }
+wait_for 5 hup_waiting 1
+queued=$(waiting r hup)
 t0=$(now_ms)
 tmux_ kill-session -t hup
-wait_for 3 sh -c "[ \$(redis-cli -s '$TMP/r.sock' zcard '{hup}:q') = 0 ]"
+wait_for 3 hup_waiting 0
 gone_ms=$(($(now_ms) - t0))
 check "console hang-up: the waiting login gives its place back at once (${queued} waiting, then 0 after ${gone_ms} ms)" \
-	sh -c "[ $queued = 1 ] && [ $gone_ms -lt 2000 ] && [ \$(redis-cli -s '$TMP/r.sock' hlen '{hup}:g') = 1 ]"
+	sh -c "[ $queued = 1 ] && [ $gone_ms -lt 2000 ] && [ $(ghosts r hup) = 1 ]"
 
 finish

@@ -112,6 +112,13 @@ stop_redis() {
 	return 0
 }
 
+# schedule SERVER KEY: the schedule as src/slot.lua stores it, "tat at" (field s of the key).
+schedule() { rcli "$1" hget "$2" s; }
+# waiting SERVER KEY: the places the schedule's queue holds; ghosts SERVER KEY: the places given
+# up that it remembers for a retry.
+waiting() { rcli "$1" hkeys "$2" | grep -c '^w:'; }
+ghosts() { rcli "$1" hkeys "$2" | grep -c '^g:'; }
+
 rcli() {
 	name=$1
 	shift

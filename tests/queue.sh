@@ -45,7 +45,7 @@ bg_wait
 k4=$(admitted_ms k4 "$t0")
 check "killed waiters: the one behind them goes in when their leases run out (${k4} ms, not 9000)" \
 	sh -c "[ $(rc_of k4) = 0 ] && [ ${k4:-99999} -ge 2500 ] && [ ${k4:-99999} -lt 8000 ]"
-check "... and the places are gone from Redis" [ "$(rcli r zcard '{q1}:q')" = 0 ]
+check "... and the places are gone from Redis" [ "$(waiting r q1)" = 0 ]
 
 # 2. A retry keeps its place: alice waits first, bob behind her. alice's login is killed;
 # when it comes back (same service, user and host) after her lease ran out (5 s), it takes her
@@ -87,13 +87,13 @@ service q4 "auth required $SET_ITEMS" "auth requisite @M $R key=q4 interval=3s c
 PAM_RHOST=10.2.2.2 login h0 q4 dave
 bg_login h1 q4 erin 10.2.2.2
 wait_for 5 grep -q 'queued: ' "$TMP/h1.err"
-places=$(rcli r zcard '{q4}:q')
+places=$(waiting r q4)
 t0=$(now_ms)
 PAM_RHOST=10.2.2.2 login h2 q4 frank
 took=$(($(now_ms) - t0))
 check "per_host=1: a second place for one host is refused at once (${took} ms)" \
 	sh -c "[ $(rc_of h2) != 0 ] && grep -q 'per_host=1' '$TMP/h2.err' && [ $took -lt 2000 ]"
-check "... reserving nothing" [ "$(rcli r zcard '{q4}:q')" = "$places" ]
+check "... reserving nothing" [ "$(waiting r q4)" = "$places" ]
 PAM_RHOST=10.3.3.3 login h3 q4 gina
 check "... while another host queues" sh -c "[ $(rc_of h3) = 0 ] && grep -q 'queued: ' '$TMP/h3.err'"
 bg_wait

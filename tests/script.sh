@@ -7,11 +7,11 @@ LUA=$TREE/src/slot.lua
 start_redis s || exit 1
 
 # call OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB COMMIT_US]:
-# prints "verdict wait_us position". The queue's keys are KEY:q, :l, :w and :g.
+# prints "verdict wait_us position". The schedule and its queue are one hash, KEY.
 call() {
 	op=$1 k=$2
 	shift 2
-	rcli "${SERVER:-s}" --eval "$LUA" "$k" "$k:q" "$k:l" "$k:w" "$k:g" , "$op" "$1" "$2" "$3" \
+	rcli "${SERVER:-s}" --eval "$LUA" "$k" , "$op" "$1" "$2" "$3" \
 		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" "${10:-0}" |
 		tr '\n' ' ' | sed 's/ $//'
 }
@@ -39,11 +39,11 @@ check "burst=1: admitted, then queued ~T and ~2T at places 1 and 2 ($r1 | $r2 | 
 
 # A refusal writes nothing: neither the schedule nor its expiry moves.
 slot r 5000000 1 60000000 > /dev/null
-before=$(rcli s get r)
+before=$(schedule s r)
 refused=$(slot r 5000000 1 1000000)
 check "a wait past max_wait is refused ($refused)" [ "${refused%% *}" = 0 ]
 check "the refusal left the schedule as it was, and holds no place" \
-	sh -c "[ '$(rcli s get r)' = '$before' ] && [ $(rcli s exists r:q) = 0 ]"
+	sh -c "[ '$(schedule s r)' = '$before' ] && [ $(waiting s r) = 0 ]"
 slot fresh 5000000 1 0 > /dev/null
 refused=$(slot fresh 5000000 1 0)
 check "max_wait=0 refuses any wait ($refused)" [ "${refused%% *}" = 0 ]
@@ -57,7 +57,7 @@ check "... and is gone after it" [ "$(rcli s exists e)" = 0 ]
 
 # The stored time keeps every digit (tostring() would write 1.7e+15).
 slot d 1000000 1 60000000 > /dev/null
-stored=$(rcli s get d)
+stored=$(schedule s d)
 check "the schedule is stored as whole microseconds, tat and time written ($stored)" \
 	sh -c "echo '$stored' | grep -Eq '^[0-9]{16} [0-9]{16}$'"
 
@@ -65,12 +65,12 @@ check "the schedule is stored as whole microseconds, tat and time written ($stor
 # max_wait=60s leave the next one 63 s to wait; a login with max_wait=45s, then one with 50s,
 # are refused, and the queue is left as it was.
 for _ in 1 2 3 4 5 6 7 8 9; do slot mixed 7000000 1 60000000 > /dev/null; done
-before="$(rcli s get mixed) $(rcli s zcard mixed:q)"
+before="$(schedule s mixed) $(waiting s mixed)"
 r45=$(slot mixed 7000000 1 45000000)
 r50=$(slot mixed 7000000 1 50000000)
 check "mixed max_wait: 45 s and 50 s are refused by a 63 s queue ($r45 | $r50)" \
 	[ "${r45%% *}|${r50%% *}" = "0|0" ]
-check "... and the queue is left as it was" [ "$(rcli s get mixed) $(rcli s zcard mixed:q)" = "$before" ]
+check "... and the queue is left as it was" [ "$(schedule s mixed) $(waiting s mixed)" = "$before" ]
 
 # A server clock that went back a day since the schedule was written: the queue keeps its
 # length (3 s), it neither holds logins for a day nor vanishes.
@@ -97,11 +97,11 @@ check "ARGV[5] selects the database first" \
 check "a database out of range fails before any write" \
 	sh -c "echo '$(slot_db nodb 99)' | grep -q 'out of range' && [ \$(redis-cli -s '$TMP/s.sock' exists nodb) = 0 ]"
 check "bad arguments are an error" \
-	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x x:q x:l x:w x:g , reserve abc 1 1 0 id '' '' 0 1 2>&1 | grep -q 'bad arguments'"
+	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve abc 1 1 0 id '' '' 0 1 0 2>&1 | grep -q 'bad arguments'"
 
 # The script reads the server's clock: the stored schedule is one interval past its TIME.
 slot st 1000000 1 60000000 > /dev/null
-tat=$(rcli s get st)
+tat=$(schedule s st)
 tat=${tat%% *}
 server_us=$(rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 check "the schedule is one interval past the server's TIME ($((tat - server_us)) us)" \
@@ -112,7 +112,7 @@ q() { call "$1" qq 1000000 1 60000000 "$2" "$3" "$4" "${5:-0}" "${6:-60000000}";
 field() { echo "$1" | awk -v n="$2" '{ print $n }'; }
 qa=$(q reserve a wa h1) # admitted at once: nothing kept but the schedule
 check "no wait: admitted, and nothing kept but the schedule ($qa)" \
-	sh -c "[ '$qa' = '1 0 1' ] && [ $(rcli s exists qq:q qq:l qq:w qq:g) = 0 ]"
+	sh -c "[ '$qa' = '1 0 1' ] && [ '$(rcli s hkeys qq)' = s ]"
 qb=$(q reserve b wb h1)
 qc=$(q reserve c wc h2)
 qd=$(q reserve d wd h1)
@@ -134,10 +134,10 @@ qe2=$(q reserve e2 we h3)
 check "two live attempts of one user hold two places ($(field "$qe1" 3), $(field "$qe2" 3))" \
 	sh -c "[ $(field "$qe1" 1)$(field "$qe2" 1) = 22 ] && [ $(field "$qe2" 3) = $(($(field "$qe1" 3) + 1)) ]"
 # per_host: h1 holds b2 and d; a third is refused at once, reserving nothing.
-waiting=$(rcli s zcard qq:q)
+before=$(waiting s qq)
 qf=$(q reserve f wf h1 2)
 check "per_host=2: a third place for one host is refused at once ($qf)" \
-	sh -c "[ $(field "$qf" 1) = 3 ] && [ $(rcli s zcard qq:q) = $waiting ]"
+	sh -c "[ $(field "$qf" 1) = 3 ] && [ $(waiting s qq) = $before ]"
 qg=$(q reserve g wg h4 2)
 check "... while another host still queues ($(field "$qg" 1))" [ "$(field "$qg" 1)" = 2 ]
 # At its slot the first waiter renews and is admitted; its place goes.
@@ -145,7 +145,7 @@ sleep "$(awk -v w="$(field "$qb2" 2)" 'BEGIN { printf "%.3f", w / 1e6 + 0.05 }')
 early=$(q renew c wc h2)
 turn=$(q renew b2 wb h1)
 check "only the head is admitted at the slot (c: $early; b2: $turn)" \
-	sh -c "[ $(field "$early" 1) = 2 ] && [ $(field "$turn" 1) = 1 ] && [ $(rcli s hexists qq:w b2) = 0 ]"
+	sh -c "[ $(field "$early" 1) = 2 ] && [ $(field "$turn" 1) = 1 ] && [ $(rcli s hexists qq w:b2) = 0 ]"
 # A lease that runs out (the login died) gives the place back within the lease.
 q reserve h wh h5 0 300000 > /dev/null
 call reserve lz 1000000 1 60000000 z0 w0 h0 > /dev/null # takes the slot: the next ones wait
@@ -154,26 +154,26 @@ before=$(field "$(call reserve lz 1000000 1 60000000 z2 w2 h2)" 3)
 sleep 0.4
 after=$(call renew lz 1000000 1 60000000 z2 w2 h2)
 check "a place whose lease ran out is dropped: the one behind moves from $before to $(field "$after" 3)" \
-	sh -c "[ $before = 2 ] && [ $(field "$after" 3) = 1 ] && [ $(rcli s hexists lz:w z1) = 0 ]"
-check "... and remembered for a retry (a ghost)" [ "$(rcli s hexists lz:g w1)" = 1 ]
+	sh -c "[ $before = 2 ] && [ $(field "$after" 3) = 1 ] && [ $(rcli s hexists lz w:z1) = 0 ]"
+check "... and remembered for a retry (a ghost)" [ "$(rcli s hexists lz g:w1)" = 1 ]
 # A waiter whose lease ran out while it lived on (stopped) takes its place back on renewal.
 again=$(call renew lz 1000000 1 60000000 z1 w1 h1)
 check "a late renewal takes its own place back, ahead again ($again)" \
-	sh -c "[ $(field "$again" 1) = 2 ] && [ $(field "$again" 3) = 1 ] && [ $(rcli s hexists lz:g w1) = 0 ]"
+	sh -c "[ $(field "$again" 1) = 2 ] && [ $(field "$again" 3) = 1 ] && [ $(rcli s hexists lz g:w1) = 0 ]"
 # The commit window: first in line with a slot 1 s off and a 2 s window, a login is admitted
 # at once, to go in at its slot; nothing is kept; the next slot follows from that one exactly.
 call reserve cw 1000000 1 60000000 c0 > /dev/null
 c1=$(call reserve cw 1000000 1 60000000 c1 w1 h1 0 60000000 0 2000000)
-tat=$(rcli s get cw)
+tat=$(schedule s cw)
 c2=$(call reserve cw 1000000 1 60000000 c2 w2 h2 0 60000000 0 2000000)
 check "commit window: admitted to go in at its slot, ~1 s off ($c1), nothing kept" \
-	sh -c "[ $(field "$c1" 1) = 1 ] && [ $(field "$c1" 2) -gt 900000 ] && [ $(rcli s exists cw:q) = 0 ]"
+	sh -c "[ $(field "$c1" 1) = 1 ] && [ $(field "$c1" 2) -gt 900000 ] && [ $(waiting s cw) = 0 ]"
 check "... the next one's slot follows it by one interval exactly ($c2; tat ${tat%% *})" \
 	sh -c "[ $(field "$c2" 1) = 1 ] && [ $(field "$c2" 2) -gt 1900000 ]"
 
 # Bounded state: when every waiter is gone, the queue's keys go too.
 for id in c d e1 e2 g h; do q leave "$id" x h > /dev/null; done
 check "everyone gone: no waiter left, and the keys expire with the last ghost" \
-	sh -c "[ $(rcli s zcard qq:q) = 0 ] && [ $(rcli s hlen qq:w) = 0 ] && [ $(rcli s pttl qq:g) -le 61000 ]"
+	sh -c "[ $(waiting s qq) = 0 ] && [ $(rcli s pttl qq) -le 61000 ]"
 
 finish

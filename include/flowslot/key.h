@@ -23,10 +23,4 @@ int key_expand(const char *tmpl, const char *service, const char *user, const ch
    "flowslot:{web}:b" share one. */
 int key_hash_slot(const char *key);
 
-/* The name of one of the keys of schedule key: suffix "" for the schedule itself, ":q", ":l",
-   ":w" and ":g" for its queue (see src/slot.lua). All of a schedule's names fall in one Redis
-   Cluster hash slot, so that one script can use them all; a usual key (no '}') is its own
-   schedule's name. Returns the length, or -1 when it does not fit in outsz. */
-int key_queue_name(const char *key, const char *suffix, char *out, size_t outsz);
-
 #endif

@@ -37,7 +37,7 @@ void rnode_cap_reader(redisReader *r, struct rnode_cap *cap);
 struct rnode_call {
 	const pam_handle_t *pamh;
 	const struct opt *o;
-	const char *const *keys; /* the schedule's SLOT_KEYS names (key_queue_name) */
+	const char *key; /* the schedule */
 	enum slot_op op;
 	const struct slot_place *place;
 	redisContext *c;

@@ -27,9 +27,6 @@ enum slot_verdict {
    next one's slot follows from it exactly. */
 #define SLOT_COMMIT_US SLOT_RENEW_US
 
-/* The keys of one schedule on Redis, in the order src/slot.lua takes them. */
-#define SLOT_KEYS 5
-
 /* What a login asks of the queue on Redis (src/slot.lua). */
 enum slot_op {
 	SLOT_RESERVE, /* a slot now, or a place in the queue */

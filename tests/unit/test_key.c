@@ -269,88 +269,6 @@ static void test_hash_slot(void **state)
 	assert_in_range(key_hash_slot(""), 0, 16383);
 }
 
-/* All five names of a schedule's queue share one Cluster hash slot, so that one script may
-   use them; a usual key names its own schedule; and a name that does not fit is refused. */
-static void test_queue_names(void **state)
-{
-	static const char *const suffixes[] = { "", ":q", ":l", ":w", ":g" };
-	static const char *const keys[] = {
-		"pam_flowslot", "fs:{web}:alice", "a{b", "x{}y", "a}b", "{}x", "foo{}{bar}",
-		"a{}b}", "x}{y}", "{{}}", "{a", "flowslot:sshd:bob", "k{",
-	};
-	static const char *const schedules[][2] = {
-		{ "pam_flowslot", "pam_flowslot" }, { "fs:{web}:alice", "fs:{web}:alice" },
-		{ "a{b", "a{b" },		    { "{a", "{a" },
-		{ "x}{y}", "x}{y}" },		    { "x{}y", "{x{}y}" },
-		{ "a}b", "{a}b}" },		    { "foo{}{bar}", "{foo{}{bar}}" },
-	};
-	static const char alphabet[] = "a{}:";
-	char out[64], key[8];
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		int slot = -1;
-
-		for (size_t j = 0; j < sizeof(suffixes) / sizeof(suffixes[0]); j++) {
-			int n = key_queue_name(keys[i], suffixes[j], out, sizeof(out));
-
-			assert_int_equal(n, (int)strlen(out));
-			if (j == 0)
-				slot = key_hash_slot(out);
-			else if (key_hash_slot(out) != slot)
-				fail_msg("\"%s\": \"%s\" is in slot %d, not %d", keys[i], out,
-					 key_hash_slot(out), slot);
-		}
-	}
-	/* A usual key (no '}'), or one with a tag of its own, names its schedule itself; one with
-	   a '}' and no tag is named in braces. */
-	for (size_t i = 0; i < sizeof(schedules) / sizeof(schedules[0]); i++) {
-		assert_true(key_queue_name(schedules[i][0], "", out, sizeof(out)) > 0);
-		assert_string_equal(out, schedules[i][1]);
-	}
-	assert_int_equal(key_queue_name("fs:{web}:alice", ":q", out, sizeof(out)), 16);
-	assert_string_equal(out, "fs:{web}:alice:q");
-	assert_int_equal(key_queue_name("pam_flowslot", ":q", out, sizeof(out)), 16);
-	assert_string_equal(out, "{pam_flowslot}:q");
-	assert_int_equal(key_hash_slot(out), key_hash_slot("pam_flowslot"));
-
-	/* Every key of up to 7 bytes over a{}: that a template may start with (not '}'). */
-	for (size_t len = 1; len < sizeof(key); len++) {
-		size_t total = 1;
-
-		for (size_t k = 0; k < len; k++)
-			total *= 4;
-		for (size_t code = 0; code < total; code++) {
-			int slot;
-
-			for (size_t k = 0, c = code; k < len; k++, c /= 4)
-				key[k] = alphabet[c % 4];
-			key[len] = '\0';
-			if (key[0] == '}')
-				continue;
-			assert_true(key_queue_name(key, "", out, sizeof(out)) > 0);
-			slot = key_hash_slot(out);
-			for (size_t j = 1; j < sizeof(suffixes) / sizeof(suffixes[0]); j++) {
-				assert_true(key_queue_name(key, suffixes[j], out, sizeof(out)) > 0);
-				if (key_hash_slot(out) != slot)
-					fail_msg("\"%s\": \"%s\" is in slot %d, not %d", key, out,
-						 key_hash_slot(out), slot);
-			}
-		}
-	}
-
-	/* Too small a buffer: -1, for the schedule and for the queue's names alike. */
-	assert_int_equal(key_queue_name("pam_flowslot", "", out, 13), 12);
-	assert_int_equal(key_queue_name("pam_flowslot", "", out, 12), -1);
-	assert_int_equal(key_queue_name("pam_flowslot", ":q", out, 17), 16);
-	assert_int_equal(key_queue_name("pam_flowslot", ":q", out, 16), -1);
-	assert_int_equal(key_queue_name("fs:{web}:alice", ":g", out, 16), -1);
-	assert_int_equal(key_queue_name("a}b", "", out, 5), -1);
-	assert_int_equal(key_queue_name("a}b", "", out, 6), 5);
-	assert_string_equal(out, "{a}b}");
-	assert_int_equal(key_queue_name("pam_flowslot", "", out, 0), -1);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,7 +282,6 @@ int main(void)
 		cmocka_unit_test(test_expand_huge_user),
 		cmocka_unit_test(test_expand_bad_template),
 		cmocka_unit_test(test_hash_slot),
-		cmocka_unit_test(test_queue_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

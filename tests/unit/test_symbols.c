@@ -15,7 +15,7 @@ static void test_exports(void **state)
 	};
 	static const char *const internal[] = {
 		"gate",		  "opt_parse",	       "opt_set",	   "key_expand",
-		"key_queue_name", "rslot_call",	       "rslot_read_reply", "rnode_attempt",
+		"rslot_call",	       "rslot_read_reply", "rnode_attempt",
 		"lslot_reserve",  "slot_decide",       "queue_wait",	   "countdown_start",
 		"countdown_tick", "hangup_watch_open", "log_msg",	   "fstime_sleep_until",
 	};
