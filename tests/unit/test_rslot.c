@@ -176,11 +176,8 @@ static const struct slot_place place = {
 	.host = "",
 };
 
-/* The arguments after the script: 5 keys, then op ... lease, for the default options. */
-#define KEYS_SENT                                                                        \
-	"$1\r\n5\r\n$13\r\nflowslot:test\r\n$17\r\n{flowslot:test}:q\r\n"                 \
-	"$17\r\n{flowslot:test}:l\r\n$17\r\n{flowslot:test}:w\r\n"                          \
-	"$17\r\n{flowslot:test}:g\r\n"
+/* The arguments after the script: one key, then op ... commit, for the default options. */
+#define KEYS_SENT "$1\r\n1\r\n$13\r\nflowslot:test\r\n"
 #define PLACE_SENT                                                                       \
 	"$32\r\n0123456789abcdef0123456789abcdef\r\n$16\r\nfedcba9876543210\r\n$0\r\n\r\n"
 
@@ -203,9 +200,9 @@ static void test_admitted(void **state)
 	assert_int_equal(res.position, 1);
 	assert_true(res.deadline_us >= before);
 	assert_true(res.deadline_us <= fstime_mono_us());
-	/* One command: EVALSHA sha 5 key key:q key:l key:w key:g, then op interval burst
-	   max_wait db id who host per_host lease commit, the database always. */
-	assert_string_equal(sent(), "*19\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
+	/* One command: EVALSHA sha 1 key, then op interval burst max_wait db id who host
+	   per_host lease commit, the database always. */
+	assert_string_equal(sent(), "*15\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
 				    KEYS_SENT "$7\r\nreserve\r\n$7\r\n7000000\r\n$1\r\n1\r\n"
 				    "$8\r\n60000000\r\n$1\r\n0\r\n" PLACE_SENT
 				    "$1\r\n0\r\n$7\r\n5000000\r\n$7\r\n2000000\r\n");
@@ -272,23 +269,6 @@ static void test_renew_and_leave_sent(void **state)
 	assert_int_equal(frees, 1);
 }
 
-/* A schedule's five names all fall in the key's own Cluster slot, whatever braces it holds. */
-static void test_keys_one_slot(void **state)
-{
-	struct opt o;
-	struct slot_result res = { 0 };
-
-	(void)state;
-	opts(&o);
-	serve("*3\r\n:1\r\n:0\r\n:1\r\n");
-	assert_int_equal(rslot_call(NULL, &o, SLOT_RESERVE, "fs:{web}:alice", &place, &res),
-			 SLOT_ADMIT);
-	assert_non_null(strstr(sent(), "$1\r\n5\r\n$14\r\nfs:{web}:alice\r\n"
-				       "$16\r\nfs:{web}:alice:q\r\n$16\r\nfs:{web}:alice:l\r\n"
-				       "$16\r\nfs:{web}:alice:w\r\n$16\r\nfs:{web}:alice:g\r\n"
-				       "$7\r\nreserve\r\n"));
-}
-
 static void test_refused(void **state)
 {
 	struct opt o;
@@ -334,7 +314,7 @@ static void test_auth_and_db_pipelined(void **state)
 	   script, so that a bad one cannot leave it reserving on database 0. */
 	assert_non_null(strstr(req, "*3\r\n$4\r\nAUTH\r\n$4\r\ngate\r\n$2\r\npw\r\n"));
 	assert_null(strstr(req, "SELECT"));
-	assert_non_null(strstr(req, "*19\r\n$7\r\nEVALSHA\r\n"));
+	assert_non_null(strstr(req, "*15\r\n$7\r\nEVALSHA\r\n"));
 	assert_non_null(strstr(req, "$8\r\n60000000\r\n$1\r\n5\r\n"));
 	assert_true(strstr(req, "AUTH") < strstr(req, "EVALSHA"));
 }
@@ -835,7 +815,7 @@ static void test_cluster_standalone_refused(void **state)
 	assert_int_equal(connects, 2); /* the first seed, then the second (down) */
 	assert_int_equal(connected_port, 7002);
 	req = sent();
-	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*19\r\n$7\r\nEVALSHA\r\n", 35) == 0);
+	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*15\r\n$7\r\nEVALSHA\r\n", 35) == 0);
 	rm_dir(dir);
 }
 
@@ -929,28 +909,12 @@ static void test_read_reply_direct(void **state)
 	}
 }
 
-/* A key too long for its queue's names is undecided, and no server is asked. */
-static void test_key_too_long(void **state)
-{
-	char key[OPT_KEY_MAX + 8];
-	struct opt o;
-	struct slot_result res = { 0 };
-
-	(void)state;
-	opts(&o);
-	memset(key, 'k', sizeof(key) - 1);
-	key[sizeof(key) - 1] = '\0';
-	assert_int_equal(rslot_call(NULL, &o, SLOT_RESERVE, key, &place, &res), SLOT_UNAVAILABLE);
-	assert_int_equal(connects, 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_admitted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_renew_and_leave_sent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keys_one_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_longer_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth_and_db_pipelined, setup, teardown),
@@ -975,7 +939,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cluster_cache_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cluster_standalone_refused, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
-		cmocka_unit_test_setup_teardown(test_key_too_long, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
