@@ -352,6 +352,11 @@ for n in 3 2 1; do
 		"auth required @M url=redis-cluster://$SEEDS key=fs:%s interval=300ms countdown=0 timeout=1s max_wait=15s state_dir=$TMP/state5 debug" \
 		"$STAMP" "$permit"
 done
+# Waiters holding places when node 3 dies: three logins on a key of node 3, 3 s apart, so that
+# the second and third hold places (their slots more than 2 s off) across the kill.
+WQ=$(name_on "${P[3]}" "w" "fs:%s") || { echo "Bail out! no waiters' key for node 3"; exit 1; }
+service "$WQ" "auth required @M url=redis-cluster://$SEEDS key=fs:%s interval=3s countdown=0 timeout=1s max_wait=15s state_dir=$TMP/state5w debug" \
+	"$STAMP" "$permit"
 rm -f "$TMP/stamps" "$TMP/arrivals"
 # poll: when node 4 became a master, and when node 1 said the cluster was down and ok again.
 t_prom="" t_down="" t_up=""
@@ -378,6 +383,13 @@ while :; do
 		sleep 0.05
 		[ -n "$t_kill" ] && poll
 	done
+	if [ "$i" = 2 ]; then
+		for w in wq1 wq2 wq3; do
+			login "$w" "$WQ" "$w" &
+			fpids="$fpids $!"
+			sleep 0.1
+		done
+	fi
 	# Six logins each before the kill.
 	if [ "$i" = 6 ]; then
 		# Braces: bash reports the death of its job on stderr, wherever it notices it.
@@ -445,6 +457,16 @@ all_ge() {
 	done
 	[ "$n" -ge 2 ]
 }
+
+# (a0) The waiters that held places on node 3 when it died: each admitted, in order, at least
+# an interval apart (by their last slot if a renewal found no master, or by node 4's queue).
+wq_at() { awk -v u="$1" '$2 == u { print $1 }' "$TMP/stamps"; }
+held=$(cat "$TMP"/wq[23].err 2> /dev/null | sed -n 's/.*queued: .*wait_ms=\([0-9]*\) .*/\1/p' |
+	awk '$1 > 2000' | wc -l) # over the 2 s commit window: a place
+w1=$(wq_at wq1) w2=$(wq_at wq2) w3=$(wq_at wq3)
+wgaps="$(((${w2:-0} - ${w1:-0}) / 1000000)) $(((${w3:-0} - ${w2:-0}) / 1000000))"
+check "failover with waiters: two held places across the kill ($held), all three admitted in order, 3 s apart ($wgaps ms)" \
+	sh -c "[ $held = 2 ] && [ $(rc_of wq1)$(rc_of wq2)$(rc_of wq3) = 000 ] && echo '$wgaps' | awk '{ exit !(\$1 >= 2500 && \$2 >= 2500) }'"
 
 # (a) No login failed.
 failed=$(awk '$7 != 0 || $4 == "" { printf "%s rc %s; ", $3, $7 }' "$TMP/table")
