@@ -632,6 +632,14 @@ static void test_clock_step(void **state)
 	assert_int_equal(res.position, 2);
 	lqueue_free(&q);
 
+	/* A bare tat, as versions before 0.2 wrote it: written now. */
+	snprintf(text, sizeof(text), "%" PRId64 "\n", NOW + 1500 * MS);
+	load(&q, text);
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 1500 * MS);
+	assert_int_equal(q.tat_us, NOW + 1500 * MS + T);
+	lqueue_free(&q);
+
 	/* 7 s of queue: a place held for 7 s. */
 	snprintf(text, sizeof(text), "%" PRId64 " %" PRId64 "\n", NOW + 107 * S, NOW + 100 * S);
 	load(&q, text);

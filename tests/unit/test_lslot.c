@@ -517,6 +517,14 @@ static void test_garbage_is_empty(void **state)
 	assert_int_equal(read_tat(path), t0 + 3 * S);
 	assert_int_equal(count_lines(path), 2);
 
+	/* A bare tat, as versions before 0.2 wrote it, reads as written now. */
+	t0 = fstime_mono_us();
+	snprintf(buf, sizeof(buf), "%" PRId64 "\n", t0 + 1500 * MS);
+	write_file(path, buf, 0600);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > 1500 * MS - SLACK && res.wait_us <= 1500 * MS);
+	assert_int_equal(read_tat(path), t0 + 1500 * MS + p.interval_us);
+
 	/* Written by a clock 100 s ahead of ours (a reboot with a kept state_dir): the queue
 	   keeps its length, 1.5 s, rather than holding logins for 101.5 s. */
 	t0 = fstime_mono_us();
