@@ -243,7 +243,8 @@ enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int
 	ssize_t self;
 	size_t rank;
 
-	c.tat_us = slot_recover(now_us, q->tat_us, q->at_us);
+	/* A bare tat (no at), as versions before 0.2 wrote it, reads as written now. */
+	c.tat_us = slot_recover(now_us, q->tat_us, q->at_us > 0 ? q->at_us : now_us);
 	lqueue_purge(q, now_us);
 	self = lqueue_find(q, place->id);
 	if (op == SLOT_LEAVE) {

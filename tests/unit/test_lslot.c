@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,9 @@
 struct fixture {
 	char root[64];        /* the mkdtemp directory */
 	char state[128];      /* root/state: the state_dir under test */
-	char msg[4096];       /* what the last reserve() logged */
+	char msg[4096];       /* what the last call() logged */
+	unsigned places;      /* places made so far, to make each one unique */
+	struct slot_place place; /* the last reserve()'s */
 };
 
 static int fixture_setup(void **state)
@@ -83,10 +86,22 @@ static int count_fds(void)
 	return n;
 }
 
-/* lslot_reserve on fx->state, with what it logs kept in fx->msg, and no fd left open. */
-static enum slot_verdict reserve(struct fixture *fx, const char *key, const struct slot_params *p,
-				 struct slot_result *res)
+/* A fresh place, unique to this process and call, held by this process. */
+static void new_place(struct fixture *fx, struct slot_place *pl)
 {
+	unsigned n = ++fx->places;
+
+	snprintf(pl->id, sizeof(pl->id), "%016x%016x", (unsigned)getpid(), n);
+	snprintf(pl->who, sizeof(pl->who), "%08x%08x", (unsigned)getpid(), n);
+	pl->host[0] = '\0';
+}
+
+/* lslot_call on fx->state, with what it logs kept in fx->msg, and no fd left open. */
+static enum slot_verdict call(struct fixture *fx, const char *key, const struct slot_params *p,
+			      enum slot_op op, const struct slot_place *pl,
+			      struct slot_result *res)
+{
+	const struct lslot_call c = { .dir = fx->state, .key = key, .p = p, .op = op, .place = pl };
 	FILE *tmp = tmpfile();
 	enum slot_verdict v;
 	int saved, before, after;
@@ -98,7 +113,7 @@ static enum slot_verdict reserve(struct fixture *fx, const char *key, const stru
 	assert_true(saved >= 0);
 	assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
 	before = count_fds();
-	v = lslot_reserve(NULL, fx->state, key, p, res);
+	v = lslot_call(NULL, &c, res);
 	after = count_fds();
 	fflush(stderr);
 	assert_true(dup2(saved, STDERR_FILENO) >= 0);
@@ -108,10 +123,20 @@ static enum slot_verdict reserve(struct fixture *fx, const char *key, const stru
 	fx->msg[n] = '\0';
 	fclose(tmp);
 	if (after != before)
-		fail_msg("%d fds open before lslot_reserve, %d after", before, after);
+		fail_msg("%d fds open before lslot_call, %d after", before, after);
 	if (v == SLOT_UNAVAILABLE && strstr(fx->msg, "local slot") == NULL)
 		fail_msg("unavailable, with no reason logged");
+	if (v != SLOT_UNAVAILABLE && v != res->verdict)
+		fail_msg("returned %d, res says %d", (int)v, (int)res->verdict);
 	return v;
+}
+
+/* Reserves with a fresh place, kept in fx->place for a renewal or a leave. */
+static enum slot_verdict reserve(struct fixture *fx, const char *key, const struct slot_params *p,
+				 struct slot_result *res)
+{
+	new_place(fx, &fx->place);
+	return call(fx, key, p, SLOT_RESERVE, &fx->place, res);
 }
 
 static void slot_path(const struct fixture *fx, const char *key, char *out, size_t outsz)
@@ -148,13 +173,18 @@ static void write_file(const char *path, const char *content, mode_t mode)
 	close(fd);
 }
 
-/* The tat of a schedule file, "tat at\n", checking that at is no later than tat. */
+/* The tat of a schedule file, its first line "tat at\n", checking that at is no later than
+   tat. The lines after it are the queue's. */
 static int64_t read_tat(const char *path)
 {
-	char buf[64], *end;
+	char buf[8192], *end, *nl;
 	long long v, at;
 
 	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	nl = strchr(buf, '\n');
+	if (nl == NULL)
+		fail_msg("%s holds \"%s\"", path, buf);
+	nl[1] = '\0';
 	errno = 0;
 	v = strtoll(buf, &end, 10);
 	if (errno != 0 || end == buf || *end != ' ')
@@ -163,6 +193,18 @@ static int64_t read_tat(const char *path)
 	if (errno != 0 || strcmp(end, "\n") != 0 || at > v)
 		fail_msg("%s holds \"%s\"", path, buf);
 	return v;
+}
+
+/* The lines of a file: 1 for a bare schedule, 1 + its waiters and ghosts. */
+static int count_lines(const char *path)
+{
+	char buf[8192];
+	int n = 0;
+
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	for (const char *c = buf; *c != '\0'; c++)
+		n += *c == '\n';
+	return n;
 }
 
 static int count_entries(const char *dir)
@@ -218,16 +260,24 @@ static void test_admit_then_wait(void **state)
 	tat = read_tat(path);
 	assert_true(tat >= t0 + p.interval_us && tat <= t1 + p.interval_us);
 
-	/* Right after: about an interval to wait. */
+	/* Right after: about an interval to wait, longer than SLOT_COMMIT_US: a place is held in
+	   the file, and the schedule stays as it was. */
 	t0 = fstime_mono_us();
-	assert_int_equal(reserve(fx, "sshd", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "sshd", &p, &res), SLOT_QUEUED);
 	t1 = fstime_mono_us();
 	if (res.wait_us > p.interval_us || res.wait_us < p.interval_us - SLACK)
 		fail_msg("second wait %lld us", (long long)res.wait_us);
-	assert_int_equal(res.position, res.wait_us / p.interval_us + 1);
+	assert_int_equal(res.position, 1);
 	assert_int_equal(res.deadline_us, tat);
 	assert_true(res.deadline_us - res.wait_us >= t0 && res.deadline_us - res.wait_us <= t1);
-	assert_int_equal(read_tat(path), tat + p.interval_us);
+	assert_int_equal(read_tat(path), tat);
+	assert_int_equal(count_lines(path), 2);
+
+	/* A third is behind it: a place too, an interval later. */
+	assert_int_equal(reserve(fx, "sshd", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, tat + p.interval_us);
+	assert_int_equal(res.position, 2);
+	assert_int_equal(count_lines(path), 3);
 
 	/* Another key is another schedule. */
 	assert_int_equal(reserve(fx, "login", &p, &res), SLOT_ADMIT);
@@ -245,7 +295,7 @@ static void test_burst(void **state)
 		assert_int_equal(reserve(fx, "b", &p, &res), SLOT_ADMIT);
 		assert_int_equal(res.wait_us, 0);
 	}
-	assert_int_equal(reserve(fx, "b", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "b", &p, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > p.interval_us - SLACK && res.wait_us <= p.interval_us);
 }
 
@@ -450,21 +500,73 @@ static void test_garbage_is_empty(void **state)
 		assert_true(tat >= t0 + p.interval_us && tat <= t1 + p.interval_us);
 	}
 
-	/* A good one is read: a schedule 3 s ahead makes a 3 s wait. */
+	/* A good one is read: a schedule 1.5 s ahead makes a 1.5 s wait, admitted (within
+	   SLOT_COMMIT_US); 3 s ahead, a place held for 3 s. */
 	t0 = fstime_mono_us();
-	snprintf(buf, sizeof(buf), "%" PRId64 "\n", t0 + 3 * S);
+	snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", t0 + 1500 * MS, t0);
 	write_file(path, buf, 0600);
 	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > 1500 * MS - SLACK && res.wait_us <= 1500 * MS);
+	assert_int_equal(res.deadline_us, t0 + 1500 * MS);
+	assert_int_equal(read_tat(path), t0 + 1500 * MS + p.interval_us);
+	t0 = fstime_mono_us();
+	snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", t0 + 3 * S, t0);
+	write_file(path, buf, 0600);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > 3 * S - SLACK && res.wait_us <= 3 * S);
-	assert_int_equal(read_tat(path), t0 + 3 * S + p.interval_us);
+	assert_int_equal(read_tat(path), t0 + 3 * S);
+	assert_int_equal(count_lines(path), 2);
+
+	/* A bare tat, as versions before 0.2 wrote it, reads as written now. */
+	t0 = fstime_mono_us();
+	snprintf(buf, sizeof(buf), "%" PRId64 "\n", t0 + 1500 * MS);
+	write_file(path, buf, 0600);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_true(res.wait_us > 1500 * MS - SLACK && res.wait_us <= 1500 * MS);
+	assert_int_equal(read_tat(path), t0 + 1500 * MS + p.interval_us);
 
 	/* Written by a clock 100 s ahead of ours (a reboot with a kept state_dir): the queue
-	   keeps its length, 3 s, rather than holding logins for 103 s. */
+	   keeps its length, 1.5 s, rather than holding logins for 101.5 s. */
 	t0 = fstime_mono_us();
-	snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", t0 + 103 * S, t0 + 100 * S);
+	snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", t0 + 101500 * MS, t0 + 100 * S);
 	write_file(path, buf, 0600);
 	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
-	assert_true(res.wait_us > 3 * S - SLACK && res.wait_us <= 3 * S);
+	assert_true(res.wait_us > 1500 * MS - SLACK && res.wait_us <= 1500 * MS);
+}
+
+/* Garbage among the queue's lines is dropped, the rest kept. */
+static void test_garbage_lines(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], buf[1024], *line;
+	int64_t t0 = fstime_mono_us();
+
+	make_state_dir(fx, 0700);
+	slot_path(fx, "k", path, sizeof(path));
+	/* A schedule 3 s ahead, one live waiter at its head, and garbage. */
+	snprintf(buf, sizeof(buf),
+		 "%" PRId64 " %" PRId64 "\n"
+		 "w zz a - 1 2 3\n"
+		 "garbage\n"
+		 "w 0a 0b - %" PRId64 " %" PRId64 " %ld\n"
+		 "w 0c 0d - %" PRId64 " %" PRId64 " 0\n"
+		 "g\n"
+		 "g 0e 1\n",
+		 t0 + 3 * S, t0, t0 - S, t0 + 4 * S, (long)getpid(), t0 - S, t0 + 4 * S);
+	write_file(path, buf, 0600);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	/* Behind the waiter: its slot, 3 s, and one interval more. */
+	assert_true(res.wait_us > 8 * S - SLACK && res.wait_us <= 8 * S);
+	assert_int_equal(res.position, 2);
+	assert_int_equal(count_lines(path), 3);
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	line = strchr(buf, '\n') + 1;
+	assert_int_equal(strncmp(line, "w 0a 0b - ", 10), 0);
+	line = strchr(line, '\n') + 1;
+	assert_int_equal(strncmp(line, "w ", 2), 0);
+	assert_non_null(strstr(line, fx->place.id));
 }
 
 static bool is_hex16(const char *s)
@@ -602,22 +704,79 @@ static void test_long_key_reserve(void **state)
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(count_entries(fx->state), 1);
-	assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, key, &p, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > p.interval_us - SLACK);
+	assert_int_equal(count_lines(path), 2);
 }
 
-/* Logins at the same moment in several processes each get their own slot. */
-static void test_concurrent(void **state)
+/* In a child process, where cmocka cannot fail a test: lslot_call as reserve() and call()
+   make it, without their checks. */
+static enum slot_verdict child_reserve(struct fixture *fx, const char *key,
+				       const struct slot_params *p, struct slot_result *res)
 {
-	enum { N = 6 };
-	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct lslot_call c = { .dir = fx->state, .key = key, .p = p,
+				      .op = SLOT_RESERVE, .place = &fx->place };
+
+	new_place(fx, &fx->place);
+	return lslot_call(NULL, &c, res);
+}
+
+static enum slot_verdict child_renew(struct fixture *fx, const char *key,
+				     const struct slot_params *p, struct slot_result *res)
+{
+	const struct lslot_call c = { .dir = fx->state, .key = key, .p = p, .op = SLOT_RENEW,
+				      .place = &fx->place };
+
+	return lslot_call(NULL, &c, res);
+}
+
+/* Waits in fx->place as queue_wait does: renews every SLOT_RENEW_US, or at its slot, until
+   admitted. Returns the verdict that ended the wait; 99 if a slot moved later. */
+static enum slot_verdict child_wait(struct fixture *fx, const char *key,
+				    const struct slot_params *p, struct slot_result *res)
+{
+	int64_t first_us = res->deadline_us;
+
+	while (res->verdict == SLOT_QUEUED) {
+		int64_t now_us = fstime_mono_us(), until_us = now_us + SLOT_RENEW_US;
+
+		if (until_us > res->deadline_us)
+			until_us = res->deadline_us;
+		if (until_us > now_us)
+			fstime_sleep_until(until_us);
+		if (child_renew(fx, key, p, res) == SLOT_UNAVAILABLE)
+			return SLOT_UNAVAILABLE;
+		if (res->deadline_us > first_us)
+			return 99;
+	}
+	return res->verdict;
+}
+
+static void sort_us(int64_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			int64_t t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	}
+}
+
+/* Logins at the same moment in several processes: each waits in turn, admitted an interval
+   apart. At 300 ms, every wait is within SLOT_COMMIT_US: all are admitted at once; at 1 s,
+   the last ones hold places, renew them and are admitted at their slots. */
+static void run_concurrent(struct fixture *fx, const char *key, const struct slot_params *p)
+{
+	enum { N = 5 };
 	struct slot_result res;
-	int go[2], out[2];
-	int64_t waits[N];
+	int go[2], out[2], queued = 0;
+	int64_t got[3], deadlines[N], waits[N];
+	char path[PATH_MAX];
 	pid_t pids[N];
 
-	assert_int_equal(reserve(fx, "warm", &p, &res), SLOT_ADMIT); /* makes the directory */
+	assert_int_equal(reserve(fx, "warm", p, &res), SLOT_ADMIT); /* makes the directory */
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(out), 0);
 	for (int i = 0; i < N; i++) {
@@ -625,21 +784,31 @@ static void test_concurrent(void **state)
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			char c;
-			int64_t w = -1;
+			enum slot_verdict v;
 
 			close(go[1]);
 			close(out[0]);
 			(void)!read(go[0], &c, 1); /* returns at EOF: all start together */
-			if (lslot_reserve(NULL, fx->state, "together", &p, &res) == SLOT_ADMIT)
-				w = res.wait_us;
-			_exit(write(out[1], &w, sizeof(w)) == sizeof(w) ? 0 : 1);
+			v = child_reserve(fx, key, p, &res);
+			got[0] = v == SLOT_QUEUED;
+			got[1] = res.wait_us;
+			if (v == SLOT_QUEUED)
+				v = child_wait(fx, key, p, &res);
+			got[2] = v == SLOT_ADMIT ? res.deadline_us : -(int64_t)v - 1;
+			_exit(write(out[1], got, sizeof(got)) == sizeof(got) ? 0 : 1);
 		}
 	}
 	close(go[0]);
 	close(out[1]);
 	close(go[1]);
-	for (int i = 0; i < N; i++)
-		assert_int_equal(read(out[0], &waits[i], sizeof(waits[i])), sizeof(waits[i]));
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(read(out[0], got, sizeof(got)), sizeof(got));
+		if (got[2] < 0)
+			fail_msg("login %d of %d: verdict %lld", i + 1, N, (long long)-got[2] - 1);
+		queued += (int)got[0];
+		waits[i] = got[1];
+		deadlines[i] = got[2];
+	}
 	close(out[0]);
 	for (int i = 0; i < N; i++) {
 		int status;
@@ -647,25 +816,91 @@ static void test_concurrent(void **state)
 		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
 		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
-	for (int i = 1; i < N; i++) {
-		for (int j = i; j > 0 && waits[j - 1] > waits[j]; j--) {
-			int64_t t = waits[j];
-
-			waits[j] = waits[j - 1];
-			waits[j - 1] = t;
-		}
-	}
+	sort_us(waits, N);
+	sort_us(deadlines, N);
 	for (int i = 0; i < N; i++) {
-		if (waits[i] > i * p.interval_us || waits[i] < i * p.interval_us - 500 * MS)
+		if (waits[i] > i * p->interval_us)
 			fail_msg("login %d of %d waits %lld us", i + 1, N, (long long)waits[i]);
+		if (i > 0 && deadlines[i] - deadlines[i - 1] < p->interval_us)
+			fail_msg("admissions %d and %d: %lld us apart", i, i + 1,
+				 (long long)(deadlines[i] - deadlines[i - 1]));
 	}
+	/* Held places: only where a wait passed SLOT_COMMIT_US; none is left in the file. */
+	if ((N - 1) * p->interval_us <= SLOT_COMMIT_US)
+		assert_int_equal(queued, 0);
+	else if (queued == 0)
+		fail_msg("no login held a place: the race was not run");
+	slot_path(fx, key, path, sizeof(path));
+	assert_int_equal(count_lines(path), 1);
+}
+
+static void test_concurrent(void **state)
+{
+	const struct slot_params p = { .interval_us = 300 * MS, .max_wait_us = 60 * S,
+				       .burst = 1 };
+
+	run_concurrent(*state, "together", &p);
+}
+
+static void test_concurrent_queued(void **state)
+{
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 60 * S, .burst = 1 };
+
+	run_concurrent(*state, "together", &p);
+}
+
+/* A place held in the file: renewed, it keeps its slot; given up, those behind move up;
+   renewed near its slot, it is admitted to go in then. */
+static void test_renew_leave(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 3 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	struct slot_place b, c;
+	char path[PATH_MAX], buf[1024];
+	int64_t slot_us, wait_us;
+
+	slot_path(fx, "k", path, sizeof(path));
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	b = fx->place;
+	slot_us = res.deadline_us;
+	wait_us = res.wait_us;
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	c = fx->place;
+	assert_int_equal(res.deadline_us, slot_us + p.interval_us);
+	assert_int_equal(res.position, 2);
+	assert_int_equal(count_lines(path), 3);
+
+	assert_int_equal(call(fx, "k", &p, SLOT_RENEW, &b, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, slot_us);
+	assert_true(res.wait_us <= wait_us);
+	assert_int_equal(res.position, 1);
+
+	/* B gives its place up: remembered as a ghost, and C moves up to its slot. */
+	assert_int_equal(call(fx, "k", &p, SLOT_LEAVE, &b, &res), SLOT_ADMIT);
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	assert_null(strstr(buf, b.id));
+	assert_non_null(strstr(buf, b.who));
+	assert_int_equal(call(fx, "k", &p, SLOT_RENEW, &c, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, slot_us);
+	assert_int_equal(res.position, 1);
+
+	/* Within SLOT_COMMIT_US of its slot: admitted to go in at it, the place gone. */
+	fstime_sleep_until(slot_us - SLOT_COMMIT_US + 100 * MS);
+	assert_int_equal(call(fx, "k", &p, SLOT_RENEW, &c, &res), SLOT_ADMIT);
+	assert_int_equal(res.deadline_us, slot_us);
+	assert_int_equal(read_tat(path), slot_us + p.interval_us);
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	assert_null(strstr(buf, c.id));
+	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
 /* A lock held too long (a stopped holder, a hung file system) gives up, in about a second. */
 static void test_lock_held(void **state)
 {
 	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
 	struct slot_result res;
 	char path[PATH_MAX];
 	int64_t t0, took;
@@ -684,7 +919,7 @@ static void test_lock_held(void **state)
 	assert_true(took >= 900 * MS);
 	assert_true(took < 3 * S);
 	close(fd);
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > 0);
 }
 
@@ -727,18 +962,34 @@ static void test_many_hosts_live(void **state)
 	struct slot_result res;
 	char key[64];
 
+	int queued = 0;
+
 	for (int i = 0; i < 400; i++) {
 		snprintf(key, sizeof(key), "flowslot:{sshd}:root@10.0.%d.%d", i / 256, i % 256);
-		assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
-		if (i < LSLOT_FILES_MAX)
+		if (i < LSLOT_FILES_MAX) {
+			assert_int_equal(reserve(fx, key, &p, &res), SLOT_ADMIT);
 			assert_int_equal(res.wait_us, 0);
+			continue;
+		}
+		/* Sharing a schedule: admitted, or a place behind the others there. */
+		switch (reserve(fx, key, &p, &res)) {
+		case SLOT_ADMIT:
+			break;
+		case SLOT_QUEUED:
+			queued++;
+			assert_true(res.wait_us > p.interval_us / 2);
+			break;
+		default:
+			fail_msg("host %d: verdict %d", i, (int)res.verdict);
+		}
 	}
+	assert_true(queued >= 400 - LSLOT_FILES_MAX - LSLOT_SHARED);
 	if (count_entries(fx->state) > LSLOT_FILES_MAX + LSLOT_SHARED)
 		fail_msg("%d files after 400 hosts", count_entries(fx->state));
 	/* The first host has its own schedule; the last shares one, still kept. */
-	assert_int_equal(reserve(fx, "flowslot:{sshd}:root@10.0.0.0", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "flowslot:{sshd}:root@10.0.0.0", &p, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > p.interval_us / 2 && res.wait_us <= p.interval_us);
-	assert_int_equal(reserve(fx, "flowslot:{sshd}:root@10.0.1.143", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "flowslot:{sshd}:root@10.0.1.143", &p, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > p.interval_us / 2);
 	assert_true(exists(fx, "slot.flowslot:{sshd}:root@10.0.0.255"));
 	assert_false(exists(fx, "slot.flowslot:{sshd}:root@10.0.1.143"));
@@ -765,6 +1016,11 @@ static void test_prune_spares(void **state)
 	snprintf(path, sizeof(path), "%s/slot.live", fx->state);
 	snprintf(buf, sizeof(buf), "%" PRId64 "\n", fstime_mono_us() + 60 * S);
 	write_file(path, buf, 0600);
+	/* Its time has passed, but a live waiter holds a place in it. */
+	snprintf(path, sizeof(path), "%s/slot.queue", fx->state);
+	snprintf(buf, sizeof(buf), "1 1\nw 0a 0b - 1 %" PRId64 " %ld\n",
+		 fstime_mono_us() + 4 * S, (long)getpid());
+	write_file(path, buf, 0600);
 	snprintf(path, sizeof(path), "%s/slot.held", fx->state);
 	write_file(path, "1\n", 0600);
 	held = open(path, O_RDWR);
@@ -777,23 +1033,27 @@ static void test_prune_spares(void **state)
 	assert_true(exists(fx, "node.0123456789abcdef.master.tmp.42"));
 	assert_true(exists(fx, "slot.live"));
 	assert_true(exists(fx, "slot.held"));
+	assert_true(exists(fx, "slot.queue"));
 	assert_true(exists(fx, "slot.new"));
-	assert_int_equal(count_entries(fx->state), 5);
+	assert_int_equal(count_entries(fx->state), 6);
 }
 
 /* Several processes reserving on one key while another prunes: a schedule removed between
    a login's open and its lock must not let two logins decide on two different files. */
 static void test_concurrent_prune(void **state)
 {
-	enum { N = 4, RUN_MS = 1500 };
+	enum { N = 4, RUN_MS = 1500, RUN_MAX_MS = 20000 };
 	struct fixture *fx = *state;
 	const struct slot_params p = { .interval_us = 2 * MS, .max_wait_us = 0, .burst = 1 };
+	const struct timespec pause = { .tv_nsec = 5000000 };
 	struct slot_result res;
-	char path[PATH_MAX], hot[PATH_MAX], buf[64];
-	int64_t got[2], *deadlines = NULL, stop_us, last_ino = -1;
+	char path[PATH_MAX], hot[PATH_MAX], stop[PATH_MAX], buf[64];
+	int64_t got[2], *deadlines = NULL, start_us, last_ino = -1;
 	size_t n = 0, inodes = 0;
 	pid_t pids[N + 1];
 	int out[2];
+	struct pollfd pfd;
+	bool stopping = false;
 
 	make_state_dir(fx, 0700);
 	/* Enough live schedules that every new key prunes. */
@@ -803,25 +1063,31 @@ static void test_concurrent_prune(void **state)
 		write_file(path, buf, 0600);
 	}
 	slot_path(fx, "hot", hot, sizeof(hot));
+	snprintf(stop, sizeof(stop), "%s/stop", fx->root);
 	assert_int_equal(pipe(out), 0);
-	stop_us = fstime_mono_us() + RUN_MS * MS;
+	start_us = fstime_mono_us();
 	for (int i = 0; i <= N; i++) {
 		pids[i] = fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] != 0)
 			continue;
 		close(out[0]);
-		for (int k = 0; fstime_mono_us() < stop_us; k++) {
+		/* Until told to stop: once the race has been run, or after RUN_MAX_MS. */
+		for (int k = 0; access(stop, F_OK) != 0 &&
+				fstime_mono_us() < start_us + RUN_MAX_MS * MS;
+		     k++) {
 			struct stat st;
 
 			if (i == N) { /* the pruner: a new key each time */
 				snprintf(buf, sizeof(buf), "p%d", k);
-				if (lslot_reserve(NULL, fx->state, buf, &p, &res) ==
-				    SLOT_UNAVAILABLE)
+				if (child_reserve(fx, buf, &p, &res) == SLOT_UNAVAILABLE)
 					_exit(1);
 				continue;
 			}
-			if (lslot_reserve(NULL, fx->state, "hot", &p, &res) == SLOT_UNAVAILABLE)
+			/* A pause between logins leaves the pruner room to find the file idle
+			   (each step reads the whole queue, under the lock). */
+			nanosleep(&pause, NULL);
+			if (child_reserve(fx, "hot", &p, &res) == SLOT_UNAVAILABLE)
 				_exit(1);
 			if (res.verdict != SLOT_ADMIT)
 				continue;
@@ -833,7 +1099,24 @@ static void test_concurrent_prune(void **state)
 		_exit(0);
 	}
 	close(out[1]);
-	while (read(out[0], got, sizeof(got)) == sizeof(got)) {
+	pfd.fd = out[0];
+	pfd.events = POLLIN;
+	for (;;) {
+		const int64_t run_us = fstime_mono_us() - start_us;
+		ssize_t r;
+
+		if (!stopping && ((run_us >= RUN_MS * MS && n >= 20 && inodes >= 3) ||
+				  run_us >= RUN_MAX_MS * MS)) {
+			write_file(stop, "", 0600);
+			stopping = true;
+		}
+		assert_true(poll(&pfd, 1, 100) >= 0);
+		if (pfd.revents == 0)
+			continue;
+		r = read(out[0], got, sizeof(got));
+		if (r == 0)
+			break;
+		assert_int_equal(r, sizeof(got));
 		deadlines = realloc(deadlines, (n + 1) * sizeof(*deadlines));
 		assert_non_null(deadlines);
 		deadlines[n++] = got[0];
@@ -882,10 +1165,13 @@ int main(void)
 		T(test_slot_file_symlink),
 		T(test_slot_file_unsafe),
 		T(test_garbage_is_empty),
+		T(test_garbage_lines),
 		cmocka_unit_test(test_file_name),
 		cmocka_unit_test(test_file_name_lengths),
 		T(test_long_key_reserve),
 		T(test_concurrent),
+		T(test_concurrent_queued),
+		T(test_renew_leave),
 		T(test_lock_held),
 		T(test_many_hosts_pruned),
 		T(test_many_hosts_live),

@@ -16,8 +16,9 @@ static void test_exports(void **state)
 	static const char *const internal[] = {
 		"gate",		  "opt_parse",	       "opt_set",	   "key_expand",
 		"rslot_call",	       "rslot_read_reply", "rnode_attempt",
-		"lslot_reserve",  "slot_decide",       "queue_wait",	   "countdown_start",
-		"countdown_tick", "hangup_watch_open", "log_msg",	   "fstime_sleep_until",
+		"lslot_call",	  "lqueue_step",       "slot_decide",	   "queue_wait",
+		"countdown_start", "countdown_tick",   "hangup_watch_open", "log_msg",
+		"fstime_sleep_until",
 	};
 	void *h = dlopen(MODULE_PATH, RTLD_NOW | RTLD_LOCAL);
 
