@@ -41,10 +41,13 @@ int lqueue_read(struct lqueue *q, const char *text)
 		if (sscanf(line, "w %32s %16s %16s %" SCNd64 " %" SCNd64 " %ld%c", w.id, w.who,
 			   w.host, &w.arrival_us, &w.lease_us, &pid, &end) == 7 &&
 		    end == '\n' && lqueue_token(w.id, sizeof(w.id)) &&
-		    lqueue_token(w.who, sizeof(w.who)) && strspn(w.host, "0123456789abcdef-") ==
+		    (lqueue_token(w.who, sizeof(w.who)) || strcmp(w.who, "-") == 0) &&
+		    strspn(w.host, "0123456789abcdef-") ==
 		    strlen(w.host) && pid > 0 && q->n_waiters < LQUEUE_MAX) {
 			if (strcmp(w.host, "-") == 0)
 				w.host[0] = '\0';
+			if (strcmp(w.who, "-") == 0)
+				w.who[0] = '\0';
 			w.pid = (pid_t)pid;
 			q->waiters[q->n_waiters++] = w;
 		} else if (sscanf(line, "g %16s %" SCNd64 " %" SCNd64 "%c", g.who, &g.arrival_us,
@@ -69,7 +72,8 @@ long lqueue_write(const struct lqueue *q, char **out)
 		const struct lqueue_waiter *w = &q->waiters[i];
 
 		len += (size_t)snprintf(buf + len, cap - len,
-					"w %s %s %s %" PRId64 " %" PRId64 " %ld\n", w->id, w->who,
+					"w %s %s %s %" PRId64 " %" PRId64 " %ld\n", w->id,
+					w->who[0] != '\0' ? w->who : "-",
 					w->host[0] != '\0' ? w->host : "-", w->arrival_us,
 					w->lease_us, (long)w->pid);
 	}
@@ -245,6 +249,13 @@ enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int
 
 	/* A bare tat (no at), as versions before 0.2 wrote it, reads as written now. */
 	c.tat_us = slot_recover(now_us, q->tat_us, q->at_us > 0 ? q->at_us : now_us);
+	/* A clock that went back: the schedule moved back as far is kept, or every renewal would
+	   find the same wait until the clock caught up. */
+	if (q->at_us > now_us) {
+		q->tat_us = c.tat_us;
+		q->at_us = now_us;
+		q->changed = 1;
+	}
 	lqueue_purge(q, now_us);
 	self = lqueue_find(q, place->id);
 	if (op == SLOT_LEAVE) {

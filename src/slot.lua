@@ -114,6 +114,9 @@ else
     tat = now
   end
 end
+-- A clock that went back: the schedule moved back as far is kept (below), or every renewal
+-- would find the same wait until the clock caught up.
+local stepped_back = at and at > now
 
 -- The writes, made at the end: fields to set and fields to delete.
 local sets, dels = {}, {}
@@ -248,6 +251,10 @@ local function save()
   else
     redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
   end
+end
+
+if stepped_back then
+  put('s', us(tat) .. ' ' .. us(now))
 end
 
 -- Drops the places whose lease ran out, and forgets the ghosts that nobody took back.

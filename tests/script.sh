@@ -79,6 +79,12 @@ rcli s set back "$((now + 86403))000000 $((now + 86400))000000" > /dev/null
 read -r a w _ <<< "$(slot back 1000000 1 60000000)"
 check "a clock a day back keeps the queue's length (verdict $a, wait $w us)" \
 	sh -c "[ $a = 2 ] && [ $w -gt 2500000 ] && [ $w -le 3000000 ]"
+# ... and stores the schedule moved back: a renewal a moment later finds its wait shorter.
+rcli s hset back w:stuck "$((now - 1))000000 $((now + 100))000000 wx hx" > /dev/null
+sleep 0.3
+read -r a w2 _ <<< "$(call renew back 1000000 1 60000000 stuck wx hx)"
+check "... and keeps the schedule moved back: the wait goes down ($w then $w2 us)" \
+	sh -c "[ $a = 2 ] && [ $w2 -lt $((w - 200000)) ]"
 # Further ahead than any settings allow (60 min + 1000 * 60 min): not ours, restarted.
 rcli s set far "$((now + 3700000))000000 ${now}000000" > /dev/null
 r=$(slot far 1000000 1 60000000)
