@@ -91,8 +91,10 @@ static bool ref_believable(enum slot_op op, long long verdict, long long wait_us
 	case 0:
 		ok = op == SLOT_RESERVE && wait_us > p->max_wait_us;
 		break;
-	case 1:
-		ok = wait_us == 0;
+	case 1: /* to go in within the commit window; a leave is done at once */
+		ok = op == SLOT_LEAVE ? wait_us == 0
+				      : wait_us <= SLOT_COMMIT_US &&
+						(op != SLOT_RESERVE || wait_us <= p->max_wait_us);
 		break;
 	case 2:
 		ok = (op == SLOT_RESERVE && wait_us <= p->max_wait_us) || op == SLOT_RENEW;
@@ -144,7 +146,8 @@ static void check_read(const redisReply *r, enum slot_op op, const struct slot_p
 	FUZZ_CHECK(res.wait_us <= SLOT_HORIZON_MAX_US);
 	switch (res.verdict) {
 	case SLOT_ADMIT:
-		FUZZ_CHECK(res.wait_us == 0);
+		FUZZ_CHECK(res.wait_us <= (op == SLOT_LEAVE ? 0 : SLOT_COMMIT_US));
+		FUZZ_CHECK(op != SLOT_RESERVE || res.wait_us <= p->max_wait_us);
 		break;
 	case SLOT_QUEUED:
 		FUZZ_CHECK(op != SLOT_LEAVE);
