@@ -285,7 +285,7 @@ m4_phase get1 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --c
 # -r: each request a place of its own (__rand_int__), as each of the module's decisions is.
 m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" -r 1000000000 --csv \
 	EVALSHA "$SHA" 5 bench:cap:rb "{bench:cap:rb}:q" "{bench:cap:rb}:l" "{bench:cap:rb}:w" \
-	"{bench:cap:rb}:g" reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000
+	"{bench:cap:rb}:g" reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000 2000000
 # shellcheck disable=SC2086
 m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap $CAP_OPTS
 m4_phase get2 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
@@ -325,10 +325,22 @@ rcli m5 config resetstat > /dev/null
 [ "$(rcli m5 -x script load < "$TOP/src/slot.lua")" = "$SHA" ] || fail "SCRIPT LOAD: not $SHA"
 # The head of the queue: a slot taken 300 s ahead, as by a queue already there, so that no
 # login reaches its slot while the measurement lasts.
-rcli m5 evalsha "$SHA" 1 bench:hold 300000000 1 3600000000 > /dev/null
+# The schedule as src/slot.lua stores it: "tat at", both server microseconds.
+HEAD_LUA="local t = redis.call('TIME') local now = t[1] * 1000000 + t[2]
+redis.call('SET', KEYS[1], string.format('%.0f %.0f', now + ARGV[1], now), 'PX', math.ceil(ARGV[1] / 1000) + 1000)"
+rcli m5 eval "$HEAD_LUA" 1 bench:hold 300000000 > /dev/null
+# A place held, renewed and given up on a key of its own runs the queue's commands once.
+M5_WARM=(bench:warm "{bench:warm}:q" "{bench:warm}:l" "{bench:warm}:w" "{bench:warm}:g")
+rcli m5 eval "$HEAD_LUA" 1 bench:warm 60000000 > /dev/null
+for op in reserve renew leave; do
+	rcli m5 evalsha "$SHA" 5 "${M5_WARM[@]}" $op 1000000 1 3600000000 0 warm 0123456789abcdef \
+		0123456789abcdef 0 5000000 2000000 > /dev/null
+done
+rcli m5 del "${M5_WARM[@]}" > /dev/null
+rcli m5 zcard "${M5_WARM[1]}" > /dev/null
 m5_mem() { rcli m5 info memory | sed -n "s/^$1:\([0-9]*\).*/\1/p"; }
 m5_reserved() { rcli m5 info commandstats | awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }'; }
-m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); return math.floor((tonumber(redis.call('GET', KEYS[1])) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
+m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); return math.floor((tonumber(string.match(redis.call('GET', KEYS[1]), '^%d+')) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
 M5_AHEAD0=$(m5_ahead)
 M5_RES0=$(m5_reserved)
 M5_MEM0=$(m5_mem used_memory)
@@ -360,6 +372,7 @@ M5_AHEAD=$(m5_ahead)
 M5_MEMN=$(m5_mem used_memory)
 M5_RSSN=$(m5_mem used_memory_rss)
 M5_KEYS=$(rcli m5 dbsize)
+M5_PLACES=$(rcli m5 zcard '{bench:hold}:q')
 M5_CLIENTS=$(rcli m5 info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
 proc_files() { for p in $1; do [ -r "/proc/$p/$2" ] && echo "/proc/$p/$2"; done; }
 mapfile -t SCHED_A < <(proc_files "$M5_PIDS" schedstat)
@@ -658,21 +671,26 @@ S_DEC=$M3_DECIDE
 		| held by pam_exec + sleep (baseline) | $M5_BASE | $(n1 "$M5_BRSS" 1) | $(n1 "$M5_BRSS" 3) | 1 | $(n1 "$M5_BPSS" 1) | | | |
 
 		The $M5_ALIVE waiting processes together used $(ms "$M5_CPU_SUM") ms of CPU in ${M5_WINDOW} s (a
-		countdown message every 15 s, at most, wakes a process briefly; otherwise it sleeps in
-		\`clock_nanosleep\`), and $M5_PSS_SUM MiB of memory, the sum of their PSS, pam_wrapper's
-		private copy of libpam in each included. A waiting login holds no connection: while they
-		waited, the server had $M5_CLIENTS client connected, the one asking.
+		renewal of its place every 2 s, a connection and one script call, and a countdown message
+		every 15 s, at most, wake a process briefly; otherwise it sleeps in \`clock_nanosleep\`),
+		and $M5_PSS_SUM MiB of memory, the sum of their PSS, pam_wrapper's private copy of libpam in
+		each included. A waiting login holds no connection between its renewals: at the sample, the
+		server had $M5_CLIENTS client(s) connected, the one asking and any renewal under way.
 
 		| Redis | with the head slot only | with $M5_N more logins queued | change |
 		|---|---|---|---|
 		| \`used_memory\`, bytes | $M5_MEM0 | $M5_MEMN | $((M5_MEMN - M5_MEM0)) |
 		| \`used_memory_rss\`, bytes | $M5_RSS0 | $M5_RSSN | $((M5_RSSN - M5_RSS0)) |
 		| keys | 1 | $M5_KEYS | |
-		| the schedule's end, seconds ahead | $M5_AHEAD0 | $M5_AHEAD | |
+		| places in the queue (\`ZCARD\`) | 0 | $M5_PLACES | |
+		| the schedule's head slot, seconds ahead | $M5_AHEAD0 | $M5_AHEAD | |
 
-		The queue is one key holding one time, whatever its length. Both samples were taken after
-		every command involved had run once since \`CONFIG RESETSTAT\` (Redis 7 allocates a latency
-		histogram for each command at its first call). \`used_memory_rss\` also moves with the
+		Each waiting login holds a place in the queue's keys (a sorted set by arrival, one by
+		lease end, a hash of who holds each place), while the schedule's head stays where it was:
+		a waiter's slot follows from its rank. Measurement 8 gives the bytes per waiter alone.
+		Both samples were taken after every command involved had run once since
+		\`CONFIG RESETSTAT\` (Redis 7 allocates a latency histogram for each command at its first
+		call): a place held, renewed and given up on a key of its own, then deleted. \`used_memory_rss\` also moves with the
 		allocator's pages as $M5_N connections come and go, and is shown for completeness.
 		$([ "$M5_ALIVE" -lt "$M5_N" ] && printf '\n%s logins were no longer waiting at the end of the window. What their logins wrote to stderr, counted:\n\n```\n%s\n```\n' "$((M5_N - M5_ALIVE))" "${M5_WHY:-(nothing)}")
 
