@@ -37,6 +37,8 @@ M1_NS="10 50 200"
 CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the module alike
 TICK=$(getconf CLK_TCK)
 RUN_START=$(date +%s)
+# The tree as it was at the start: the run rewrites bench/timeline.png, which would make it dirty.
+REV=$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")
 
 say() { echo "bench: $*" >&2; }
 fail() {
@@ -552,7 +554,6 @@ HIREDIS_V=$(dpkg-query -W -f='${Version}' libhiredis-dev 2> /dev/null)
 PAM_V=$(dpkg-query -W -f='${Version}' libpam0g 2> /dev/null)
 WRAP_V=$(dpkg-query -W -f='${Version}' libpam-wrapper 2> /dev/null)
 GCC_V=$(${CC:-cc} -dumpfullversion 2> /dev/null)
-REV=$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")
 OS=$(. /etc/os-release 2> /dev/null && echo "$PRETTY_NAME")
 S_ARR=$M3_ARRIVE
 S_DEC=$M3_DECIDE
