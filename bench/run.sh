@@ -13,11 +13,13 @@ BIN=$TOP/build/bench
 if [ "$QUICK" = 1 ]; then
 	M1_REPS=1 M2_PAIRS=50 M3_N=50 M4_SECONDS=1 M4_GET_N=50000 M4_EVAL_N=30000
 	M5_N=100 M5_BASE=5 M5_WINDOW=2 M6_ROUNDS=300
+	M7_WAITS=0,3,6 M8_N=200 M8_SECONDS=4 M9_N=9
 	OUT=${BENCH_OUT:-$TOP/build/bench/BENCHMARKS-quick.md}
 	COMMAND="make bench QUICK=1"
 else
 	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
 	M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
+	M7_WAITS=0,1,3,5,10,20 M8_N=1000 M8_SECONDS=20 M9_N=30
 	OUT=${BENCH_OUT:-$TOP/BENCHMARKS.md}
 	COMMAND="make bench"
 fi
@@ -35,6 +37,8 @@ M1_NS="10 50 200"
 CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the module alike
 TICK=$(getconf CLK_TCK)
 RUN_START=$(date +%s)
+# The tree as it was at the start: the run rewrites bench/timeline.png, which would make it dirty.
+REV=$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")
 
 say() { echo "bench: $*" >&2; }
 fail() {
@@ -111,7 +115,7 @@ say "writing $OUT ($COMMAND); load average at the start: $LOAD_START"
 
 # ---------------------------------------------------------------------------------------------
 # 1. Redis commands per admitted login, under contention, over TCP loopback.
-say "1/6: commands per login, N = $M1_NS, $M1_REPS run(s) each"
+say "1/9: commands per login, N = $M1_NS, $M1_REPS run(s) each"
 start_tcp_redis m1 || fail "redis m1"
 M1_PORT=$PORT
 # 100 ms apart: a queued pam_flowslot login waits for its slot, renewing its place, so the
@@ -180,7 +184,7 @@ done
 
 # ---------------------------------------------------------------------------------------------
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs.
-say "2/6: added latency, $M2_PAIRS pairs per transport"
+say "2/9: added latency, $M2_PAIRS pairs per transport"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
 PERMIT="auth required @P/pam_permit.so"
@@ -213,7 +217,7 @@ stop_redis m2
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.
-say "3/6: stagger precision, $M3_N logins at interval=100ms"
+say "3/9: stagger precision, $M3_N logins at interval=100ms"
 start_redis m3 || fail "redis m3"
 M3_CSV=$TOP/build/bench/timeline.csv
 M3=$(run "$BIN/stagger" "$M3_N" "$M3_CSV" "url=unix://$TMP/m3.sock" key=bench:stagger \
@@ -221,6 +225,13 @@ M3=$(run "$BIN/stagger" "$M3_N" "$M3_CSV" "url=unix://$TMP/m3.sock" key=bench:st
 stop_redis m3
 M3_ARRIVE=$(awk '!/^#/ { print $2 * 1000 }' "$M3_CSV" | stats)
 M3_DECIDE=$(awk '!/^#/ { print ($3 - $2) * 1000 }' "$M3_CSV" | stats)
+# The same measurement before the queue, as BENCHMARKS.md was committed at M3_BEFORE_REV (fixed
+# slots: one reservation, then a sleep until the slot); empty without the git history.
+M3_BEFORE_REV=4504f9d
+M3_BEFORE=$(git -C "$TOP" show "$M3_BEFORE_REV:BENCHMARKS.md" 2> /dev/null |
+	sed -n '/^## 3\. Stagger/,/^## 4/p' | grep -E '^\| [0-9]+ \| [0-9]+ \| [0-9.]+ \|' | head -n 1)
+# m3_before COLUMN: a column of that row (3: spacing min ... 9: grid).
+m3_before() { printf '%s\n' "$M3_BEFORE" | awk -F'|' -v c="$(($1 + 1))" '{ gsub(/ /, "", $c); print $c }'; }
 PNG_NOTE=""
 # gp_str TEXT: TEXT as a gnuplot string in single quotes (in which '' stands for ').
 gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
@@ -251,7 +262,7 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # 4. Decision capacity of one redis-server, against redis-benchmark GET in the same run.
-say "4/6: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
+say "4/9: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
 start_tcp_redis m4 || fail "redis m4"
 M4_PORT=$PORT
 M4_PID=$(cat "$TMP/m4.pid")
@@ -285,7 +296,7 @@ m4_phase get1 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --c
 # -r: each request a place of its own (__rand_int__), as each of the module's decisions is.
 m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" -r 1000000000 --csv \
 	EVALSHA "$SHA" 5 bench:cap:rb "{bench:cap:rb}:q" "{bench:cap:rb}:l" "{bench:cap:rb}:w" \
-	"{bench:cap:rb}:g" reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000
+	"{bench:cap:rb}:g" reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000 2000000
 # shellcheck disable=SC2086
 m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap $CAP_OPTS
 m4_phase get2 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
@@ -314,7 +325,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # ---------------------------------------------------------------------------------------------
 # 5. The cost of waiting: M5_N pamtester logins held in the queue at once.
-say "5/6: $M5_N logins held in the queue"
+say "5/9: $M5_N logins held in the queue"
 start_redis m5 || fail "redis m5"
 service hold "auth required @M url=unix://$TMP/m5.sock key=bench:hold interval=1s max_wait=60m timeout=10s fallback=closed" \
 	"$PERMIT"
@@ -325,10 +336,22 @@ rcli m5 config resetstat > /dev/null
 [ "$(rcli m5 -x script load < "$TOP/src/slot.lua")" = "$SHA" ] || fail "SCRIPT LOAD: not $SHA"
 # The head of the queue: a slot taken 300 s ahead, as by a queue already there, so that no
 # login reaches its slot while the measurement lasts.
-rcli m5 evalsha "$SHA" 1 bench:hold 300000000 1 3600000000 > /dev/null
+# The schedule as src/slot.lua stores it: "tat at", both server microseconds.
+HEAD_LUA="local t = redis.call('TIME') local now = t[1] * 1000000 + t[2]
+redis.call('SET', KEYS[1], string.format('%.0f %.0f', now + ARGV[1], now), 'PX', math.ceil(ARGV[1] / 1000) + 1000)"
+rcli m5 eval "$HEAD_LUA" 1 bench:hold 300000000 > /dev/null
+# A place held, renewed and given up on a key of its own runs the queue's commands once.
+M5_WARM=(bench:warm "{bench:warm}:q" "{bench:warm}:l" "{bench:warm}:w" "{bench:warm}:g")
+rcli m5 eval "$HEAD_LUA" 1 bench:warm 60000000 > /dev/null
+for op in reserve renew leave; do
+	rcli m5 evalsha "$SHA" 5 "${M5_WARM[@]}" $op 1000000 1 3600000000 0 warm 0123456789abcdef \
+		0123456789abcdef 0 5000000 2000000 > /dev/null
+done
+rcli m5 del "${M5_WARM[@]}" > /dev/null
+rcli m5 zcard "${M5_WARM[1]}" > /dev/null
 m5_mem() { rcli m5 info memory | sed -n "s/^$1:\([0-9]*\).*/\1/p"; }
 m5_reserved() { rcli m5 info commandstats | awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }'; }
-m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); return math.floor((tonumber(redis.call('GET', KEYS[1])) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
+m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); return math.floor((tonumber(string.match(redis.call('GET', KEYS[1]), '^%d+')) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
 M5_AHEAD0=$(m5_ahead)
 M5_RES0=$(m5_reserved)
 M5_MEM0=$(m5_mem used_memory)
@@ -360,6 +383,7 @@ M5_AHEAD=$(m5_ahead)
 M5_MEMN=$(m5_mem used_memory)
 M5_RSSN=$(m5_mem used_memory_rss)
 M5_KEYS=$(rcli m5 dbsize)
+M5_PLACES=$(rcli m5 zcard '{bench:hold}:q')
 M5_CLIENTS=$(rcli m5 info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
 proc_files() { for p in $1; do [ -r "/proc/$p/$2" ] && echo "/proc/$p/$2"; done; }
 mapfile -t SCHED_A < <(proc_files "$M5_PIDS" schedstat)
@@ -412,7 +436,7 @@ stop_redis m5
 # ---------------------------------------------------------------------------------------------
 # 6. What sync_replicas=1 and Sentinel cost a decision: a master, its replica and one sentinel
 # on loopback, every configuration against the same master, interleaved round by round.
-say "6/6: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
+say "6/9: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
 start_tcp_redis m6master --repl-diskless-sync-delay 0 || fail "redis m6master"
 M6_MPORT=$PORT
 start_tcp_redis m6replica --replicaof 127.0.0.1 "$M6_MPORT" || fail "redis m6replica"
@@ -467,6 +491,59 @@ m6_added() { awk -v a="$(m6 "$1" "$2"_us)" -v b="$(m6 plain "$2"_us)" 'BEGIN { p
 m6_ratio() { ratio "$(m6 "$1" "$2"_us)" "$(m6 plain "$2"_us)"; }
 
 # ---------------------------------------------------------------------------------------------
+# 7 and 9, side by side: script calls per second of waiting; a queue with a third of its logins
+# killed, against fixed slots. Both mostly sleep, on private servers of their own.
+say "7/9 and 9/9: script calls for waits of $M7_WAITS s; $M9_N logins at interval=1s, a third killed, queue and fixed slots"
+start_redis m7 || fail "redis m7"
+start_redis m9q || fail "redis m9q"
+start_redis m9f || fail "redis m9f"
+M9_OPTS="interval=1s max_wait=60m timeout=10s"
+run "$BIN/queuecost" calls "$M7_WAITS" "url=unix://$TMP/m7.sock" key=bench:calls interval=1ms \
+	max_wait=60m timeout=10s > "$TMP/m7.out" 2> "$TMP/m7.err" &
+M7_JOB=$!
+# shellcheck disable=SC2086
+run "$BIN/queuecost" drain queue "$M9_N" 3 "url=unix://$TMP/m9q.sock" key=bench:drain $M9_OPTS \
+	> "$TMP/m9q.out" 2> "$TMP/m9q.err" &
+M9Q_JOB=$!
+# shellcheck disable=SC2086
+run "$BIN/queuecost" drain fixed "$M9_N" 3 "url=unix://$TMP/m9f.sock" key=bench:drain $M9_OPTS \
+	> "$TMP/m9f.out" 2> "$TMP/m9f.err" &
+M9F_JOB=$!
+wait "$M7_JOB" || fail "queuecost calls: $(cat "$TMP/m7.out" "$TMP/m7.err")"
+wait "$M9Q_JOB" || fail "queuecost drain queue: $(cat "$TMP/m9q.out" "$TMP/m9q.err")"
+wait "$M9F_JOB" || fail "queuecost drain fixed: $(cat "$TMP/m9f.out" "$TMP/m9f.err")"
+stop_redis m7
+stop_redis m9q
+stop_redis m9f
+M7_TOTAL=$(grep '^total ' "$TMP/m7.out")
+# m7_rows: one table row per login: its wait, and its script calls.
+m7_rows() {
+	awk '/^wait_s=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		per = v["waited_s"] > 0 ? sprintf("%.2f", (v["calls"] - 1) / v["waited_s"]) : ""
+		printf "| %d | %.3f | %.3f | %d | %d | %s |\n", v["wait_s"], v["promised_s"],
+			v["waited_s"], v["calls"], v["calls"] - 1, per }' "$TMP/m7.out"
+}
+# The least-squares line through (waited, calls) of the logins that waited past the commit
+# window: "intercept slope".
+M7_FIT=$(awk '/^wait_s=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	if (v["waited_s"] > 2.5) { n++; x = v["waited_s"]; y = v["calls"]; sx += x; sy += y; sxx += x * x; sxy += x * y } }
+	END { if (n < 2) { print "n/a n/a"; exit } b = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+		printf "%.2f %.3f\n", (sy - b * sx) / n, b }' "$TMP/m7.out")
+M9Q=$(cat "$TMP/m9q.out")
+M9F=$(cat "$TMP/m9f.out")
+
+# ---------------------------------------------------------------------------------------------
+# 8. Redis with M8_N waiters renewing: one process holds them all, on TCP loopback.
+say "8/9: $M8_N places held and renewed for $M8_SECONDS s by one process"
+start_tcp_redis m8 || fail "redis m8"
+M8_PORT=$PORT
+M8=$(run "$BIN/queuecost" hold "$M8_N" "$M8_SECONDS" "$(cat "$TMP/m8.pid")" \
+	"url=redis://127.0.0.1:$M8_PORT/0" key=bench:many interval=1s max_wait=60m timeout=10s \
+	2> "$TMP/m8.err") || fail "queuecost hold: $M8 $(head -n 5 "$TMP/m8.err")"
+stop_redis m8
+m8() { field "$1" "$M8"; }
+
+# ---------------------------------------------------------------------------------------------
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(($(date +%s) - RUN_START))
 n1() { echo "$1" | cut -d' ' -f"$2"; }
@@ -477,7 +554,6 @@ HIREDIS_V=$(dpkg-query -W -f='${Version}' libhiredis-dev 2> /dev/null)
 PAM_V=$(dpkg-query -W -f='${Version}' libpam0g 2> /dev/null)
 WRAP_V=$(dpkg-query -W -f='${Version}' libpam-wrapper 2> /dev/null)
 GCC_V=$(${CC:-cc} -dumpfullversion 2> /dev/null)
-REV=$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")
 OS=$(. /etc/os-release 2> /dev/null && echo "$PRETTY_NAME")
 S_ARR=$M3_ARRIVE
 S_DEC=$M3_DECIDE
@@ -503,7 +579,7 @@ S_DEC=$M3_DECIDE
 		**The machine may have been shared.** Other engineers were running test suites on it during
 		the run (see the load averages above), so absolute times and rates carry their noise, and so
 		do the WATCH/MULTI and naive counts of measurement 1, which depend on how the logins happen to
-		be scheduled. pam_flowslot's count and the Redis memory of measurement 5 do not; the ratios
+		be scheduled. pam_flowslot's counts and the Redis memory of measurements 5 and 8 do not; the ratios
 		compare runs that were interleaved or back to back, which cancels some of the noise, not all.
 
 		Reproduce: \`make bench\` (it installs the Debian packages that \`tests/deps.sh\` lists,
@@ -589,9 +665,11 @@ S_DEC=$M3_DECIDE
 		admissions; the lateness is each admission against the slot first promised (it includes
 		the renewal's round trip).
 
-		| logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
-		|---|---|---|---|---|---|---|---|---|
-		| $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
+		| | logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
+		|---|---|---|---|---|---|---|---|---|---|
+		| this run: the queue | $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
+$([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (another run) | %s | %s | %s | %s | %s | %s | %s | %s | %s |
+' "$M3_BEFORE_REV" "$(m3_before 1)" "$(m3_before 2)" "$(m3_before 3)" "$(m3_before 4)" "$(m3_before 5)" "$(m3_before 6)" "$(m3_before 7)" "$(m3_before 8)" "$(m3_before 9)")
 
 		The logins called \`rslot_call()\` within $(ms "$(n1 "$S_ARR" 3)") ms of the common start (median
 		$(ms "$(n1 "$S_ARR" 1)") ms: $(field n "$M3") processes on $(nproc) cores), and each decision, from that call to
@@ -601,6 +679,7 @@ S_DEC=$M3_DECIDE
 		the lateness is the sleep alone. The last column compares the k-th admission with an exact
 		grid, k × 100 ms plus the median offset of all of them. With fewer than 100 logins, a p99
 		(nearest rank) is the largest value.
+		$([ -n "$M3_BEFORE" ] && printf '\n%s\n' "Against the figures committed before the queue (BENCHMARKS.md at commit $M3_BEFORE_REV, the same measurement with fixed slots and a sleep, on another day and load), the median spacing went from $(m3_before 4) to $(field gap_median_ms "$M3") ms, the widest from $(m3_before 5) to $(field gap_max_ms "$M3") ms, and the worst lateness from $(m3_before 8) to $(field late_max_us "$M3") µs, which now includes the round trip of the renewal that admits the login at its slot.")
 
 		$PNG_NOTE
 
@@ -658,21 +737,26 @@ S_DEC=$M3_DECIDE
 		| held by pam_exec + sleep (baseline) | $M5_BASE | $(n1 "$M5_BRSS" 1) | $(n1 "$M5_BRSS" 3) | 1 | $(n1 "$M5_BPSS" 1) | | | |
 
 		The $M5_ALIVE waiting processes together used $(ms "$M5_CPU_SUM") ms of CPU in ${M5_WINDOW} s (a
-		countdown message every 15 s, at most, wakes a process briefly; otherwise it sleeps in
-		\`clock_nanosleep\`), and $M5_PSS_SUM MiB of memory, the sum of their PSS, pam_wrapper's
-		private copy of libpam in each included. A waiting login holds no connection: while they
-		waited, the server had $M5_CLIENTS client connected, the one asking.
+		renewal of its place every 2 s, a connection and one script call, and a countdown message
+		every 15 s, at most, wake a process briefly; otherwise it sleeps in \`clock_nanosleep\`),
+		and $M5_PSS_SUM MiB of memory, the sum of their PSS, pam_wrapper's private copy of libpam in
+		each included. A waiting login holds no connection between its renewals: at the sample, the
+		server had $M5_CLIENTS client(s) connected, the one asking and any renewal under way.
 
 		| Redis | with the head slot only | with $M5_N more logins queued | change |
 		|---|---|---|---|
 		| \`used_memory\`, bytes | $M5_MEM0 | $M5_MEMN | $((M5_MEMN - M5_MEM0)) |
 		| \`used_memory_rss\`, bytes | $M5_RSS0 | $M5_RSSN | $((M5_RSSN - M5_RSS0)) |
 		| keys | 1 | $M5_KEYS | |
-		| the schedule's end, seconds ahead | $M5_AHEAD0 | $M5_AHEAD | |
+		| places in the queue (\`ZCARD\`) | 0 | $M5_PLACES | |
+		| the schedule's head slot, seconds ahead | $M5_AHEAD0 | $M5_AHEAD | |
 
-		The queue is one key holding one time, whatever its length. Both samples were taken after
-		every command involved had run once since \`CONFIG RESETSTAT\` (Redis 7 allocates a latency
-		histogram for each command at its first call). \`used_memory_rss\` also moves with the
+		Each waiting login holds a place in the queue's keys (a sorted set by arrival, one by
+		lease end, a hash of who holds each place), while the schedule's head stays where it was:
+		a waiter's slot follows from its rank. Measurement 8 gives the bytes per waiter alone.
+		Both samples were taken after every command involved had run once since
+		\`CONFIG RESETSTAT\` (Redis 7 allocates a latency histogram for each command at its first
+		call): a place held, renewed and given up on a key of its own, then deleted. \`used_memory_rss\` also moves with the
 		allocator's pages as $M5_N connections come and go, and is shown for completeness.
 		$([ "$M5_ALIVE" -lt "$M5_N" ] && printf '\n%s logins were no longer waiting at the end of the window. What their logins wrote to stderr, counted:\n\n```\n%s\n```\n' "$((M5_N - M5_ALIVE))" "${M5_WHY:-(nothing)}")
 
@@ -722,12 +806,103 @@ S_DEC=$M3_DECIDE
 		added $(m6_added uncached median) ms ($(m6_ratio uncached median) ×): a connection to the sentinel and its answer, then
 		the cache file written again.
 
+		## 7. Script calls per login, by how long it waits
+
+		One login per row (\`bench/queuecost.c calls\`), all at the same time, each on a schedule
+		of its own whose head slot was taken the row's wait ahead, reserves and waits through the
+		module's own code path (\`rslot_call()\`, then \`queue_wait()\`), Redis on a Unix socket.
+		Its script calls (\`EVALSHA\`) are counted as \`rnode.c\` formats them
+		(\`-Wl,--wrap=redisFormatCommandArgv\`); the server counted $(field server_script_calls "$M7_TOTAL") \`EVALSHA\`/\`EVAL\` in
+		\`INFO commandstats\` for the $(field calls "$M7_TOTAL") the clients sent. The script was loaded before.
+
+		| wait asked, s | wait promised, s | waited, s | script calls | after the reservation | per second of waiting, after the reservation |
+		|---|---|---|---|---|---|
+		$(m7_rows)
+
+		**A login that need not wait costs one script call; one that waits costs one more about
+		every 2 s: the line through the logins that waited longer than the commit window is
+		$(n1 "$M7_FIT" 1) + $(n1 "$M7_FIT" 2) calls per second waited.** A login whose slot is at most 2 s
+		off (\`SLOT_COMMIT_US\`) is admitted at once to go in at its slot: one call. One further
+		off is queued and renews every 2 s (\`SLOT_RENEW_US\`); the renewal that finds it first in
+		line within 2 s of its slot admits it, so the call "at the slot" is that last renewal, and
+		no call is made at the slot itself. Measurement 1's WATCH/MULTI client spends its commands
+		in the reservation alone, and then sleeps: the queue's calls are what keeps a place alive.
+
+		## 8. Redis with $(m8 n) waiters renewing
+
+		One process (\`bench/queuecost.c hold\`) reserves $(m8 n) places on one schedule whose head
+		slot was taken 300 s ahead (\`interval=1s\`, so that none comes to its slot), each with a WHO
+		and a HOST as a login's place has, then renews each one on its own 2 s cadence from its
+		reservation for ${M8_SECONDS} s: \`rslot_call()\` with \`SLOT_RENEW\`, a connection, one
+		\`EVALSHA\` and a close, as the module's renewal does, to one redis-server on TCP loopback.
+		It does not start $(m8 n) processes: measurement 5 shows what waiting logins cost their host.
+		The server's CPU is read from \`/proc/PID/stat\` (user + system), over the renewals and over
+		as long a spell of the same server idle with the head slot alone, just before; memory is
+		\`used_memory\` of \`INFO memory\` and \`MEMORY USAGE\` of each of the queue's keys. Every
+		command involved ran once before the first sample (a place held, renewed and given up,
+		then \`FLUSHALL\`).
+
+		| | value |
+		|---|---|
+		| places reserved, queued | $(m8 queued) of $(m8 n) |
+		| renewals, all answered "queued" | $(m8 renew_queued) of $(m8 renewals), in $(m8 seconds) s: $(m8 renewals_per_s) per second |
+		| renewals late against their 2 s cadence, most | $(m8 renew_late_max_ms) ms ($(m8 renew_late_over_lease) later than the lease allows) |
+		| **redis-server CPU while they renewed** | **$(m8 cpu_pct)% of one core**, $(m8 cpu_us_per_renewal) µs per renewal (connection included) |
+		| redis-server CPU idle, the head slot alone, $(m8 idle_s) s (baseline) | $(m8 idle_cpu_pct)% of one core |
+		| the renewing process's own CPU | $(m8 client_cpu_pct)% of one core |
+		| \`used_memory\`, empty server (baseline) | $(m8 mem_empty) bytes, 0 keys |
+		| \`used_memory\`, the head slot alone | $(m8 mem_head) bytes, 1 key |
+		| \`used_memory\`, $(m8 n) places held | $(m8 mem_held) bytes, $(m8 keys_held) keys |
+		| \`used_memory\`, after the renewals | $(m8 mem_renewed) bytes |
+		| **bytes per waiter**, \`used_memory\` | **$(m8 bytes_per_waiter)** (held less the head slot alone, over $(m8 n)) |
+		| bytes per waiter, \`MEMORY USAGE\` of the queue's keys | $(m8 key_bytes_per_waiter) ($(m8 key_bytes) bytes in all) |
+		| **\`used_memory\` once the places lapsed** | **$(m8 mem_after) bytes, $(m8 keys_after) key(s)**: $(awk -v a="$(m8 mem_after)" -v b="$(m8 mem_head)" 'BEGIN { printf "%+d", a - b }') bytes against the head slot alone, $(awk -v a="$(m8 mem_after)" -v b="$(m8 mem_empty)" 'BEGIN { printf "%+d", a - b }') against the empty server |
+		| the queue's keys gone, after the last renewal | $(m8 gone_after_s) s (\`DBSIZE\` polled every 0.1 s) |
+
+		The places were then left to lapse, as those of logins that died: nobody calls the
+		script, and the queue's keys, whose expiry follows the last lease (5 s, plus 1 s), expire
+		on the server by themselves; the one key left is the schedule's head slot. A place given
+		up, or dropped by a later call once its lease ran out, is kept for 60 s as a ghost for the
+		same login's retry (a few dozen bytes in the ghosts' hash): none here, since no call came.
+		\`used_memory\` also carries the INFO connection's buffers, which Redis resizes on its own
+		schedule: differences of a few KiB between samples are that, not the queue.
+
+		## 9. Draining a queue in which a third of the logins were killed
+
+		$(field n "$M9Q") logins arrive 10 ms apart, in order, on one schedule with
+		\`interval=1s max_wait=60m\`; once each has its answer, every third (the 3rd, 6th, ... the
+		$(field n "$M9Q")th) is killed with SIGKILL, by pid, $(field killed_at_s "$M9Q") s after the first arrival. The
+		time is from the first arrival to when the last live login was let in
+		(\`bench/queuecost.c drain\`), both designs in the same run, side by side, each on a
+		redis-server of its own (Unix socket):
+
+		- **the queue** (this tree): \`rslot_call()\` and \`queue_wait()\`, the module's own code;
+		  a killed login stops renewing, its place lapses 5 s after its last renewal, and the next
+		  call on the queue drops it: everyone behind moves up.
+		- **fixed slots** (the previous design): one call of the script of commit c37c706
+		  (\`src/slot.lua\` then: a slot, the schedule moved on by one interval), then a sleep until
+		  that slot; a killed login's slot is kept, and nobody takes it.
+
+		| design | logins | killed | live logins let in | last live login let in, s | × fixed slots | ideal: (live − 1) × interval, s | script calls per live login |
+		|---|---|---|---|---|---|---|---|
+		| the queue | $(field n "$M9Q") | $(field killed "$M9Q") | $(field admitted "$M9Q") of $(field live "$M9Q") | **$(field last_admitted_s "$M9Q")** | **$(ratio "$(field last_admitted_s "$M9Q")" "$(field last_admitted_s "$M9F")")** | $(field ideal_last_s "$M9Q") | $(field calls_per_live "$M9Q") |
+		| fixed slots (baseline) | $(field n "$M9F") | $(field killed "$M9F") | $(field admitted "$M9F") of $(field live "$M9F") | $(field last_admitted_s "$M9F") | 1 | $(field ideal_last_s "$M9F") | $(field calls_per_live "$M9F") |
+
+		**The queue let its last live login in after $(field last_admitted_s "$M9Q") s, where fixed slots took
+		$(field last_admitted_s "$M9F") s: $(ratio "$(field last_admitted_s "$M9Q")" "$(field last_admitted_s "$M9F")") × the time.** Fixed slots keep every killed login's slot, so the
+		last live login goes in at its own: (logins − 2) intervals after the first when the last is
+		among the killed. The queue gets those back once the killed places lapse, and loses, for
+		each, the time its place stood first in line before it lapsed: the logins close to the
+		head were already admitted to go in at their slots (the commit window), and a killed
+		place further back holds up the line only when it comes to its head before its lease has
+		run out. The ideal column is a queue with no killed login in it at all.
+
 		## What this run could not measure
 
 		- Logins from many hosts over a real network: every client is on this machine, on loopback
 		  or a Unix socket, so round-trip times are those of loopback.
 		- A real sshd or login(1): the logins are pamtester under pam_wrapper (measurements 2 and
-		  5) or C clients calling the module's code (1, 3, 4, 6).
+		  5) or C clients calling the module's code (1, 3, 4, 6, 7, 8, 9).
 		- A replica or a sentinel on another host (measurement 6): here \`WAIT\`'s round trip to the
 		  replica, and the sentinel's, are over loopback.
 		- Quiet-machine figures: see the note on sharing above.
