@@ -14,7 +14,8 @@
  * so that none comes to its slot, then renews each on its own 2 s cadence (rslot_call with
  * SLOT_RENEW, a connection each as the module does) for SECONDS; it reads the server's CPU
  * from /proc/REDIS_PID/stat and used_memory from INFO memory: empty, with the head slot, with
- * the N places, and once the places, no longer renewed, have lapsed and their keys are gone.
+ * the N places, and once the places, no longer renewed, have lapsed and been dropped by the
+ * next call (the places given up are then remembered for a minute, for retries).
  *
  * drain: N logins arrive 10 ms apart, in order; once all have their answer, every KILL_EVERY-th
  * (the 3rd, the 6th, ...) is killed (SIGKILL). queue: the module's queue (rslot_call,
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,24 +145,27 @@ static long long qc_sample(redisContext *c, const struct opt *o)
 	return qc_used_memory(o);
 }
 
-/* MEMORY USAGE (every element sampled) of every key but the schedule's: the queue's keys. */
-static long long qc_queue_bytes(redisContext *c, const char *schedule)
+/* MEMORY USAGE (every element sampled) of the schedule's key, which holds its queue. */
+static long long qc_key_bytes(redisContext *c, const char *key)
 {
-	redisReply *keys = bench_command(c, "KEYS *");
-	long long sum = 0;
+	redisReply *r = redisCommand(c, "MEMORY USAGE %s SAMPLES 0", key);
+	long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 
-	for (size_t i = 0; i < keys->elements; i++) {
-		redisReply *r;
+	freeReplyObject(r);
+	return n;
+}
 
-		if (strcmp(keys->element[i]->str, schedule) == 0)
-			continue;
-		r = redisCommand(c, "MEMORY USAGE %s SAMPLES 0", keys->element[i]->str);
-		if (r != NULL && r->type == REDIS_REPLY_INTEGER)
-			sum += r->integer;
-		freeReplyObject(r);
-	}
-	freeReplyObject(keys);
-	return sum;
+/* How many places ("w:") or places given up ("g:") the schedule holds: its members in the
+   score range of each (src/slot.lua). */
+static long long qc_fields(redisContext *c, const char *key, const char *prefix)
+{
+	bool places = strcmp(prefix, "w:") == 0;
+	redisReply *r = redisCommand(c, "ZCOUNT %s %s %s", key, places ? "1" : "2e16",
+				     places ? "(1e16" : "+inf");
+	long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+	freeReplyObject(r);
+	return n;
 }
 
 static double qc_s(int64_t us)
@@ -317,6 +322,7 @@ static int qc_hold_main(int argc, char **argv)
 	long pid;
 	int n, seconds, queued = 0, lost = 0;
 	long long mem_empty, mem_head, mem_held, mem_renewed, mem_after, keys_held, keys_after;
+	long long ghosts_after = 0;
 	long long idle0, idle1, cpu0, cpu1, renewals = 0, renew_queued = 0, key_bytes;
 	int64_t t, idle_us, run0, run1, last_renewal = 0, late_max = 0, gone_us = -1;
 
@@ -337,7 +343,7 @@ static int qc_hold_main(int argc, char **argv)
 	qc_head(c, warm_key, 60000000);
 	bench_place(&warm_place, -1);
 	if (rslot_call(NULL, &o, SLOT_RESERVE, warm_key, &warm_place, &res) != SLOT_QUEUED ||
-	    qc_queue_bytes(c, warm_key) <= 0 ||
+	    qc_key_bytes(c, warm_key) <= 0 ||
 	    rslot_call(NULL, &o, SLOT_RENEW, warm_key, &warm_place, &res) != SLOT_QUEUED ||
 	    rslot_call(NULL, &o, SLOT_LEAVE, warm_key, &warm_place, &res) != SLOT_ADMIT) {
 		fprintf(stderr, "queuecost: the warm-up place failed\n");
@@ -368,7 +374,7 @@ static int qc_hold_main(int argc, char **argv)
 	}
 	mem_held = qc_sample(c, &o);
 	keys_held = qc_dbsize(c);
-	key_bytes = qc_queue_bytes(c, o.key);
+	key_bytes = qc_key_bytes(c, o.key);
 
 	/* Each place renewed every SLOT_RENEW_US from its reservation, for SECONDS. */
 	getrusage(RUSAGE_SELF, &ru0);
@@ -399,14 +405,18 @@ static int qc_hold_main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru1);
 	mem_renewed = qc_sample(c, &o);
 
-	/* No more renewals: the leases run out, and the queue's keys expire with the last. */
+	/* No more renewals: the leases run out, and the next call on the schedule drops the
+	   places (a probe that holds none, every 100 ms). */
+	bench_place(&warm_place, -2);
 	for (t = fstime_mono_us(); fstime_mono_us() - t < 30000000;) {
-		if (qc_dbsize(c) <= 1) {
+		rslot_call(NULL, &o, SLOT_LEAVE, o.key, &warm_place, &res);
+		if (qc_fields(c, o.key, "w:") == 0) {
 			gone_us = fstime_mono_us() - last_renewal;
 			break;
 		}
 		fstime_sleep_until(fstime_mono_us() + 100000);
 	}
+	ghosts_after = qc_fields(c, o.key, "g:");
 	keys_after = qc_dbsize(c);
 	mem_after = qc_sample(c, &o);
 	redisFree(c);
@@ -416,7 +426,7 @@ static int qc_hold_main(int argc, char **argv)
 	       "idle_cpu_pct=%.2f idle_s=%.3f cpu_pct=%.2f cpu_us_per_renewal=%.1f "
 	       "client_cpu_pct=%.2f mem_empty=%lld mem_head=%lld mem_held=%lld mem_renewed=%lld "
 	       "mem_after=%lld bytes_per_waiter=%.1f keys_held=%lld keys_after=%lld "
-	       "gone_after_s=%.1f key_bytes=%lld key_bytes_per_waiter=%.1f\n",
+	       "gone_after_s=%.1f ghosts_after=%lld key_bytes=%lld key_bytes_per_waiter=%.1f\n",
 	       n, queued, qc_s(run1 - run0), renewals, renew_queued,
 	       (double)renewals / qc_s(run1 - run0), (double)late_max / 1000.0, lost,
 	       100.0 * (double)(idle1 - idle0) / tick / qc_s(idle_us), qc_s(idle_us),
@@ -425,7 +435,8 @@ static int qc_hold_main(int argc, char **argv)
 	       100.0 * (qc_cpu_us(&ru1) - qc_cpu_us(&ru0)) / (double)(run1 - run0), mem_empty,
 	       mem_head, mem_held, mem_renewed, mem_after,
 	       (double)(mem_held - mem_head) / (double)n, keys_held, keys_after,
-	       gone_us < 0 ? -1.0 : qc_s(gone_us), key_bytes, (double)key_bytes / (double)n);
+	       gone_us < 0 ? -1.0 : qc_s(gone_us), ghosts_after, key_bytes,
+	       (double)key_bytes / (double)n);
 	return queued != n || renew_queued != renewals || idle0 < 0 || gone_us < 0;
 }
 

@@ -295,8 +295,7 @@ CAP_OPTS="interval=1ms max_wait=60m timeout=10s"
 m4_phase get1 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
 # -r: each request a place of its own (__rand_int__), as each of the module's decisions is.
 m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" -r 1000000000 --csv \
-	EVALSHA "$SHA" 5 bench:cap:rb "{bench:cap:rb}:q" "{bench:cap:rb}:l" "{bench:cap:rb}:w" \
-	"{bench:cap:rb}:g" reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000 2000000
+	EVALSHA "$SHA" 1 bench:cap:rb reserve 1000 1 3600000000 0 __rand_int__ "" "" 0 5000000 2000000
 # shellcheck disable=SC2086
 m4_phase module "$BIN/capacity" $CONC "$M4_SECONDS" "url=unix://$TMP/m4.sock" key=bench:cap $CAP_OPTS
 m4_phase get2 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
@@ -341,17 +340,15 @@ HEAD_LUA="local t = redis.call('TIME') local now = t[1] * 1000000 + t[2]
 redis.call('SET', KEYS[1], string.format('%.0f %.0f', now + ARGV[1], now), 'PX', math.ceil(ARGV[1] / 1000) + 1000)"
 rcli m5 eval "$HEAD_LUA" 1 bench:hold 300000000 > /dev/null
 # A place held, renewed and given up on a key of its own runs the queue's commands once.
-M5_WARM=(bench:warm "{bench:warm}:q" "{bench:warm}:l" "{bench:warm}:w" "{bench:warm}:g")
 rcli m5 eval "$HEAD_LUA" 1 bench:warm 60000000 > /dev/null
 for op in reserve renew leave; do
-	rcli m5 evalsha "$SHA" 5 "${M5_WARM[@]}" $op 1000000 1 3600000000 0 warm 0123456789abcdef \
+	rcli m5 evalsha "$SHA" 1 bench:warm $op 1000000 1 3600000000 0 warm 0123456789abcdef \
 		0123456789abcdef 0 5000000 2000000 > /dev/null
 done
-rcli m5 del "${M5_WARM[@]}" > /dev/null
-rcli m5 zcard "${M5_WARM[1]}" > /dev/null
+rcli m5 del bench:warm > /dev/null
 m5_mem() { rcli m5 info memory | sed -n "s/^$1:\([0-9]*\).*/\1/p"; }
 m5_reserved() { rcli m5 info commandstats | awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }'; }
-m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); return math.floor((tonumber(string.match(redis.call('GET', KEYS[1]), '^%d+')) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
+m5_ahead() { rcli m5 eval "local t = redis.call('TIME'); local s = redis.call('TYPE', KEYS[1]).ok == 'zset' and redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0)[1] or redis.call('GET', KEYS[1]); return math.floor((tonumber(string.match(s, '(%d+)')) - (t[1] * 1000000 + t[2])) / 1000000 + 0.5)" 1 bench:hold; }
 M5_AHEAD0=$(m5_ahead)
 M5_RES0=$(m5_reserved)
 M5_MEM0=$(m5_mem used_memory)
@@ -383,7 +380,7 @@ M5_AHEAD=$(m5_ahead)
 M5_MEMN=$(m5_mem used_memory)
 M5_RSSN=$(m5_mem used_memory_rss)
 M5_KEYS=$(rcli m5 dbsize)
-M5_PLACES=$(rcli m5 zcard '{bench:hold}:q')
+M5_PLACES=$(waiting m5 bench:hold)
 M5_CLIENTS=$(rcli m5 info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
 proc_files() { for p in $1; do [ -r "/proc/$p/$2" ] && echo "/proc/$p/$2"; done; }
 mapfile -t SCHED_A < <(proc_files "$M5_PIDS" schedstat)
@@ -748,12 +745,12 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 		| \`used_memory\`, bytes | $M5_MEM0 | $M5_MEMN | $((M5_MEMN - M5_MEM0)) |
 		| \`used_memory_rss\`, bytes | $M5_RSS0 | $M5_RSSN | $((M5_RSSN - M5_RSS0)) |
 		| keys | 1 | $M5_KEYS | |
-		| places in the queue (\`ZCARD\`) | 0 | $M5_PLACES | |
+		| places in the queue (\`w:\` members) | 0 | $M5_PLACES | |
 		| the schedule's head slot, seconds ahead | $M5_AHEAD0 | $M5_AHEAD | |
 
-		Each waiting login holds a place in the queue's keys (a sorted set by arrival, one by
-		lease end, a hash of who holds each place), while the schedule's head stays where it was:
-		a waiter's slot follows from its rank. Measurement 8 gives the bytes per waiter alone.
+		Each waiting login holds a place, two members of the schedule's own sorted set (one
+		ranked by its arrival, one by its lease's end), while the schedule's head stays where it
+		was: a waiter's slot follows from its rank. Measurement 8 gives the bytes per waiter alone.
 		Both samples were taken after every command involved had run once since
 		\`CONFIG RESETSTAT\` (Redis 7 allocates a latency histogram for each command at its first
 		call): a place held, renewed and given up on a key of its own, then deleted. \`used_memory_rss\` also moves with the
@@ -838,7 +835,7 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 		It does not start $(m8 n) processes: measurement 5 shows what waiting logins cost their host.
 		The server's CPU is read from \`/proc/PID/stat\` (user + system), over the renewals and over
 		as long a spell of the same server idle with the head slot alone, just before; memory is
-		\`used_memory\` of \`INFO memory\` and \`MEMORY USAGE\` of each of the queue's keys. Every
+		\`used_memory\` of \`INFO memory\` and \`MEMORY USAGE\` of the schedule's key. Every
 		command involved ran once before the first sample (a place held, renewed and given up,
 		then \`FLUSHALL\`).
 
@@ -855,15 +852,15 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 		| \`used_memory\`, $(m8 n) places held | $(m8 mem_held) bytes, $(m8 keys_held) keys |
 		| \`used_memory\`, after the renewals | $(m8 mem_renewed) bytes |
 		| **bytes per waiter**, \`used_memory\` | **$(m8 bytes_per_waiter)** (held less the head slot alone, over $(m8 n)) |
-		| bytes per waiter, \`MEMORY USAGE\` of the queue's keys | $(m8 key_bytes_per_waiter) ($(m8 key_bytes) bytes in all) |
+		| bytes per waiter, \`MEMORY USAGE\` of the schedule's key | $(m8 key_bytes_per_waiter) ($(m8 key_bytes) bytes in all) |
 		| **\`used_memory\` once the places lapsed** | **$(m8 mem_after) bytes, $(m8 keys_after) key(s)**: $(awk -v a="$(m8 mem_after)" -v b="$(m8 mem_head)" 'BEGIN { printf "%+d", a - b }') bytes against the head slot alone, $(awk -v a="$(m8 mem_after)" -v b="$(m8 mem_empty)" 'BEGIN { printf "%+d", a - b }') against the empty server |
-		| the queue's keys gone, after the last renewal | $(m8 gone_after_s) s (\`DBSIZE\` polled every 0.1 s) |
+		| the places dropped, after the last renewal | $(m8 gone_after_s) s (a call on the schedule every 0.1 s, holding no place) |
+		| places given up, remembered for a retry | $(m8 ghosts_after) (for 60 s, then dropped by the next call) |
 
-		The places were then left to lapse, as those of logins that died: nobody calls the
-		script, and the queue's keys, whose expiry follows the last lease (5 s, plus 1 s), expire
-		on the server by themselves; the one key left is the schedule's head slot. A place given
-		up, or dropped by a later call once its lease ran out, is kept for 60 s as a ghost for the
-		same login's retry (a few dozen bytes in the ghosts' hash): none here, since no call came.
+		The places were then left to lapse, as those of logins that died: the next call on the
+		schedule after a lease ran out (5 s) drops its place, and remembers it for 60 s as a ghost
+		for the same login's retry; \`used_memory\` once the places lapsed still holds those
+		ghosts. The key itself expires with the last of its schedule, leases and ghosts.
 		\`used_memory\` also carries the INFO connection's buffers, which Redis resizes on its own
 		schedule: differences of a few KiB between samples are that, not the queue.
 

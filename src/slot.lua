@@ -1,9 +1,14 @@
 -- pam_flowslot: one schedule's queue of live waiters, atomically.
 --
--- KEYS[1]  the schedule: one hash, so that Redis Cluster never splits it, even mid-migration.
---          Field s: "tat at", the next admission time and the server time it was written;
---          w:ID: "arrival lease WHO HOST", a waiter's place; g:WHO: "arrival end", a place
---          given up, that the same login tried again takes back. An empty WHO or HOST is "-".
+-- KEYS[1]  the schedule: one sorted set, so that Redis Cluster never splits it, even
+--          mid-migration, and every lookup stays logarithmic. Its members, by score:
+--            0                "s:TAT:AT"           the next admission time, and the server time
+--                                                  it was written
+--            arrival          "w:ID:WHO:HOST"      a waiter's place, ranked by arrival
+--            LEASE + end      "l:ID:WHO:HOST"      that place's lease
+--            GHOST + end      "g:WHO:ARRIVAL"      a place given up, that the same login tried
+--                                                  again takes back
+--          Times are server microseconds; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave
 -- ARGV[2]  interval in microseconds (T)
 -- ARGV[3]  burst (b): logins that may start together after a quiet spell
@@ -53,6 +58,8 @@ if db ~= 0 then
   redis.call('SELECT', db)
 end
 
+-- The score ranges of leases and ghosts, above any arrival (a 16-digit microsecond time).
+local LEASE, GHOST = 1e16, 2e16
 -- A place given up is remembered this long, so that the same login tried again takes it back.
 local GHOST_US = 60000000
 
@@ -64,46 +71,33 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
--- The stored state. An earlier version's schedule (a string "tat at", or a bare "tat") is
--- read, and replaced by a hash on the first write.
-local stored, waiters, ghosts = nil, {}, {}
-local kind = redis.call('TYPE', K).ok
-local from_string = kind == 'string'
+-- The stored schedule. An earlier version's (a string "tat at", or a bare "tat") is read, and
+-- replaced by the sorted set on the first write.
+local stored
+local from_string = redis.call('TYPE', K).ok == 'string'
 if from_string then
   stored = redis.call('GET', K)
-elseif kind == 'hash' then
-  local all = redis.call('HGETALL', K)
-  for i = 1, #all, 2 do
-    local field, value = all[i], all[i + 1]
-    local tag, name = string.sub(field, 1, 2), string.sub(field, 3)
-    if field == 's' then
-      stored = value
-    elseif tag == 'w:' then
-      local a, l, w, h = string.match(value, '^(%d+) (%d+) (%S+) (%S+)$')
-      if a then
-        waiters[name] = {arrival = tonumber(a), lease = tonumber(l), who = w, host = h}
-      end
-    elseif tag == 'g:' then
-      local a, e = string.match(value, '^(%d+) (%d+)$')
-      if a then
-        ghosts[name] = {arrival = tonumber(a), ends = tonumber(e)}
-      end
-    end
+else
+  local s = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
+  if s then
+    stored = string.gsub(string.sub(s, 3), ':', ' ')
   end
 end
 
 -- Staleness is read from the schedule alone, never from this login's settings: a login with a
 -- shorter max_wait is refused by a long queue, it does not reset it. A clock that went back
 -- since the write (a step, a failover to a master whose clock is behind) moves the schedule
--- back as far, so the queue keeps its length. A tat that has passed, garbage, or one further
--- ahead than any settings allow (max_wait 60 min + burst 1000 * interval 60 min) starts it
--- afresh. A bare "tat", as versions before 0.2 wrote it, is read as written now.
+-- back as far, and that is stored, so the queue keeps its length. A tat that has passed,
+-- garbage, or one further ahead than any settings allow (max_wait 60 min + burst 1000 *
+-- interval 60 min) starts it afresh. A bare "tat", as versions before 0.2 wrote it, is read
+-- as written now.
 local horizon_max = 3600000000 * 1001
 local tat, at
 if stored then
   local t1, a1 = string.match(stored, '^(%d+) ?(%d*)$')
   tat, at = tonumber(t1), tonumber(a1) or now
 end
+local stepped_back = at and at > now
 if not tat or not at or at <= 0 or tat < at then
   tat = now
 else
@@ -114,19 +108,20 @@ else
     tat = now
   end
 end
--- A clock that went back: the schedule moved back as far is kept (below), or every renewal
--- would find the same wait until the clock caught up.
-local stepped_back = at and at > now
 
--- The writes, made at the end: fields to set and fields to delete.
-local sets, dels = {}, {}
-local function put(field, value)
-  sets[field] = value
-  dels[field] = nil
+local changed = false
+if from_string then
+  redis.call('DEL', K)
+  changed = true
 end
-local function del(field)
-  dels[field] = true
-  sets[field] = nil
+
+local function set_schedule(new_tat)
+  redis.call('ZREMRANGEBYSCORE', K, 0, 0)
+  redis.call('ZADD', K, 0, 's:' .. us(new_tat) .. ':' .. us(now))
+  changed = true
+end
+if stepped_back or (from_string and stored) then
+  set_schedule(tat)
 end
 
 -- The slot of the waiter with `rank` waiters ahead of it.
@@ -151,100 +146,91 @@ end
 
 -- Admits one login: the schedule moves on by one interval.
 local function admit()
-  put('s', us(tat + interval) .. ' ' .. us(now))
+  set_schedule(tat + interval)
 end
 
+local function place_of(pid, pwho, phost)
+  return pid .. ':' .. pwho .. ':' .. phost
+end
+
+-- Removes a place; returns its arrival, or nil when it had none.
 local function drop(place)
-  waiters[place] = nil
-  del('w:' .. place)
+  local arrival = redis.call('ZSCORE', K, 'w:' .. place)
+  redis.call('ZREM', K, 'w:' .. place, 'l:' .. place)
+  changed = true
+  return arrival and tonumber(arrival)
 end
 
 -- Gives a place up, remembering it for its WHO's next attempt.
 local function give_up(place)
-  local w = waiters[place]
-  if not w then
-    return
+  local arrival = drop(place)
+  local pwho = string.match(place, '^%w+:([%w-]+):')
+  if arrival and pwho and pwho ~= '-' then
+    redis.call('ZADD', K, us(GHOST + now + GHOST_US), 'g:' .. pwho .. ':' .. us(arrival))
   end
-  drop(place)
-  if w.who ~= '-' then
-    ghosts[w.who] = {arrival = w.arrival, ends = now + GHOST_US}
-    put('g:' .. w.who, us(w.arrival) .. ' ' .. us(now + GHOST_US))
+end
+
+-- WHO's ghost: its member and arrival, or nil.
+local function ghost_of(whom)
+  if whom == '-' then
+    return nil
   end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, GHOST, '+inf')) do
+    local gw, ga = string.match(m, '^g:([%w-]+):(%d+)$')
+    if gw == whom then
+      return m, tonumber(ga)
+    end
+  end
+  return nil
 end
 
 -- Takes WHO's ghost, if there is one: its arrival.
 local function take_ghost()
-  local g = who ~= '-' and ghosts[who]
-  if not g then
-    return nil
+  local m, arrival = ghost_of(who)
+  if m then
+    redis.call('ZREM', K, m)
+    changed = true
   end
-  ghosts[who] = nil
-  del('g:' .. who)
-  return g.arrival
+  return arrival
 end
 
+-- The waiters ahead of an arrival.
 local function rank_of(arrival)
-  local rank = 0
-  for _, w in pairs(waiters) do
-    if w.arrival < arrival then
-      rank = rank + 1
-    end
-  end
-  return rank
+  return redis.call('ZCOUNT', K, 1, '(' .. us(arrival))
 end
 
 local function hold(arrival)
-  waiters[id] = {arrival = arrival, lease = now + lease, who = who, host = host}
-  put('w:' .. id, us(arrival) .. ' ' .. us(now + lease) .. ' ' .. who .. ' ' .. host)
+  local place = place_of(id, who, host)
+  redis.call('ZADD', K, us(arrival), 'w:' .. place)
+  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. place)
+  changed = true
 end
 
-local function count(tbl, pred)
+local function places_of(h)
   local n = 0
-  for _, v in pairs(tbl) do
-    if pred(v) then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, 1, '(' .. us(LEASE))) do
+    if string.match(m, ':([%w-]+)$') == h then
       n = n + 1
     end
   end
   return n
 end
 
--- Saves what changed; the hash lives as long as its schedule, its last lease or its last
--- ghost, and no longer.
+-- The key lives as long as its schedule, its last lease or its last ghost, and no longer.
 local function save()
-  if next(sets) == nil and next(dels) == nil then
+  if not changed then
     return
   end
-  if from_string then
-    redis.call('DEL', K)
-    if not sets['s'] and stored then
-      put('s', stored)
-    end
-  end
-  local fields = {}
-  for f in pairs(dels) do
-    fields[#fields + 1] = f
-  end
-  if #fields > 0 then
-    redis.call('HDEL', K, unpack(fields))
-  end
-  local pairs_ = {}
-  for f, v in pairs(sets) do
-    pairs_[#pairs_ + 1] = f
-    pairs_[#pairs_ + 1] = v
-  end
-  if #pairs_ > 0 then
-    redis.call('HSET', K, unpack(pairs_))
-  end
   local last = now
-  local s = sets['s'] or stored
+  local s = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
   if s then
-    last = math.max(last, tonumber(string.match(s, '^(%d+)')) or now)
+    last = math.max(last, tonumber(string.match(s, '^s:(%d+)')) or now)
   end
-  for _, w in pairs(waiters) do
-    last = math.max(last, w.lease)
-  end
-  for _, g in pairs(ghosts) do
-    last = math.max(last, g.ends)
+  for _, range in ipairs({{'+inf', GHOST, GHOST}, {'(' .. us(GHOST), LEASE, LEASE}}) do
+    local top = redis.call('ZREVRANGEBYSCORE', K, range[1], range[2], 'WITHSCORES', 'LIMIT', 0, 1)
+    if top[2] then
+      last = math.max(last, tonumber(top[2]) - range[3])
+    end
   end
   if last <= now then
     redis.call('DEL', K)
@@ -253,25 +239,18 @@ local function save()
   end
 end
 
-if stepped_back then
-  put('s', us(tat) .. ' ' .. us(now))
+-- Drops the places whose lease ran out, and forgets the ghosts that nobody took back.
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now))) do
+  give_up(string.sub(m, 3))
+end
+if redis.call('ZREMRANGEBYSCORE', K, GHOST, us(GHOST + now)) > 0 then
+  changed = true
 end
 
--- Drops the places whose lease ran out, and forgets the ghosts that nobody took back.
-for place, w in pairs(waiters) do
-  if w.lease <= now then
-    give_up(place)
-  end
-end
-for whom, g in pairs(ghosts) do
-  if g.ends <= now then
-    ghosts[whom] = nil
-    del('g:' .. whom)
-  end
-end
+local self = place_of(id, who, host)
 
 if op == 'leave' then
-  give_up(id)
+  give_up(self)
   save()
   return {1, 0, 1}
 end
@@ -283,13 +262,12 @@ local function due(rank, start)
 end
 
 if op == 'reserve' then
-  if per_host > 0 and host ~= '-' and
-      count(waiters, function(w) return w.host == host end) >= per_host then
+  if per_host > 0 and host ~= '-' and places_of(host) >= per_host then
     save()
-    return {3, 0, position(count(waiters, function() return true end))}
+    return {3, 0, position(redis.call('ZCOUNT', K, 1, '(' .. us(LEASE)))}
   end
-  local ghost = who ~= '-' and ghosts[who]
-  local arrival = ghost and ghost.arrival or now
+  local _, ghost = ghost_of(who)
+  local arrival = ghost or now
   local rank = rank_of(arrival)
   local start = start_of(rank)
   if start - now > max_wait then
@@ -309,18 +287,13 @@ end
 
 -- renew: a place whose lease ran out while its login lived on (stopped, slow) is taken back
 -- from its ghost, or failing that (another attempt of WHO took it) held anew at the back.
-local w = waiters[id]
-local arrival
-if not w then
-  arrival = take_ghost() or now
-else
-  arrival = w.arrival
-end
+local arrival = redis.call('ZSCORE', K, 'w:' .. self)
+arrival = arrival and tonumber(arrival) or take_ghost() or now
 hold(arrival)
 local rank = rank_of(arrival)
 local start = start_of(rank)
 if due(rank, start) then
-  drop(id)
+  drop(self)
   admit()
   save()
   return {1, start - now, position(rank)}

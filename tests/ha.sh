@@ -192,8 +192,8 @@ check "without sync_replicas, no WAIT" [ -z "$(waits)" ]
 service sync "auth required @M url=$sent key=sync:%u interval=10s sync_replicas=1 state_dir=$TMP/st6 timeout=1s countdown=0 debug" \
 	"$permit"
 login y1 sync alice
-on_master=$(redis-cli -p "$MPORT" hget sync:alice s)
-on_replica=$(redis-cli -p "$RPORT" hget sync:alice s)
+on_master=$(redis-cli -p "$MPORT" zrange sync:alice 0 -1 withscores | tr '\n' ' ')
+on_replica=$(redis-cli -p "$RPORT" zrange sync:alice 0 -1 withscores | tr '\n' ' ')
 check "sync_replicas=1: decided by the master, with one WAIT ($(waits))" \
 	eval 'by "$MPORT" y1 && [ "$(waits)" = 1 ]'
 check "... the replica has the slot when the login returns ($on_replica = $on_master)" \

@@ -112,12 +112,14 @@ stop_redis() {
 	return 0
 }
 
-# schedule SERVER KEY: the schedule as src/slot.lua stores it, "tat at" (field s of the key).
-schedule() { rcli "$1" hget "$2" s; }
-# waiting SERVER KEY: the places the schedule's queue holds; ghosts SERVER KEY: the places given
-# up that it remembers for a retry.
-waiting() { rcli "$1" hkeys "$2" | grep -c '^w:'; }
-ghosts() { rcli "$1" hkeys "$2" | grep -c '^g:'; }
+# schedule SERVER KEY: the schedule as src/slot.lua stores it, "tat at" (its member "s:TAT:AT").
+schedule() { rcli "$1" zrangebyscore "$2" 0 0 | sed -n 's/^s:\([0-9]*\):\([0-9]*\)$/\1 \2/p'; }
+# waiting SERVER KEY: the places its queue holds; ghosts SERVER KEY: the places given up that it
+# remembers for a retry; has_place SERVER KEY ID, has_ghost SERVER KEY WHO: whether it holds one.
+waiting() { rcli "$1" zcount "$2" 1 '(1e16'; }
+ghosts() { rcli "$1" zcount "$2" 2e16 +inf; }
+has_place() { rcli "$1" zrangebyscore "$2" 1 '(1e16' | grep -q "^w:$3:"; }
+has_ghost() { rcli "$1" zrangebyscore "$2" 2e16 +inf | grep -q "^g:$3:"; }
 
 rcli() {
 	name=$1
