@@ -73,14 +73,14 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 -- The stored schedule. An earlier version's (a string "tat at", or a bare "tat") is read, and
 -- replaced by the sorted set on the first write.
-local stored
+local stored, s_member
 local from_string = redis.call('TYPE', K).ok == 'string'
 if from_string then
   stored = redis.call('GET', K)
 else
-  local s = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
-  if s then
-    stored = string.gsub(string.sub(s, 3), ':', ' ')
+  s_member = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
+  if s_member then
+    stored = string.gsub(string.sub(s_member, 3), ':', ' ')
   end
 end
 
@@ -115,9 +115,17 @@ if from_string then
   changed = true
 end
 
+-- Every write adds before it removes: a key that went empty and came back would be a new key,
+-- which a cluster node refuses to make while its slot migrates.
 local function set_schedule(new_tat)
-  redis.call('ZREMRANGEBYSCORE', K, 0, 0)
-  redis.call('ZADD', K, 0, 's:' .. us(new_tat) .. ':' .. us(now))
+  local m = 's:' .. us(new_tat) .. ':' .. us(now)
+  if m ~= s_member then
+    redis.call('ZADD', K, 0, m)
+    if s_member then
+      redis.call('ZREM', K, s_member)
+    end
+    s_member = m
+  end
   changed = true
 end
 if stepped_back or (from_string and stored) then
@@ -153,21 +161,19 @@ local function place_of(pid, pwho, phost)
   return pid .. ':' .. pwho .. ':' .. phost
 end
 
--- Removes a place; returns its arrival, or nil when it had none.
 local function drop(place)
-  local arrival = redis.call('ZSCORE', K, 'w:' .. place)
   redis.call('ZREM', K, 'w:' .. place, 'l:' .. place)
   changed = true
-  return arrival and tonumber(arrival)
 end
 
 -- Gives a place up, remembering it for its WHO's next attempt.
 local function give_up(place)
-  local arrival = drop(place)
+  local arrival = redis.call('ZSCORE', K, 'w:' .. place)
   local pwho = string.match(place, '^%w+:([%w-]+):')
   if arrival and pwho and pwho ~= '-' then
     redis.call('ZADD', K, us(GHOST + now + GHOST_US), 'g:' .. pwho .. ':' .. us(arrival))
   end
+  drop(place)
 end
 
 -- WHO's ghost: its member and arrival, or nil.
@@ -184,14 +190,12 @@ local function ghost_of(whom)
   return nil
 end
 
--- Takes WHO's ghost, if there is one: its arrival.
-local function take_ghost()
-  local m, arrival = ghost_of(who)
+-- Forgets WHO's ghost, once its place is taken back (or no longer needed).
+local function forget_ghost(m)
   if m then
     redis.call('ZREM', K, m)
     changed = true
   end
-  return arrival
 end
 
 -- The waiters ahead of an arrival.
@@ -216,15 +220,13 @@ local function places_of(h)
   return n
 end
 
--- The key lives as long as its schedule, its last lease or its last ghost, and no longer.
+-- The key lives as long as its schedule, its last lease or its last ghost, and no longer. The
+-- ghosts that nobody took back go last, once nothing else is to be read or written: the key
+-- must not go empty before (see set_schedule).
 local function save()
-  if not changed then
-    return
-  end
   local last = now
-  local s = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
-  if s then
-    last = math.max(last, tonumber(string.match(s, '^s:(%d+)')) or now)
+  if s_member then
+    last = math.max(last, tonumber(string.match(s_member, '^s:(%d+)')) or now)
   end
   for _, range in ipairs({{'+inf', GHOST, GHOST}, {'(' .. us(GHOST), LEASE, LEASE}}) do
     local top = redis.call('ZREVRANGEBYSCORE', K, range[1], range[2], 'WITHSCORES', 'LIMIT', 0, 1)
@@ -233,18 +235,22 @@ local function save()
     end
   end
   if last <= now then
-    redis.call('DEL', K)
-  else
+    if redis.call('EXISTS', K) == 1 then
+      redis.call('DEL', K)
+    end
+    return
+  end
+  if redis.call('ZREMRANGEBYSCORE', K, GHOST, us(GHOST + now)) > 0 then
+    changed = true
+  end
+  if changed then
     redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
   end
 end
 
--- Drops the places whose lease ran out, and forgets the ghosts that nobody took back.
+-- Drops the places whose lease ran out (the ghosts that nobody took back go in save()).
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now))) do
   give_up(string.sub(m, 3))
-end
-if redis.call('ZREMRANGEBYSCORE', K, GHOST, us(GHOST + now)) > 0 then
-  changed = true
 end
 
 local self = place_of(id, who, host)
@@ -266,21 +272,22 @@ if op == 'reserve' then
     save()
     return {3, 0, position(redis.call('ZCOUNT', K, 1, '(' .. us(LEASE)))}
   end
-  local _, ghost = ghost_of(who)
-  local arrival = ghost or now
+  local ghost, ghost_arrival = ghost_of(who)
+  local arrival = ghost_arrival or now
   local rank = rank_of(arrival)
   local start = start_of(rank)
   if start - now > max_wait then
     save()
     return {0, start - now, position(rank)}
   end
-  take_ghost()
   if due(rank, start) then
     admit()
+    forget_ghost(ghost)
     save()
     return {1, start - now, position(rank)}
   end
   hold(arrival)
+  forget_ghost(ghost)
   save()
   return {2, start - now, position(rank)}
 end
@@ -288,13 +295,20 @@ end
 -- renew: a place whose lease ran out while its login lived on (stopped, slow) is taken back
 -- from its ghost, or failing that (another attempt of WHO took it) held anew at the back.
 local arrival = redis.call('ZSCORE', K, 'w:' .. self)
-arrival = arrival and tonumber(arrival) or take_ghost() or now
+local ghost, ghost_arrival
+if arrival then
+  arrival = tonumber(arrival)
+else
+  ghost, ghost_arrival = ghost_of(who)
+  arrival = ghost_arrival or now
+end
 hold(arrival)
+forget_ghost(ghost)
 local rank = rank_of(arrival)
 local start = start_of(rank)
 if due(rank, start) then
-  drop(self)
   admit()
+  drop(self)
   save()
   return {1, start - now, position(rank)}
 end

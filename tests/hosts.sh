@@ -167,7 +167,8 @@ else
 	# All decided, the last still waiting for its slot: the schedule is N intervals past
 	# the first login, so between 1 and N intervals ahead of the server's TIME now.
 	wait_decided $names
-	reply=$(printf 'HGET skew s\nPTTL skew\nTIME\n' | redis-cli -p "$port" | tr '\n' ' ')
+	reply=$(printf 'ZRANGEBYSCORE skew 0 0\nPTTL skew\nTIME\n' | redis-cli -p "$port" |
+		sed 's/^s:\([0-9]*\):\([0-9]*\)$/\1 \2/' | tr '\n' ' ')
 	wait $lpids
 	t1=$(date +%s%N)
 	read -r tat _ pttl sec usec <<< "$reply" # the schedule is "tat at"
