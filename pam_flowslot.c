@@ -180,7 +180,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 				      const struct slot_place *place, struct slot_result *res,
 				      const char **via)
 {
-	/* After a bad option or an overlong key, go straight to the failure policy. */
+	/* After a bad option, go straight to the failure policy. */
 	bool configured = o->errors == 0;
 	enum slot_verdict v;
 
