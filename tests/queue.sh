@@ -47,6 +47,24 @@ check "killed waiters: the one behind them goes in when their leases run out (${
 	sh -c "[ $(rc_of k4) = 0 ] && [ ${k4:-99999} -ge 2500 ] && [ ${k4:-99999} -lt 8000 ]"
 check "... and the places are gone from Redis" [ "$(waiting r q1)" = 0 ]
 
+# 1b. The same on the per-host schedule (url=local), where a waiter whose process is gone is
+# dropped at the next call, without waiting for its lease.
+service q1l "auth requisite @M url=local state_dir=$TMP/q1l key=q1l interval=3s countdown=0 debug" \
+	"$STAMP" "auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+t0=$(date +%s%N)
+for u in j1 j2 j3 j4; do
+	bg_login "$u" q1l "$u"
+	wait_for 5 grep -q 'queued: \|admitted' "$TMP/$u.err" 2> /dev/null || sleep 0.2
+done
+sleep 1
+kill -KILL "$(pam_pid j2)" "$(pam_pid j3)"
+bg_wait
+j4=$(admitted_ms j4 "$t0")
+check "url=local, killed waiters: the one behind them goes in at its next renewal (${j4} ms, not 9000)" \
+	sh -c "[ $(rc_of j4) = 0 ] && [ ${j4:-99999} -ge 2500 ] && [ ${j4:-99999} -lt 6000 ]"
+check "... and the file holds no place any more" sh -c "! grep -q '^w ' '$TMP/q1l/slot.q1l'"
+
 # 2. A retry keeps its place: alice waits first, bob behind her. alice's login is killed;
 # when it comes back (same service, user and host) after her lease ran out (5 s), it takes her
 # place back ahead of bob, rather than joining the back.
