@@ -821,6 +821,11 @@ static void test_concurrent_prune(void **state)
 					_exit(1);
 				continue;
 			}
+			/* Pauses of 0 to 4 ms leave the key's schedule passed and unlocked now
+			   and then, so that the pruner does remove it under the reservers. */
+			const struct timespec pause = { .tv_nsec = (k * 7919 + i * 104729) % 4000000 };
+
+			nanosleep(&pause, NULL);
 			if (lslot_reserve(NULL, fx->state, "hot", &p, &res) == SLOT_UNAVAILABLE)
 				_exit(1);
 			if (res.verdict != SLOT_ADMIT)
