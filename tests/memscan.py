@@ -14,13 +14,17 @@ try:
             if not m or m.group(3)[1] != "w":
                 continue
             start, end = int(m.group(1), 16), int(m.group(2), 16)
-            try:
-                mem.seek(start)
-                chunk = mem.read(end - start)
-            except (OSError, ValueError, OverflowError):
-                continue
-            if needle in chunk:
-                found.append(m.group(4) or "[anon]")
+            # In pieces, overlapping by the needle's length, so that none is missed at a seam.
+            step = 1 << 20
+            for at in range(start, end, step):
+                try:
+                    mem.seek(at)
+                    chunk = mem.read(min(step + len(needle), end - at))
+                except (OSError, ValueError, OverflowError):
+                    break
+                if needle in chunk:
+                    found.append(m.group(4) or "[anon]")
+                    break
 except OSError as e:
     print(f"memscan: {e}", file=sys.stderr)
     sys.exit(2)
