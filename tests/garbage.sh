@@ -387,13 +387,6 @@ check "cluster, cached node answers garbage: replaced by the seed" \
 # address, here a real one): READWRITE, pipelined ahead of the script, is refused there, so
 # the node fails like any other and the next seed decides. The standalone server keeps no
 # schedule of this host's.
-on_free_port() { # on_free_port VAR COMMAND...: COMMAND with a free port appended, in VAR
-	for _ in 1 2 3 4 5; do
-		printf -v "$1" '%s' "$(free_port)"
-		"${@:2}" "${!1}" && return 0
-	done
-	return 1
-}
 on_free_port pst start_redis standalone --port || exit 1
 mkdir -m 0700 "$TMP/st-cl-standalone"
 for cf in "$TMP/st-cl-cache-0666"/node.*; do

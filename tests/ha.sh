@@ -35,23 +35,6 @@ start_sentinel() {
 	return 1
 }
 
-# on_free_port VAR COMMAND...: COMMAND with a free port appended, as $VAR. Below the
-# ephemeral range: a client's end of a connection, or its TIME-WAIT, takes a port there
-# unseen by free_port, and the server cannot bind it. Should a port still be taken before
-# the server binds it, another.
-EPHEMERAL=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-[ "$EPHEMERAL" -gt 21000 ] || EPHEMERAL=65536 # free_port's range is 20000-60000
-on_free_port() {
-	var=$1
-	shift
-	for try in 1 2 3 4 5; do
-		until port=$(free_port) && [ "$port" -lt "$EPHEMERAL" ]; do :; done
-		printf -v "$var" %s "$port"
-		if [ "$try" = 5 ]; then "$@" "$port"; else "$@" "$port" 2> /dev/null; fi && return 0
-	done
-	return 1
-}
-
 scli() { redis-cli -p "$1" "${@:2}" 2> /dev/null; }
 
 # ready: every sentinel knows the other two and sees the replica as a healthy replica.

@@ -141,6 +141,18 @@ free_port() {
 	done
 }
 
+# on_free_port VAR COMMAND...: COMMAND with a free port appended, the port in $VAR; should the
+# port be taken before the server binds it, another (five tries, the last one's errors shown).
+on_free_port() {
+	local var=$1 try
+	shift
+	for try in 1 2 3 4 5; do
+		printf -v "$var" %s "$(free_port)"
+		if [ "$try" = 5 ]; then "$@" "${!var}"; else "$@" "${!var}" 2> /dev/null; fi && return 0
+	done
+	return 1
+}
+
 # service NAME LINE...: a PAM service file for pam_wrapper; "@M" stands for the module path.
 service() {
 	name=$1

@@ -29,20 +29,26 @@ admitted_ms() { # NAME T0_NS: when the login's stamp was written, in ms after T0
 	awk -v u="$1" -v t0="$2" '$2 == u { printf "%d", ($1 - t0) / 1e6 }' "$TMP/stamps"
 }
 
-# 1. Killed waiters give their places back: four logins 3 s apart; the second and third are
-# SIGKILLed at 1 s. The fourth goes in once their leases run out (5 s), not at 9 s.
+# kill_two_waiters SERVICE PREFIX: four logins 3 s apart (PREFIX1..4); the second and third
+# are SIGKILLed at 1 s; prints when the fourth went in, in ms after the first arrived.
+kill_two_waiters() {
+	rm -f "$TMP/stamps"
+	t0=$(date +%s%N)
+	for u in "${2}1" "${2}2" "${2}3" "${2}4"; do
+		bg_login "$u" "$1" "$u"
+		wait_for 5 grep -q 'queued: \|admitted' "$TMP/$u.err" 2> /dev/null || sleep 0.2
+	done
+	sleep 1
+	kill -KILL "$(pam_pid "${2}2")" "$(pam_pid "${2}3")"
+	bg_wait
+	admitted_ms "${2}4" "$t0"
+}
+
+# 1. Killed waiters give their places back: the fourth goes in once their leases run out (5 s),
+# not at 9 s.
 service q1 "auth requisite @M $R key=q1 interval=3s countdown=0 debug" "$STAMP" \
 	"auth required @P/pam_permit.so"
-rm -f "$TMP/stamps"
-t0=$(date +%s%N)
-for u in k1 k2 k3 k4; do
-	bg_login "$u" q1 "$u"
-	wait_for 5 grep -q 'queued: \|admitted' "$TMP/$u.err" 2> /dev/null || sleep 0.2
-done
-sleep 1
-kill -KILL "$(pam_pid k2)" "$(pam_pid k3)"
-bg_wait
-k4=$(admitted_ms k4 "$t0")
+k4=$(kill_two_waiters q1 k)
 check "killed waiters: the one behind them goes in when their leases run out (${k4} ms, not 9000)" \
 	sh -c "[ $(rc_of k4) = 0 ] && [ ${k4:-99999} -ge 2500 ] && [ ${k4:-99999} -lt 8000 ]"
 check "... and the places are gone from Redis" [ "$(waiting r q1)" = 0 ]
@@ -51,16 +57,7 @@ check "... and the places are gone from Redis" [ "$(waiting r q1)" = 0 ]
 # dropped at the next call, without waiting for its lease.
 service q1l "auth requisite @M url=local state_dir=$TMP/q1l key=q1l interval=3s countdown=0 debug" \
 	"$STAMP" "auth required @P/pam_permit.so"
-rm -f "$TMP/stamps"
-t0=$(date +%s%N)
-for u in j1 j2 j3 j4; do
-	bg_login "$u" q1l "$u"
-	wait_for 5 grep -q 'queued: \|admitted' "$TMP/$u.err" 2> /dev/null || sleep 0.2
-done
-sleep 1
-kill -KILL "$(pam_pid j2)" "$(pam_pid j3)"
-bg_wait
-j4=$(admitted_ms j4 "$t0")
+j4=$(kill_two_waiters q1l j)
 check "url=local, killed waiters: the one behind them goes in at its next renewal (${j4} ms, not 9000)" \
 	sh -c "[ $(rc_of j4) = 0 ] && [ ${j4:-99999} -ge 2500 ] && [ ${j4:-99999} -lt 6000 ]"
 check "... and the file holds no place any more" sh -c "! grep -q '^w ' '$TMP/q1l/slot.q1l'"

@@ -50,23 +50,13 @@ extendedKeyUsage=serverAuth" &&
 fi
 chmod 0600 "$TMP"/pki/*.key
 
-# on_free_port COMMAND...: COMMAND with a free loopback port appended; another port if it
-# fails (someone took it between free_port and the bind).
-on_free_port() {
-	for try in 1 2 3 4 5; do
-		port=$(free_port)
-		if [ "$try" = 5 ]; then "$@" "$port"; else "$@" "$port" 2> /dev/null; fi && return 0
-	done
-	return 1
-}
-
 # The Redis server: TLS only, a client certificate required, a password.
 tls_redis() {
 	start_redis tls --tls-port "$1" --tls-cert-file "$TMP/pki/server.crt" \
 		--tls-key-file "$TMP/pki/server.key" --tls-ca-cert-file "$TMP/pki/ca.crt" \
 		--tls-auth-clients yes --requirepass "$PW" && TLS_PORT=$1
 }
-if ! on_free_port tls_redis; then
+if ! on_free_port port tls_redis; then
 	echo "Bail out! the TLS redis-server did not start"
 	exit 1
 fi
@@ -93,7 +83,7 @@ tunnel() {
 			edits+=(-e "s|^${o%%=*} = .*|${o%%=*} = ${o#*=}|")
 		fi
 	done
-	on_free_port start_tunnel "$name"
+	on_free_port port start_tunnel "$name"
 }
 start_tunnel() {
 	sed "${edits[@]}" -e "s|^accept = .*|accept = 127.0.0.1:$2|" \
@@ -209,7 +199,7 @@ bad_tunnel nocert "a tunnel without a client certificate" tls \
 
 # 4. What crosses the wire between stunnel and Redis, through a socat relay that records it.
 # relay NAME TARGET-PORT: socat on a free port ($port), dumping NAME.c2s and NAME.s2c.
-relay() { on_free_port start_relay "$1" "$2"; }
+relay() { on_free_port port start_relay "$1" "$2"; }
 start_relay() {
 	: > "$TMP/$1.c2s"
 	socat -r "$TMP/$1.c2s" -R "$TMP/$1.s2c" \
@@ -226,7 +216,7 @@ start_relay() {
 }
 # The control: the module straight to a plaintext Redis through the relay.
 plain_redis() { start_redis plain --port "$1" --requirepass "$PW"; }
-if on_free_port plain_redis && relay capplain "$port" && CAPPLAIN=$port &&
+if on_free_port port plain_redis && relay capplain "$port" && CAPPLAIN=$port &&
 	relay captls "$TLS_PORT" && tunnel cap "connect=127.0.0.1:$port" && CAP=$port; then
 	service capplain "auth required @M url=redis://:$PW@127.0.0.1:$CAPPLAIN key=cap timeout=2s fallback=closed" \
 		"$permit"
