@@ -221,11 +221,15 @@ static int lslot_lock(int fd)
 /* Reads the whole schedule file, bounded: its queue can hold LQUEUE_MAX waiters. */
 static char *lslot_read_all(int fd)
 {
-	const size_t max = 64 + (size_t)LQUEUE_MAX * 2 * 128;
-	char *buf = malloc(max + 1);
-	size_t n = 0;
+	size_t max = 64 + (size_t)LQUEUE_MAX * 2 * 128, n = 0;
+	struct stat st;
+	char *buf;
 	ssize_t r;
 
+	/* As large as the file is now (it is locked), within the bound. */
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size < max)
+		max = (size_t)st.st_size;
+	buf = malloc(max + 1);
 	if (buf == NULL)
 		return NULL;
 	while (n < max && (r = pread(fd, buf + n, max - n, (off_t)n)) != 0) {
