@@ -33,7 +33,12 @@ cleanup() {
 	for pid in $PIDS; do
 		wait "$pid" 2>/dev/null
 	done
-	[ -n "${FLOWSLOT_KEEP:-}" ] && echo "kept $TMP" >&2 || rm -rf "$TMP"
+	# FLOWSLOT_KEEP=1 keeps the logins' logs and the servers' files, to look at a failure.
+	if [ -n "${FLOWSLOT_KEEP:-}" ]; then
+		echo "kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
