@@ -172,19 +172,25 @@ hangup_client() { # NAME: a publickey client in the background, its pid in $TMP/
 		> /dev/null 2>&1 < /dev/null &
 	echo $! > "$TMP/$1.pid"
 }
-queued_count() { grep -ac 'SYSLOG(5): queued:' "$TMP/sshd.err"; }
-t0=$(date +%s%N)
-key_login x1
-hangup_client x2
-wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 1 ]"
-key_login x3 &
-p3=$!
-wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 2 ]"
-kill "$(cat "$TMP/x2.pid")"
-wait_for 5 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd.err"
-abandoned_ms=$((($(date +%s%N) - t0) / 1000000))
-wait $p3
-x3_ms=$((($(cat "$TMP/x3.out") - t0) / 1000000))
+queued_at_least() { [ "$(grep -ac 'SYSLOG(5): queued:' "$TMP/sshd.err")" -ge "$1" ]; }
+# hang_up_second P: P1 takes the slot, P2 and P3 queue behind it, then P2's client hangs up;
+# returns once sshd has said "abandoned", with P3 still in the background (its pid in $P3_PID)
+# and the common start in $T0.
+hang_up_second() {
+	T0=$(date +%s%N)
+	key_login "${1}1"
+	hangup_client "${1}2"
+	wait_for 10 queued_at_least 1
+	key_login "${1}3" &
+	P3_PID=$!
+	wait_for 10 queued_at_least 2
+	kill "$(cat "$TMP/${1}2.pid")"
+	wait_for 5 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd.err"
+}
+hang_up_second x
+abandoned_ms=$((($(date +%s%N) - T0) / 1000000))
+wait $P3_PID
+x3_ms=$((($(cat "$TMP/x3.out") - T0) / 1000000))
 check "hang-up: the waiting sshd notices the client gone and gives the place back (by ${abandoned_ms} ms)" \
 	grep -aq 'SYSLOG(5): abandoned: service=sshd-flowslot user=root' "$TMP/sshd.err"
 check "... and the login behind moves up to its slot (${x3_ms} ms, slot 3000, was 6000)" \
@@ -195,19 +201,11 @@ check "... and the login behind moves up to its slot (${x3_ms} ms, slot 3000, wa
 rcli r del gone > /dev/null
 sleep 3 # the last slot above has passed
 : > "$TMP/sshd.err"
-t0=$(date +%s%N)
-key_login y1
-hangup_client y2
-wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 1 ]"
-key_login y3 &
-p3=$!
-wait_for 10 sh -c "[ \$(grep -ac 'SYSLOG(5): queued:' '$TMP/sshd.err') -ge 2 ]"
-kill "$(cat "$TMP/y2.pid")"
-wait_for 5 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd.err"
+hang_up_second y
 key_login y2b
-wait $p3
-y2b_ms=$((($(cat "$TMP/y2b.out") - t0) / 1000000))
-y3_ms=$((($(cat "$TMP/y3.out") - t0) / 1000000))
+wait $P3_PID
+y2b_ms=$((($(cat "$TMP/y2b.out") - T0) / 1000000))
+y3_ms=$((($(cat "$TMP/y3.out") - T0) / 1000000))
 check "retry after a hang-up: back at its place, ahead of the login behind (${y2b_ms} ms, then ${y3_ms} ms)" \
 	sh -c "[ $(rc_of y2b)$(rc_of y3) = 00 ] && [ $y2b_ms -lt $y3_ms ] && [ $y2b_ms -lt 5000 ]"
 
