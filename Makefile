@@ -32,7 +32,8 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 		 -Wl,-z,now
 
 LIB_SRCS = src/opt.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c src/lslot.c \
-	   src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c src/lqueue.c
+	   src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c src/lqueue.c \
+	   src/trust.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 

@@ -17,6 +17,7 @@
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
 #include "flowslot/lqueue.h"
+#include "flowslot/trust.h"
 
 #define LSLOT_PREFIX "slot."
 #define LSLOT_LOCK_WAIT_US 1000000
@@ -54,26 +55,14 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 /* Opens dir, creating it, and checks that only we can write there. */
 static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
 {
-	struct stat st;
-	int dfd;
+	const char *why;
+	int dfd = trust_open_dir(dir, true, &why);
 
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		log_msg(pamh, LOG_ERR, "local slot: cannot create %s: %m", dir);
-		return -1;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		log_msg(pamh, LOG_ERR, "local slot: cannot open %s: %m", dir);
-		return -1;
-	}
-	if (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		log_msg(pamh, LOG_ERR,
-			"local slot: %s must be a directory owned by uid %u and writable by no "
-			"one else",
-			dir, (unsigned)geteuid());
-		close(dfd);
-		return -1;
-	}
+	if (dfd < 0 && errno == EPERM)
+		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why,
+			(unsigned)geteuid());
+	else if (dfd < 0)
+		log_msg(pamh, LOG_ERR, "local slot: %s %s: %m", why, dir);
 	return dfd;
 }
 
@@ -188,8 +177,7 @@ static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, c
 		return -1;
 	}
 	/* No link at all: pruned since the open, which the caller sees after locking. */
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    st.st_nlink > 1 || (st.st_mode & 077) != 0) {
+	if (fstat(fd, &st) != 0 || !trust_own_file(&st)) {
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
 			dir, name, (unsigned)geteuid());
