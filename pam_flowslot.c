@@ -185,7 +185,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	enum slot_verdict v;
 
 	*via = "local";
-	if (configured && o->url.backend == OPT_BACKEND_LOCAL)
+	if (configured && o->url.backend == URL_BACKEND_LOCAL)
 		return gate_reserve_local(pamh, o, key, place, res);
 	if (configured) {
 		*via = "redis";

@@ -25,7 +25,7 @@ void bench_opt(struct opt *o, int argc, char **argv)
 			exit(2);
 		}
 	}
-	if (o->url.backend == OPT_BACKEND_LOCAL) {
+	if (o->url.backend == URL_BACKEND_LOCAL) {
 		fprintf(stderr, "bench: this client needs a Redis url=\n");
 		exit(2);
 	}
@@ -77,7 +77,7 @@ enum slot_verdict bench_login(const struct opt *o, int argc, char **argv, const 
 redisContext *bench_connect(const struct opt *o)
 {
 	struct timeval tv = { .tv_sec = 10 };
-	redisContext *c = o->url.backend == OPT_BACKEND_UNIX
+	redisContext *c = o->url.backend == URL_BACKEND_UNIX
 			      ? redisConnectUnixWithTimeout(o->url.socket, tv)
 			      : redisConnectWithTimeout(o->url.host, o->url.port, tv);
 

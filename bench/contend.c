@@ -67,7 +67,7 @@ int __wrap_redisFormatCommandArgv(char **target, int argc, const char **argv, co
 static redisContext *contend_connect(const struct opt *o)
 {
 	struct timeval tv = fstime_timeval(o->timeout_us);
-	redisContext *c = o->url.backend == OPT_BACKEND_UNIX
+	redisContext *c = o->url.backend == URL_BACKEND_UNIX
 			      ? redisConnectUnixWithTimeout(o->url.socket, tv)
 			      : redisConnectWithTimeout(o->url.host, o->url.port, tv);
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flowslot/opt.h"
+#include "flowslot/url.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -65,8 +65,8 @@ static inline bool fuzz_host_byte(char c)
 	       c == '.' || c == '-';
 }
 
-/* What opt_parse_url promises of a url it accepted. */
-static inline void fuzz_check_url(const struct opt_url *u)
+/* What url_parse promises of a url it accepted. */
+static inline void fuzz_check_url(const struct url *u)
 {
 	FUZZ_CHECK(fuzz_terminated(u->host, sizeof(u->host)));
 	FUZZ_CHECK(fuzz_terminated(u->socket, sizeof(u->socket)));
@@ -77,22 +77,22 @@ static inline void fuzz_check_url(const struct opt_url *u)
 	   its password is then for password_file= to give.) */
 	FUZZ_CHECK(u->has_password == (u->password[0] != '\0'));
 	switch (u->backend) {
-	case OPT_BACKEND_TCP:
+	case URL_BACKEND_TCP:
 		FUZZ_CHECK(u->host[0] != '\0');
 		FUZZ_CHECK(u->port >= 1 && u->port <= 65535);
 		/* Whatever the host form, nothing of the userinfo or the path ends up in it. */
 		FUZZ_CHECK(strpbrk(u->host, "/@") == NULL);
 		break;
-	case OPT_BACKEND_UNIX:
+	case URL_BACKEND_UNIX:
 		FUZZ_CHECK(u->socket[0] == '/');
-		FUZZ_CHECK(strlen(u->socket) <= OPT_SOCKET_MAX);
+		FUZZ_CHECK(strlen(u->socket) <= URL_SOCKET_MAX);
 		FUZZ_CHECK(strchr(u->socket, '?') == NULL);
 		break;
-	case OPT_BACKEND_LOCAL:
+	case URL_BACKEND_LOCAL:
 		break;
-	case OPT_BACKEND_SENTINEL:
-	case OPT_BACKEND_CLUSTER:
-		FUZZ_CHECK(u->n_nodes >= 1 && u->n_nodes <= OPT_NODES_MAX);
+	case URL_BACKEND_SENTINEL:
+	case URL_BACKEND_CLUSTER:
+		FUZZ_CHECK(u->n_nodes >= 1 && u->n_nodes <= URL_NODES_MAX);
 		for (int i = 0; i < u->n_nodes; i++) {
 			FUZZ_CHECK(fuzz_terminated(u->nodes[i].host, sizeof(u->nodes[i].host)));
 			FUZZ_CHECK(u->nodes[i].host[0] != '\0');
@@ -100,7 +100,7 @@ static inline void fuzz_check_url(const struct opt_url *u)
 			FUZZ_CHECK(u->nodes[i].port >= 1 && u->nodes[i].port <= 65535);
 		}
 		FUZZ_CHECK(fuzz_terminated(u->master, sizeof(u->master)));
-		if (u->backend == OPT_BACKEND_SENTINEL)
+		if (u->backend == URL_BACKEND_SENTINEL)
 			FUZZ_CHECK(u->master[0] != '\0' && strpbrk(u->master, "/@,:") == NULL);
 		else
 			FUZZ_CHECK(u->db == 0);

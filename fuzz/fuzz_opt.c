@@ -125,7 +125,7 @@ static void check_opt(const struct opt *o)
 	FUZZ_CHECK(o->errors >= 0);
 }
 
-static bool url_equal(const struct opt_url *a, const struct opt_url *b)
+static bool url_equal(const struct url *a, const struct url *b)
 {
 	return a->backend == b->backend && strcmp(a->host, b->host) == 0 && a->port == b->port &&
 	       strcmp(a->socket, b->socket) == 0 && strcmp(a->user, b->user) == 0 &&

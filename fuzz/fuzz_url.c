@@ -1,5 +1,5 @@
-/* libFuzzer target: opt_parse_url on the input as a C string (cut at its first NUL). */
-#include "flowslot/opt.h"
+/* libFuzzer target: url_parse on the input as a C string (cut at its first NUL). */
+#include "flowslot/url.h"
 #include "fuzz.h"
 
 static bool starts_with(const char *s, const char *prefix)
@@ -17,16 +17,16 @@ static bool found_at(const char *s, const char *value, const char *next)
 }
 
 /* Checks an accepted url against the text it came from. */
-static void check_against_input(const char *s, const struct opt_url *u)
+static void check_against_input(const char *s, const struct url *u)
 {
 	if (strcmp(s, "local") == 0) {
-		FUZZ_CHECK(u->backend == OPT_BACKEND_LOCAL);
+		FUZZ_CHECK(u->backend == URL_BACKEND_LOCAL);
 	} else if (starts_with(s, "redis://")) {
 		const char *rest = s + strlen("redis://");
 		const char *at = strrchr(rest, '@');
 		const char *host = at ? at + 1 : rest;
 
-		FUZZ_CHECK(u->backend == OPT_BACKEND_TCP);
+		FUZZ_CHECK(u->backend == URL_BACKEND_TCP);
 		/* Credentials only from before an '@': user:password, :password or user alone. */
 		if (at == NULL)
 			FUZZ_CHECK(!u->has_password && u->user[0] == '\0');
@@ -47,7 +47,7 @@ static void check_against_input(const char *s, const struct opt_url *u)
 		const char *rest = s + strlen("unix://");
 		const char *query = strchr(rest, '?');
 
-		FUZZ_CHECK(u->backend == OPT_BACKEND_UNIX);
+		FUZZ_CHECK(u->backend == URL_BACKEND_UNIX);
 		FUZZ_CHECK(found_at(rest, u->socket, "?"));
 		/* No password in a unix:// url; a user and a database only from ?user= and ?db=. */
 		FUZZ_CHECK(!u->has_password);
@@ -58,26 +58,26 @@ static void check_against_input(const char *s, const struct opt_url *u)
 		else
 			FUZZ_CHECK(u->user[0] != '\0');
 	} else if (starts_with(s, "redis-sentinel://")) {
-		FUZZ_CHECK(u->backend == OPT_BACKEND_SENTINEL);
+		FUZZ_CHECK(u->backend == URL_BACKEND_SENTINEL);
 		/* The master name is the path's first part, whole. */
 		FUZZ_CHECK(strstr(s, u->master) != NULL);
 	} else if (starts_with(s, "redis-cluster://")) {
-		FUZZ_CHECK(u->backend == OPT_BACKEND_CLUSTER);
+		FUZZ_CHECK(u->backend == URL_BACKEND_CLUSTER);
 	} else {
 		FUZZ_CHECK(!"accepted a url of no known scheme");
 	}
 	/* Each node's host is in the text, followed by its port, a ',', a '/', a ']' or the end. */
-	for (int i = 0; u->backend >= OPT_BACKEND_SENTINEL && i < u->n_nodes; i++)
+	for (int i = 0; u->backend >= URL_BACKEND_SENTINEL && i < u->n_nodes; i++)
 		FUZZ_CHECK(strstr(s, u->nodes[i].host) != NULL);
 }
 
 /* How a server names a node in MOVED and ASK: any n bytes, and the port always in range. */
 static void check_endpoint(const char *s)
 {
-	struct opt_node node;
+	struct url_node node;
 
 	memset(&node, 0xa5, sizeof(node));
-	if (opt_parse_endpoint(s, strlen(s), &node) == 0) {
+	if (url_parse_endpoint(s, strlen(s), &node) == 0) {
 		FUZZ_CHECK(fuzz_terminated(node.host, sizeof(node.host)));
 		FUZZ_CHECK(node.host[0] != '\0');
 		for (const char *p = node.host; *p != '\0'; p++)
@@ -89,8 +89,8 @@ static void check_endpoint(const char *s)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = fuzz_cstr(data, size);
-	struct opt_url *u = malloc(sizeof(*u));
-	struct opt_url *before = malloc(sizeof(*before));
+	struct url *u = malloc(sizeof(*u));
+	struct url *before = malloc(sizeof(*before));
 	const char *why = NULL;
 	int rc;
 
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Garbage first: a refusal must leave all of it, an acceptance none of it. */
 	memset(u, 0xa5, sizeof(*u));
 	memcpy(before, u, sizeof(*u));
-	rc = opt_parse_url(s, u, &why);
+	rc = url_parse(s, u, &why);
 	if (rc == 0) {
 		fuzz_check_url(u);
 		check_against_input(s, u);

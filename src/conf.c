@@ -181,7 +181,7 @@ void conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool r
 int conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why)
 {
 	struct stat st;
-	char line[OPT_PASSWORD_MAX + 2];
+	char line[URL_PASSWORD_MAX + 2];
 	ssize_t n;
 	size_t end;
 	int fd = conf_open_safely(path, &st, why);

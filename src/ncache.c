@@ -12,14 +12,15 @@
 #include <unistd.h>
 
 #include "flowslot/lslot.h"
+#include "flowslot/url.h"
 
 #define NCACHE_FILE_MAX 300 /* "host:port\n" */
 
-void ncache_name(const struct opt_url *u, const char *what, char *out, size_t outsz)
+void ncache_name(const struct url *u, const char *what, char *out, size_t outsz)
 {
 	char port[16];
 	uint64_t hash = lslot_hash(LSLOT_HASH_START,
-				   u->backend == OPT_BACKEND_SENTINEL ? "sentinel" : "cluster");
+				   u->backend == URL_BACKEND_SENTINEL ? "sentinel" : "cluster");
 
 	/* Two stacks that name other servers must not share entries. */
 	for (int i = 0; i < u->n_nodes; i++) {
@@ -46,7 +47,7 @@ static int ncache_open_dir(const char *dir, bool create)
 	return dfd;
 }
 
-int ncache_get(const char *dir, const char *name, int max_age_s, struct opt_node *node)
+int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node *node)
 {
 	char buf[NCACHE_FILE_MAX + 1];
 	struct stat st;
@@ -65,10 +66,10 @@ int ncache_get(const char *dir, const char *name, int max_age_s, struct opt_node
 		close(dfd);
 	if (n <= 1 || buf[n - 1] != '\n')
 		return -1;
-	return opt_parse_endpoint(buf, (size_t)n - 1, node);
+	return url_parse_endpoint(buf, (size_t)n - 1, node);
 }
 
-int ncache_put(const char *dir, const char *name, const struct opt_node *node)
+int ncache_put(const char *dir, const char *name, const struct url_node *node)
 {
 	char tmp[NCACHE_NAME_MAX + 48], buf[NCACHE_FILE_MAX + 1];
 	int len = snprintf(buf, sizeof(buf), "%s:%d\n", node->host, node->port);

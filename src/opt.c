@@ -1,12 +1,7 @@
 #include "flowslot/opt.h"
 
-#include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "flowslot/conf.h"
@@ -19,7 +14,7 @@
 void opt_defaults(struct opt *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->url.backend = OPT_BACKEND_TCP;
+	o->url.backend = URL_BACKEND_TCP;
 	strcpy(o->url.host, "127.0.0.1");
 	o->url.port = 6379;
 	strcpy(o->key, "pam_flowslot");
@@ -78,350 +73,6 @@ int opt_parse_duration(const char *s, int64_t *out_us)
 	return -1;
 }
 
-/* Parses a decimal integer in [min, max] that fills all of s. */
-static int opt_parse_int(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Copies the n bytes at s into dst (dstsz bytes with the NUL), decoding %XX when asked. */
-static int opt_copy(char *dst, size_t dstsz, const char *s, size_t n, bool decode)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (decode && c == '%') {
-			char hex[3] = { 0 };
-			char *end;
-
-			if (i + 2 >= n)
-				return -1;
-			hex[0] = s[i + 1];
-			hex[1] = s[i + 2];
-			c = (unsigned char)strtoul(hex, &end, 16);
-			if (end != hex + 2 || !isxdigit((unsigned char)hex[0]))
-				return -1;
-			i += 2;
-		}
-		if (c == '\0' || o + 1 >= dstsz)
-			return -1;
-		dst[o++] = (char)c;
-	}
-	dst[o] = '\0';
-	return 0;
-}
-
-static int opt_parse_userinfo(const char *s, size_t n, struct opt_url *u, const char **why)
-{
-	const char *colon = memchr(s, ':', n);
-	size_t user_len = colon ? (size_t)(colon - s) : n;
-
-	if (opt_copy(u->user, sizeof(u->user), s, user_len, true) != 0) {
-		*why = "user name too long or badly percent-encoded";
-		return -1;
-	}
-	if (colon == NULL) { /* user@host: the password comes from password_file= */
-		if (u->user[0] == '\0') {
-			*why = "empty credentials before '@'";
-			return -1;
-		}
-		return 0;
-	}
-	if (opt_copy(u->password, sizeof(u->password), colon + 1, n - user_len - 1, true) != 0 ||
-	    u->password[0] == '\0') {
-		*why = "password empty, too long or badly percent-encoded";
-		return -1;
-	}
-	u->has_password = true;
-	return 0;
-}
-
-static int opt_parse_db(const char *s, struct opt_url *u, const char **why)
-{
-	long long db;
-
-	if (opt_parse_int(s, 0, 65535, &db) != 0) {
-		*why = "database must be a number from 0 to 65535";
-		return -1;
-	}
-	u->db = (int)db;
-	return 0;
-}
-
-static bool opt_host_byte(char c, bool colon)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '.' || c == '-' || (colon && c == ':');
-}
-
-static int opt_parse_port(const char *s, size_t n, int *port)
-{
-	char digits[8];
-	long long v;
-
-	if (opt_copy(digits, sizeof(digits), s, n, false) != 0 ||
-	    opt_parse_int(digits, 1, 65535, &v) != 0)
-		return -1;
-	*port = (int)v;
-	return 0;
-}
-
-/* Parses "host[:port]" or "[IPv6][:port]", the n bytes at s; node->port keeps its default
-   when no port is given. */
-static int opt_parse_hostport(const char *s, size_t n, struct opt_node *node, const char **why)
-{
-	const char *end = s + n, *h = s, *port = NULL;
-	size_t hlen;
-
-	if (*s == '[') {
-		const char *close = memchr(s, ']', n);
-
-		if (close == NULL) {
-			*why = "unclosed '[' in host";
-			return -1;
-		}
-		h = s + 1;
-		hlen = (size_t)(close - h);
-		if (strspn(h, "0123456789abcdefABCDEF:.") < hlen) {
-			*why = "an IPv6 address in brackets holds only hex digits, ':' and '.'";
-			return -1;
-		}
-		if (close + 1 < end) {
-			if (close[1] != ':') {
-				*why = "junk after ']'";
-				return -1;
-			}
-			port = close + 2;
-		}
-	} else {
-		const char *colon = memchr(s, ':', n);
-
-		hlen = (size_t)((colon ? colon : end) - s);
-		port = colon ? colon + 1 : NULL;
-		for (size_t i = 0; i < hlen; i++) {
-			if (!opt_host_byte(s[i], false)) {
-				*why = "host may hold only letters, digits, '.' and '-'";
-				return -1;
-			}
-		}
-	}
-	if (hlen == 0 || opt_copy(node->host, sizeof(node->host), h, hlen, false) != 0) {
-		*why = "host missing or too long";
-		return -1;
-	}
-	if (port != NULL && opt_parse_port(port, (size_t)(end - port), &node->port) != 0) {
-		*why = "port must be a number from 1 to 65535";
-		return -1;
-	}
-	return 0;
-}
-
-int opt_parse_endpoint(const char *s, size_t n, struct opt_node *node)
-{
-	struct opt_node parsed;
-	unsigned char addr[sizeof(struct in6_addr)];
-	const char *colon = NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!opt_host_byte(s[i], true))
-			return -1;
-		if (s[i] == ':')
-			colon = s + i;
-	}
-	if (colon == NULL || colon == s ||
-	    opt_copy(parsed.host, sizeof(parsed.host), s, (size_t)(colon - s), false) != 0 ||
-	    opt_parse_port(colon + 1, (size_t)(s + n - colon - 1), &parsed.port) != 0)
-		return -1;
-	/* An address, never a name: resolving one would not be bounded by timeout. */
-	if (inet_pton(AF_INET, parsed.host, addr) != 1 &&
-	    inet_pton(AF_INET6, parsed.host, addr) != 1)
-		return -1;
-	*node = parsed;
-	return 0;
-}
-
-/* Parses "host1[:port1],host2[:port2],..." (n bytes at s) into u->nodes. */
-static int opt_parse_nodes(const char *s, size_t n, int default_port, struct opt_url *u,
-			   const char **why)
-{
-	const char *end = s + n;
-
-	u->n_nodes = 0;
-	for (const char *p = s; p <= end;) {
-		const char *comma = memchr(p, ',', (size_t)(end - p));
-		const char *item_end = comma ? comma : end;
-
-		if (u->n_nodes == OPT_NODES_MAX) {
-			*why = "more than 8 hosts";
-			return -1;
-		}
-		u->nodes[u->n_nodes].port = default_port;
-		if (opt_parse_hostport(p, (size_t)(item_end - p), &u->nodes[u->n_nodes], why) != 0)
-			return -1;
-		u->n_nodes++;
-		p = item_end + 1;
-	}
-	return 0;
-}
-
-/* Splits "[userinfo@]hosts[/path]": parses the userinfo, and returns where the hosts end. */
-static const char *opt_parse_authority(const char *rest, const char **hosts, struct opt_url *u,
-				       const char **why)
-{
-	/* The last '@': a password may hold '@' and '/', a path (database, master) neither. */
-	const char *at = strrchr(rest, '@');
-
-	*hosts = at ? at + 1 : rest;
-	if (at && opt_parse_userinfo(rest, (size_t)(at - rest), u, why) != 0)
-		return NULL;
-	return *hosts + strcspn(*hosts, "/");
-}
-
-static int opt_parse_tcp(const char *rest, struct opt_url *u, const char **why)
-{
-	const char *host;
-	const char *host_end = opt_parse_authority(rest, &host, u, why);
-	struct opt_node node = { .port = 6379 };
-
-	if (host_end == NULL ||
-	    opt_parse_hostport(host, (size_t)(host_end - host), &node, why) != 0)
-		return -1;
-	strcpy(u->host, node.host);
-	u->port = node.port;
-	if (host_end[0] == '/' && host_end[1] != '\0' && opt_parse_db(host_end + 1, u, why) != 0)
-		return -1;
-	u->backend = OPT_BACKEND_TCP;
-	return 0;
-}
-
-/* redis-sentinel://[userinfo@]host1[:port1],host2[:port2],.../MASTER[/db] */
-static int opt_parse_sentinel(const char *rest, struct opt_url *u, const char **why)
-{
-	const char *hosts;
-	const char *hosts_end = opt_parse_authority(rest, &hosts, u, why);
-	const char *name, *name_end;
-
-	if (hosts_end == NULL ||
-	    opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 26379, u, why) != 0)
-		return -1;
-	name = *hosts_end == '/' ? hosts_end + 1 : hosts_end;
-	name_end = name + strcspn(name, "/");
-	if (name == name_end || (size_t)(name_end - name) > OPT_MASTER_MAX) {
-		*why = "the master name is missing or longer than 64 bytes: .../MASTERNAME[/db]";
-		return -1;
-	}
-	for (const char *p = name; p < name_end; p++) {
-		if (!opt_host_byte(*p, false) && *p != '_') {
-			*why = "the master name may hold only letters, digits, '.', '-' and '_'";
-			return -1;
-		}
-	}
-	memcpy(u->master, name, (size_t)(name_end - name));
-	u->master[name_end - name] = '\0';
-	if (*name_end == '/' && name_end[1] != '\0' && opt_parse_db(name_end + 1, u, why) != 0)
-		return -1;
-	u->backend = OPT_BACKEND_SENTINEL;
-	return 0;
-}
-
-/* redis-cluster://[userinfo@]host1[:port1],host2[:port2],... (a cluster has only database 0) */
-static int opt_parse_cluster(const char *rest, struct opt_url *u, const char **why)
-{
-	const char *hosts;
-	const char *hosts_end = opt_parse_authority(rest, &hosts, u, why);
-
-	if (hosts_end == NULL ||
-	    opt_parse_nodes(hosts, (size_t)(hosts_end - hosts), 6379, u, why) != 0)
-		return -1;
-	if (*hosts_end == '/' && strcmp(hosts_end, "/") != 0 && strcmp(hosts_end, "/0") != 0) {
-		*why = "a cluster has only database 0";
-		return -1;
-	}
-	u->backend = OPT_BACKEND_CLUSTER;
-	return 0;
-}
-
-static int opt_parse_unix(const char *rest, struct opt_url *u, const char **why)
-{
-	const char *query = strchr(rest, '?');
-	size_t n = query ? (size_t)(query - rest) : strlen(rest);
-
-	if (rest[0] != '/') {
-		*why = "socket path must be absolute: unix:///path/to/redis.sock";
-		return -1;
-	}
-	if (opt_copy(u->socket, sizeof(u->socket), rest, n, false) != 0) {
-		*why = "socket path too long";
-		return -1;
-	}
-	/* ?db=N&user=NAME, in any order. */
-	for (const char *p = query; p != NULL && *p != '\0';) {
-		const char *item = p + 1, *end = strchr(item, '&'), *v;
-		size_t len = end ? (size_t)(end - item) : strlen(item);
-		char value[OPT_USER_MAX + 1];
-
-		p = end;
-		if ((v = str_skip_prefix(item, "db=")) != NULL) {
-			if (opt_copy(value, sizeof(value), v, len - 3, false) != 0 ||
-			    opt_parse_db(value, u, why) != 0) {
-				*why = "database must be a number from 0 to 65535";
-				return -1;
-			}
-		} else if ((v = str_skip_prefix(item, "user=")) != NULL) {
-			if (opt_copy(u->user, sizeof(u->user), v, len - 5, true) != 0 ||
-			    u->user[0] == '\0') {
-				*why = "user name empty, too long or badly percent-encoded";
-				return -1;
-			}
-		} else {
-			*why = "the query may hold only db=N and user=NAME";
-			return -1;
-		}
-	}
-	u->backend = OPT_BACKEND_UNIX;
-	return 0;
-}
-
-int opt_parse_url(const char *s, struct opt_url *u, const char **why)
-{
-	struct opt_url parsed = { .port = 6379 };
-	const char *rest;
-	int rc;
-
-	if (strcmp(s, "local") == 0) {
-		parsed.backend = OPT_BACKEND_LOCAL;
-		rc = 0;
-	} else if ((rest = str_skip_prefix(s, "redis://")) != NULL) {
-		rc = opt_parse_tcp(rest, &parsed, why);
-	} else if ((rest = str_skip_prefix(s, "unix://")) != NULL) {
-		rc = opt_parse_unix(rest, &parsed, why);
-	} else if ((rest = str_skip_prefix(s, "redis-sentinel://")) != NULL) {
-		rc = opt_parse_sentinel(rest, &parsed, why);
-	} else if ((rest = str_skip_prefix(s, "redis-cluster://")) != NULL) {
-		rc = opt_parse_cluster(rest, &parsed, why);
-	} else {
-		*why = "scheme must be redis://, unix://, redis-sentinel://, redis-cluster:// or "
-		       "the word local";
-		rc = -1;
-	}
-	if (rc == 0)
-		*u = parsed;
-	explicit_bzero(&parsed, sizeof(parsed));
-	return rc;
-}
-
 static int opt_set_duration(int64_t *dst, const char *v, int64_t min_us, int64_t max_us,
 			    const char *range, const char **why)
 {
@@ -442,7 +93,7 @@ static int opt_set_duration(int64_t *dst, const char *v, int64_t min_us, int64_t
 /* One setter per option; each returns 0, or -1 with *why (NULL: say nothing more). */
 static int opt_set_url(struct opt *o, const char *v, const char **why)
 {
-	return opt_parse_url(v, &o->url, why);
+	return url_parse(v, &o->url, why);
 }
 
 static int opt_set_key(struct opt *o, const char *v, const char **why)
@@ -497,7 +148,7 @@ static int opt_set_burst(struct opt *o, const char *v, const char **why)
 {
 	long long burst;
 
-	if (opt_parse_int(v, 1, 1000, &burst) != 0) {
+	if (str_parse_int(v, 1, 1000, &burst) != 0) {
 		*why = "must be a whole number from 1 to 1000";
 		return -1;
 	}
@@ -550,7 +201,7 @@ static int opt_set_password_file(struct opt *o, const char *v, const char **why)
 
 static int opt_set_sentinel_password(struct opt *o, const char *v, const char **why)
 {
-	if (v[0] == '\0' || strlen(v) > OPT_PASSWORD_MAX) {
+	if (v[0] == '\0' || strlen(v) > URL_PASSWORD_MAX) {
 		*why = "empty or longer than 511 bytes";
 		return -1;
 	}
@@ -563,7 +214,7 @@ static int opt_set_sync_replicas(struct opt *o, const char *v, const char **why)
 {
 	long long n;
 
-	if (opt_parse_int(v, 0, OPT_SYNC_REPLICAS_MAX, &n) != 0) {
+	if (str_parse_int(v, 0, OPT_SYNC_REPLICAS_MAX, &n) != 0) {
 		*why = "must be a whole number from 0 to 16";
 		return -1;
 	}
@@ -575,7 +226,7 @@ static int opt_set_per_host(struct opt *o, const char *v, const char **why)
 {
 	long long n;
 
-	if (opt_parse_int(v, 0, OPT_PER_HOST_MAX, &n) != 0) {
+	if (str_parse_int(v, 0, OPT_PER_HOST_MAX, &n) != 0) {
 		*why = "must be a whole number from 0 to 1000";
 		return -1;
 	}

@@ -10,6 +10,7 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
+#include "flowslot/url.h"
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
 
 #define RNODE_REPLY_MAX 65536 /* bytes read from one server; real replies are under 200 */
@@ -160,13 +161,13 @@ static int rnode_expect_ok(struct rnode_call *call, const char *what)
 /* Opens the connection for rnode_connect. hiredis 0.14 gives up when a signal interrupts its
    wait for the connection (1.x waits on): SIGCHLD or SIGWINCH must not send the login to its
    fallback, so that is tried again while the deadline allows. */
-static redisContext *rnode_open(const struct rnode_call *call, const struct opt_node *node)
+static redisContext *rnode_open(const struct rnode_call *call, const struct url_node *node)
 {
-	const struct opt_url *u = &call->o->url;
+	const struct url *u = &call->o->url;
 
 	for (;;) {
 		struct timeval tv = fstime_timeval(call->deadline_us - fstime_mono_us());
-		redisContext *c = node == NULL && u->backend == OPT_BACKEND_UNIX
+		redisContext *c = node == NULL && u->backend == URL_BACKEND_UNIX
 					  ? redisConnectUnixWithTimeout(u->socket, tv)
 					  : redisConnectWithTimeout(node ? node->host : u->host,
 								    node ? node->port : u->port, tv);
@@ -180,9 +181,9 @@ static redisContext *rnode_open(const struct rnode_call *call, const struct opt_
 
 /* Connects to node (NULL: the url's own host or socket), with a deadline of its own: timeout,
    or what is left of the decision's budget. */
-static int rnode_connect(struct rnode_call *call, const char *role, const struct opt_node *node)
+static int rnode_connect(struct rnode_call *call, const char *role, const struct url_node *node)
 {
-	const struct opt_url *u = &call->o->url;
+	const struct url *u = &call->o->url;
 	int64_t now_us = fstime_mono_us();
 	struct timeval tv;
 	redisContext *c;
@@ -197,7 +198,7 @@ static int rnode_connect(struct rnode_call *call, const char *role, const struct
 			node ? node->host : u->host, node ? node->port : u->port);
 		return -1;
 	}
-	if (node == NULL && u->backend == OPT_BACKEND_UNIX)
+	if (node == NULL && u->backend == URL_BACKEND_UNIX)
 		snprintf(call->where, sizeof(call->where), "%s unix:%s", role, u->socket);
 	else
 		snprintf(call->where, sizeof(call->where), "%s %s:%d", role,
@@ -350,10 +351,10 @@ static int rnode_read_script(struct rnode_call *call, bool asking, redisReply **
 
 /* Reads "MOVED 3999 host:port" or "ASK 3999 host:port" into hop. An empty host (":port") is
    the node that answered; an IPv6 address comes without brackets ("::1:7000"). */
-static int rnode_read_hop(const struct opt_node *from, const redisReply *r, struct rnode_hop *hop)
+static int rnode_read_hop(const struct url_node *from, const redisReply *r, struct rnode_hop *hop)
 {
 	const char *p = strchr(r->str, ' ');
-	char endpoint[OPT_HOST_MAX + 8];
+	char endpoint[URL_HOST_MAX + 8];
 	size_t digits;
 
 	hop->ask = rnode_is_error(r, "ASK");
@@ -369,7 +370,7 @@ static int rnode_read_hop(const struct opt_node *from, const redisReply *r, stru
 			return -1;
 		p = endpoint;
 	}
-	return opt_parse_endpoint(p, strlen(p), &hop->node);
+	return url_parse_endpoint(p, strlen(p), &hop->node);
 }
 
 /* Reads ROLE's answer: 0 for a master, else -1, logged. */
@@ -398,8 +399,8 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 {
 	const char *role_argv[] = { "ROLE" };
 	const char *readwrite_argv[] = { "READWRITE" };
-	const struct opt_url *u = &call->o->url;
-	bool cluster = u->backend == OPT_BACKEND_CLUSTER;
+	const struct url *u = &call->o->url;
+	bool cluster = u->backend == URL_BACKEND_CLUSTER;
 	enum rnode_step step = RNODE_FAILED;
 	redisReply *r = NULL;
 	const char *why = NULL;
@@ -439,7 +440,7 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 		*reply = r;
 		r = NULL;
 	} else if ((rnode_is_error(r, "MOVED") || rnode_is_error(r, "ASK")) &&
-		   u->backend == OPT_BACKEND_CLUSTER) {
+		   u->backend == URL_BACKEND_CLUSTER) {
 		if (rnode_read_hop(t->node, r, hop) == 0)
 			step = RNODE_REDIRECT;
 		else
@@ -453,17 +454,17 @@ out:
 	return step;
 }
 
-bool rnode_same(const struct opt_node *a, const struct opt_node *b)
+bool rnode_same(const struct url_node *a, const struct url_node *b)
 {
 	return a->port == b->port && strcmp(a->host, b->host) == 0;
 }
 
-int rnode_ask_sentinel(struct rnode_call *call, const struct opt_node *sentinel,
-		       struct opt_node *master)
+int rnode_ask_sentinel(struct rnode_call *call, const struct url_node *sentinel,
+		       struct url_node *master)
 {
 	const struct opt *o = call->o;
 	const char *argv[] = { "SENTINEL", "get-master-addr-by-name", o->url.master };
-	char endpoint[OPT_HOST_MAX + 16];
+	char endpoint[URL_HOST_MAX + 16];
 	redisReply *r = NULL;
 	const char *why = NULL;
 	int rc = -1;
@@ -490,7 +491,7 @@ int rnode_ask_sentinel(struct rnode_call *call, const struct opt_node *sentinel,
 		 r->element[1]->type != REDIS_REPLY_STRING ||
 		 snprintf(endpoint, sizeof(endpoint), "%s:%s", r->element[0]->str,
 			  r->element[1]->str) >= (int)sizeof(endpoint) ||
-		 opt_parse_endpoint(endpoint, strlen(endpoint), master) != 0)
+		 url_parse_endpoint(endpoint, strlen(endpoint), master) != 0)
 		rnode_fail(call, "get-master-addr-by-name", "not an IP address and port");
 	else
 		rc = 0;

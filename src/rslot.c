@@ -97,7 +97,7 @@ static enum rnode_step rslot_try(struct rnode_call *call, const struct rnode_tar
 
 /* Remembers node in the node cache; only a hint, so a failure is only traced. */
 static void rslot_remember(const struct rnode_call *call, const char *name,
-			   const struct opt_node *node)
+			   const struct url_node *node)
 {
 	if (ncache_put(call->o->state_dir, name, node) != 0 && call->o->debug)
 		log_msg(call->pamh, LOG_DEBUG, "node cache: cannot write %s/%s: %m",
@@ -106,11 +106,11 @@ static void rslot_remember(const struct rnode_call *call, const char *name,
 
 /* The nodes that failed this login, so that none is tried twice. */
 struct rslot_failed {
-	struct opt_node nodes[OPT_NODES_MAX + RSLOT_REDIRECTS_MAX + 1];
+	struct url_node nodes[URL_NODES_MAX + RSLOT_REDIRECTS_MAX + 1];
 	int n;
 };
 
-static bool rslot_has_failed(const struct rslot_failed *f, const struct opt_node *node)
+static bool rslot_has_failed(const struct rslot_failed *f, const struct url_node *node)
 {
 	for (int i = 0; i < f->n; i++)
 		if (rnode_same(&f->nodes[i], node))
@@ -118,7 +118,7 @@ static bool rslot_has_failed(const struct rslot_failed *f, const struct opt_node
 	return false;
 }
 
-static void rslot_add_failed(struct rslot_failed *f, const struct opt_node *node)
+static void rslot_add_failed(struct rslot_failed *f, const struct url_node *node)
 {
 	if (f->n < (int)(sizeof(f->nodes) / sizeof(f->nodes[0])))
 		f->nodes[f->n++] = *node;
@@ -132,7 +132,7 @@ static enum rnode_step rslot_reserve_sentinel(struct rnode_call *call, struct sl
 	const struct opt *o = call->o;
 	struct rnode_target t = { .check_role = true };
 	struct rslot_failed failed = { .n = 0 };
-	struct opt_node cached, master;
+	struct url_node cached, master;
 	char name[NCACHE_NAME_MAX];
 
 	ncache_name(&o->url, "master", name, sizeof(name));
@@ -167,7 +167,7 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 	const struct opt *o = call->o;
 	struct rnode_target t = { 0 };
 	struct rslot_failed failed = { .n = 0 };
-	struct opt_node cached, hop_node, owner;
+	struct url_node cached, hop_node, owner;
 	struct rnode_hop hop;
 	char name[NCACHE_NAME_MAX], slot[8];
 	bool have, owner_known = false;
@@ -230,10 +230,10 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
 
 	switch (o->url.backend) {
-	case OPT_BACKEND_SENTINEL:
+	case URL_BACKEND_SENTINEL:
 		step = rslot_reserve_sentinel(&call, res);
 		break;
-	case OPT_BACKEND_CLUSTER:
+	case URL_BACKEND_CLUSTER:
 		step = rslot_reserve_cluster(&call, res, &redirects);
 		break;
 	default:

@@ -6,19 +6,19 @@
 
 #include <stddef.h>
 
-#include "flowslot/opt.h"
+#include "flowslot/url.h"
 
 #define NCACHE_NAME_MAX 48
 
 /* The entry's file name for url u and what (a hash slot, or "master"), in out. */
-void ncache_name(const struct opt_url *u, const char *what, char *out, size_t outsz);
+void ncache_name(const struct url *u, const char *what, char *out, size_t outsz);
 
 /* Reads the entry name under dir into node, if it was written in the last max_age_s seconds
    (0: whenever). Returns 0, or -1 when there is none to trust. */
-int ncache_get(const char *dir, const char *name, int max_age_s, struct opt_node *node);
+int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node *node);
 
 /* Stores node as the entry name under dir (created 0700 when missing), atomically. Returns 0,
    or -1: the entry is only a hint, so the caller need not say more. */
-int ncache_put(const char *dir, const char *name, const struct opt_node *node);
+int ncache_put(const char *dir, const char *name, const struct url_node *node);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "flowslot/opt.h"
 #include "flowslot/slot.h"
+#include "flowslot/url.h"
 
 /* hiredis 0.14 callocs whatever element count an array header declares: seven
    "*2147483647\r\n" (98 bytes) cost 16 GB each and, freed, some 40 s of CPU. The module's
@@ -46,12 +47,12 @@ struct rnode_call {
 	size_t received;       /* bytes read on the current connection */
 	int64_t replied_us;    /* when the script's last reply was read */
 	struct rnode_cap cap;  /* on the current connection's reader */
-	char where[OPT_HOST_MAX + 32];
+	char where[URL_HOST_MAX + 32];
 };
 
 /* Where one attempt at the script goes, and how. */
 struct rnode_target {
-	const struct opt_node *node; /* NULL: the url's own host or socket */
+	const struct url_node *node; /* NULL: the url's own host or socket */
 	bool check_role; /* Sentinel: ROLE ahead of the script, and only a master will do */
 	bool asking;	 /* Cluster: ASKING ahead of the script, after an ASK */
 };
@@ -65,7 +66,7 @@ enum rnode_step {
 
 /* Where a cluster node sends us. */
 struct rnode_hop {
-	struct opt_node node;
+	struct url_node node;
 	bool ask; /* ASK: for this one command; MOVED: from now on */
 };
 
@@ -77,13 +78,13 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 			      redisReply **reply, struct rnode_hop *hop);
 
 /* Asks one sentinel where the master is. Returns 0, or -1 with the reason logged. */
-int rnode_ask_sentinel(struct rnode_call *call, const struct opt_node *sentinel,
-		       struct opt_node *master);
+int rnode_ask_sentinel(struct rnode_call *call, const struct url_node *sentinel,
+		       struct url_node *master);
 
 /* Logs "WHERE: what: why" at LOG_ERR, why escaped. */
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why);
 
 /* True when a and b are the same address and port. */
-bool rnode_same(const struct opt_node *a, const struct opt_node *b);
+bool rnode_same(const struct url_node *a, const struct url_node *b);
 
 #endif

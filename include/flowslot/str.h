@@ -8,4 +8,8 @@
 #define str_skip_prefix(s, prefix)                                                                 \
 	(strncmp((s), (prefix), sizeof(prefix) - 1) == 0 ? (s) + sizeof(prefix) - 1 : NULL)
 
+/* Parses a decimal integer in [min, max] that fills all of s: no sign, no blank. Returns 0,
+   or -1. */
+int str_parse_int(const char *s, long long min, long long max, long long *out);
+
 #endif

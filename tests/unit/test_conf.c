@@ -111,7 +111,7 @@ static void test_lines_and_override(void **state)
 	assert_int_equal(o.slot.burst, 4);
 	assert_true(o.quiet);
 	assert_string_equal(o.key, "flowslot:%s");
-	assert_int_equal(o.url.backend, OPT_BACKEND_UNIX);
+	assert_int_equal(o.url.backend, URL_BACKEND_UNIX);
 	assert_int_equal(o.url.db, 2);
 	/* The module arguments win over the file. */
 	parse_conf(&o, path, "interval=5s");

@@ -145,7 +145,7 @@ static int teardown(void **state)
 static void opts(struct opt *o)
 {
 	opt_defaults(o);
-	o->url.backend = OPT_BACKEND_UNIX;
+	o->url.backend = URL_BACKEND_UNIX;
 	strcpy(o->url.socket, "/fake.sock");
 	o->slot.max_wait_us = 60000000; /* the figures below are for 60 s */
 	o->timeout_us = 300000;
@@ -745,7 +745,7 @@ static void test_connect_interrupted(void **state)
 static void cluster_opts(struct opt *o, char *dir)
 {
 	opts(o);
-	o->url.backend = OPT_BACKEND_CLUSTER;
+	o->url.backend = URL_BACKEND_CLUSTER;
 	strcpy(o->url.nodes[0].host, "127.0.0.1");
 	o->url.nodes[0].port = 7001;
 	o->url.n_nodes = 1;
@@ -756,7 +756,7 @@ static void cluster_opts(struct opt *o, char *dir)
 /* Writes the slot cache entry for the test key: node 127.0.0.1:PORT, written age_s ago. */
 static void cache_node(const struct opt *o, int port, int age_s)
 {
-	struct opt_node n = { .host = "127.0.0.1", .port = port };
+	struct url_node n = { .host = "127.0.0.1", .port = port };
 	char name[NCACHE_NAME_MAX], slot[8], path[OPT_DIR_MAX + NCACHE_NAME_MAX + 2];
 	struct timespec times[2] = { { 0 } };
 
