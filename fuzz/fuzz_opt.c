@@ -1,20 +1,14 @@
-/* libFuzzer target: the module arguments. The input, split on NUL or newline, is argv for
-   opt_parse; each line also goes through opt_set on its own, and the whole input (to its first
-   NUL) through opt_parse_duration.
+/* libFuzzer target: the module arguments and the configuration file. The input, split on NUL
+   or newline, is argv; each line also goes through opt_set on its own, and the whole input (to
+   its first NUL) through opt_parse_duration.
 
    opt_parse reads files: conf= (else OPT_CONF_DEFAULT when it exists) and password_file=.
    Left to itself, the fuzzer would read any path it makes up, and the host's own
-   /etc/security/pam_flowslot.conf would change what an input does. Linked with
-   -Wl,--wrap=conf_read,--wrap=conf_read_secret (mk/fuzz.mk), the default file is missing, and
-   the file that conf= or password_file= names is the input itself, written to a private
-   directory (in $TMPDIR, else /dev/shm, else /tmp) for the call and removed after it: 0644
-   when the input starts with '#', else 0600. The file checks want root's files, so that part is
-   only reached as root. */
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <sys/stat.h>
-
+   /etc/security/pam_flowslot.conf would change what an input does. So the steps of opt_parse
+   run here one by one, with the files' text from the input instead: the default file is
+   missing, the file that conf= names holds the input (mode 0644 when the input starts with
+   '#', else 0600), and so does password_file=. The whole input also goes through conf_parse,
+   whose lines must come out trimmed. */
 #include "flowslot/conf.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
@@ -25,79 +19,72 @@
 #define US_PER_S INT64_C(1000000)
 #define DAY_US (86400 * US_PER_S)
 
-void __real_conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool required);
-int __real_conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why);
-void __wrap_conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool required);
-int __wrap_conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why);
-
-static char dir[PATH_MAX - 16];
-static char conf_path[PATH_MAX], secret_path[PATH_MAX];
 static const uint8_t *input;
 static size_t input_size;
-
-static void remove_dir(void)
-{
-	unlink(conf_path);
-	unlink(secret_path);
-	rmdir(dir);
-}
+static char conf_name[] = "/fuzz.conf"; /* what conf_parse names the whole input */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
-
 	(void)argc;
 	(void)argv;
 	fuzz_silence_stderr(); /* every bad option is logged there */
-	/* A file per input: tmpfs is three times as fast as ext4 here. */
-	if (tmp == NULL || tmp[0] != '/')
-		tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/fuzz_opt.XXXXXX", tmp);
-	if (mkdtemp(dir) == NULL) {
-		dprintf(STDERR_FILENO, "fuzz_opt: mkdtemp %s: %s\n", dir, strerror(errno));
-		exit(1);
-	}
-	snprintf(conf_path, sizeof(conf_path), "%s/conf", dir);
-	snprintf(secret_path, sizeof(secret_path), "%s/secret", dir);
-	atexit(remove_dir);
 	return 0;
 }
 
-static void write_file(const char *path, mode_t mode)
+/* The first n bytes of the input, and a NUL, in a heap block of their own. */
+static char *input_text(size_t n)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	char *text = malloc(n + 1);
 
-	if (fd < 0 || fchmod(fd, mode) != 0 ||
-	    (input_size > 0 && write(fd, input, input_size) != (ssize_t)input_size) ||
-	    close(fd) != 0) {
-		dprintf(STDERR_FILENO, "fuzz_opt: writing %s: %s\n", path, strerror(errno));
+	if (text == NULL)
 		abort();
-	}
+	if (n > 0)
+		memcpy(text, input, n);
+	text[n] = '\0';
+	return text;
 }
 
-void __wrap_conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool required)
+/* opt_parse, with the files' text from the input. */
+static void parse(struct opt *o, int argc, const char **argv)
 {
-	if (!required) /* OPT_CONF_DEFAULT: as if missing */
-		return;
-	if (path[0] != '/') { /* refused before any open */
-		__real_conf_read(o, pamh, path, required);
-		return;
+	const char *conf = NULL, *v;
+	char *text;
+
+	opt_defaults(o);
+	for (int i = 0; i < argc; i++)
+		if ((v = str_skip_prefix(argv[i], "conf=")) != NULL)
+			conf = v;
+	if (conf != NULL && conf[0] == '/' && input_size <= CONF_SIZE_MAX) {
+		text = input_text(input_size);
+		opt_conf_text(o, NULL, conf, text, input_size,
+			      input_size > 0 && input[0] == '#' ? 0644 : 0600);
+		free(text);
+	} else if (conf != NULL) { /* refused, as opt_parse refuses it: relative, or too large */
+		o->errors++;
 	}
-	write_file(conf_path, input_size > 0 && input[0] == '#' ? 0644 : 0600);
-	__real_conf_read(o, pamh, conf_path, required);
-	unlink(conf_path);
+	opt_parse_args(o, NULL, argc, argv);
+	if (o->password_file[0] != '\0') {
+		size_t n = input_size < CONF_SECRET_MAX + 1 ? input_size : CONF_SECRET_MAX + 1;
+
+		text = input_text(n);
+		opt_password_text(o, NULL, text, n);
+		free(text);
+	}
+	opt_check(o, NULL);
 }
 
-int __wrap_conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why)
+/* conf_parse's callback: a line reaches it trimmed, joined at its '=', from the named file. */
+static void check_line(void *ctx, const char *where, const char *line)
 {
-	int rc;
+	const char *eq = strchr(line, '=');
 
-	if (path[0] != '/')
-		return __real_conf_read_secret(path, buf, bufsz, why);
-	write_file(secret_path, 0600);
-	rc = __real_conf_read_secret(secret_path, buf, bufsz, why);
-	unlink(secret_path);
-	return rc;
+	FUZZ_CHECK(strncmp(where, ctx, strlen(ctx)) == 0);
+	FUZZ_CHECK(where[strlen(ctx)] == ':');
+	FUZZ_CHECK(line[0] != '\0' && line[0] != '#' && line[0] != ' ' && line[0] != '\t');
+	FUZZ_CHECK(strchr(line, '\n') == NULL);
+	FUZZ_CHECK(strchr(" \t\r", line[strlen(line) - 1]) == NULL);
+	FUZZ_CHECK(eq == NULL || eq == line || strchr(" \t", eq[-1]) == NULL);
+	FUZZ_CHECK(eq == NULL || strcspn(line, " \t") >= (size_t)(eq - line));
 }
 
 /* What opt.h and the README promise of the options, whatever the arguments were. */
@@ -220,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char **args = malloc((size + 1) * sizeof(*args));
 	const char **argv = malloc((size + 1) * sizeof(*argv));
 	struct opt o, seq, fresh;
+	char *text;
 	bool reads_conf = false;
 	int argc = 0, expected_errors;
 	size_t start = 0;
@@ -240,7 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		start = i + 1;
 	}
 
-	opt_parse(&o, NULL, argc, argv);
+	parse(&o, argc, argv);
 	check_opt(&o);
 	/* A user with no password to go with it sends the login to the fallback. */
 	if (o.url.user[0] != '\0' && !o.url.has_password)
@@ -255,7 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_set(&fresh, argv[i]);
 		check_set(&seq, argv[i]);
 	}
-	/* With no file to read, opt_parse is those steps, and the check of the user. */
+	/* With no file to read, opt_parse is those steps, and opt_check. */
 	if (!reads_conf && seq.password_file[0] == '\0') {
 		expected_errors = seq.errors;
 		if (seq.url.user[0] != '\0' && !seq.url.has_password)
@@ -265,6 +253,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	check_duration(whole);
+	text = input_text(size);
+	conf_parse(NULL, conf_name, text, size, check_line, conf_name);
+	free(text);
 
 	opt_wipe(&o);
 	FUZZ_CHECK(o.url.password[0] == '\0');

@@ -25,8 +25,6 @@ FUZZ_ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARNINGS) -Iinclude -Ibuild $(PAM_CFL
 FUZZ_TARGETS = opt url key reply
 FUZZ_BINS = $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_OBJS = $(LIB_SRCS:src/%.c=build/fuzz/%.o)
-# fuzz_opt stands in for the files that opt_parse reads (see fuzz/fuzz_opt.c).
-FUZZ_LDFLAGS_opt = -Wl,--wrap=conf_read,--wrap=conf_read_secret
 FUZZ_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -56,7 +54,7 @@ build/fuzz/%.o: src/%.c $(HEADERS) | build/fuzz fuzz-toolchain
 	$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) -c -o $@ $<
 
 build/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJS) $(HEADERS) | build/fuzz fuzz-toolchain
-	$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) $(FUZZ_LDFLAGS_$*) -o $@ $< $(FUZZ_OBJS) $(PAM_LIBS)
+	$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) -o $@ $< $(FUZZ_OBJS) $(PAM_LIBS)
 
 # Made only by the pattern rule above: not intermediate files to delete after the link.
 .SECONDARY: $(FUZZ_OBJS)

@@ -11,6 +11,9 @@
 
 #include "flowslot/log.h"
 
+/* "file:line" for a path of up to 255 bytes. */
+#define CONF_WHERE_MAX (255 + 32)
+
 /* Opens path if it is safe to trust (cf. pam-u2f open_safely): an absolute path, not a
    symbolic link, a regular file owned by root, writable by no one else, of bounded size.
    Returns the fd and its stat, or -1 with *why; errno is ENOENT for a missing file. */
@@ -107,16 +110,15 @@ static int conf_join(char *line)
 	return 0;
 }
 
-static void conf_apply(struct opt *o, const pam_handle_t *pamh, const char *path, char *text,
-		       size_t len)
+int conf_parse(const pam_handle_t *pamh, const char *name, char *text, size_t len, conf_line_fn *fn,
+	       void *ctx)
 {
-	char where[OPT_DIR_MAX + 32];
-	int lineno = 0;
+	char where[CONF_WHERE_MAX];
+	int lineno = 0, problems = 0;
 
 	if (strlen(text) != len) {
-		o->errors++;
-		log_msg(pamh, LOG_ERR, "conf: %s holds a NUL byte", path);
-		return;
+		log_msg(pamh, LOG_ERR, "conf: %s holds a NUL byte", name);
+		return 1;
 	}
 	for (char *line = text, *next; line != NULL; line = next) {
 		next = strchr(line, '\n');
@@ -126,65 +128,68 @@ static void conf_apply(struct opt *o, const pam_handle_t *pamh, const char *path
 		line = conf_trim(line);
 		if (line[0] == '\0' || line[0] == '#')
 			continue;
-		snprintf(where, sizeof(where), "%s:%d", path, lineno);
+		snprintf(where, sizeof(where), "%s:%d", name, lineno);
 		if (conf_join(line) != 0) {
 			/* Not shown: the line may hold a password. */
-			o->errors++;
+			problems++;
 			log_msg(pamh, LOG_ERR, "%s: a blank inside an option name", where);
 			continue;
 		}
-		o->origin = where;
-		opt_set(o, pamh, line);
-		o->origin = NULL;
+		fn(ctx, where, line);
 	}
+	return problems;
 }
 
-void conf_read(struct opt *o, const pam_handle_t *pamh, const char *path, bool required)
+int conf_read(const pam_handle_t *pamh, const char *path, bool required, conf_line_fn *fn,
+	      void *ctx, mode_t *mode)
 {
 	struct stat st;
 	const char *why = NULL;
-	bool had_password = o->url.has_password || o->has_sentinel_password;
 	size_t len = 0;
 	char *text;
-	int fd = conf_open_safely(path, &st, &why);
+	int problems, fd = conf_open_safely(path, &st, &why);
 
+	*mode = 0;
 	if (fd < 0) {
 		if (errno == ENOENT && !required)
-			return;
-		o->errors++;
+			return 0;
 		log_msg(pamh, LOG_ERR, "conf: cannot use %s: %s", path, why);
-		return;
+		return 1;
 	}
 	text = conf_slurp(fd, &len);
 	close(fd);
 	if (text == NULL) {
-		o->errors++;
 		log_msg(pamh, LOG_ERR, "conf: cannot read %s", path);
-		return;
+		return 1;
 	}
-	conf_apply(o, pamh, path, text, len);
+	*mode = st.st_mode;
+	problems = conf_parse(pamh, path, text, len, fn, ctx);
 	explicit_bzero(text, len);
 	free(text);
-	if (!had_password && (o->url.has_password || o->has_sentinel_password) &&
-	    (st.st_mode & S_IROTH) != 0) {
-		o->errors++;
-		opt_wipe(o);
-		o->url.has_password = false;
-		o->has_sentinel_password = false;
-		log_msg(pamh, LOG_ERR,
-			"conf: %s holds a password but is readable by others (mode %04o): not "
-			"using it; chmod o-r",
-			path, (unsigned)(st.st_mode & 07777));
+	return problems;
+}
+
+int conf_parse_secret(const char *text, size_t n, char *buf, size_t bufsz, const char **why)
+{
+	size_t end = strcspn(text, "\r\n");
+
+	/* A first line that fills all that was read may go on past it. */
+	if (end == 0 || end >= bufsz || memchr(text, '\0', n) != NULL ||
+	    (text[end] == '\0' && n == CONF_SECRET_MAX + 1)) {
+		*why = "the first line must hold the password, up to 511 bytes";
+		return -1;
 	}
+	memcpy(buf, text, end);
+	buf[end] = '\0';
+	return 0;
 }
 
 int conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why)
 {
 	struct stat st;
-	char line[URL_PASSWORD_MAX + 2];
+	char line[CONF_SECRET_MAX + 2];
 	ssize_t n;
-	size_t end;
-	int fd = conf_open_safely(path, &st, why);
+	int rc, fd = conf_open_safely(path, &st, why);
 
 	if (fd < 0)
 		return -1;
@@ -202,15 +207,7 @@ int conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why
 		return -1;
 	}
 	line[n] = '\0';
-	end = strcspn(line, "\r\n");
-	if (end == 0 || end >= bufsz || memchr(line, '\0', (size_t)n) != NULL ||
-	    (line[end] == '\0' && (size_t)n == sizeof(line) - 1)) {
-		explicit_bzero(line, sizeof(line));
-		*why = "the first line must hold the password, up to 511 bytes";
-		return -1;
-	}
-	memcpy(buf, line, end);
-	buf[end] = '\0';
+	rc = conf_parse_secret(line, (size_t)n, buf, bufsz, why);
 	explicit_bzero(line, sizeof(line));
-	return 0;
+	return rc;
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "flowslot/conf.h"
 #include "flowslot/key.h"
@@ -10,6 +11,8 @@
 #include "flowslot/str.h"
 
 #define US_PER_S INT64_C(1000000)
+
+_Static_assert(CONF_SECRET_MAX == URL_PASSWORD_MAX, "password_file= holds a url's password");
 
 void opt_defaults(struct opt *o)
 {
@@ -325,17 +328,60 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 	return opt_bad(o, pamh, "unknown option \"%s\"", shown);
 }
 
-void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
-{
-	const char *conf = NULL;
-	const char *v, *why = NULL;
+/* conf_parse's callback: a line of the file goes through the same setter as an argument. */
+struct opt_conf {
+	struct opt *o;
+	const pam_handle_t *pamh;
+};
 
-	opt_defaults(o);
-	/* First the file, then the module arguments on top of it. */
-	for (int i = 0; i < argc; i++)
-		if ((v = str_skip_prefix(argv[i], "conf=")) != NULL)
-			conf = v;
-	conf_read(o, pamh, conf != NULL ? conf : OPT_CONF_DEFAULT, conf != NULL);
+static void opt_conf_line(void *ctx, const char *where, const char *line)
+{
+	struct opt_conf *c = ctx;
+
+	c->o->origin = where;
+	opt_set(c->o, c->pamh, line);
+	c->o->origin = NULL;
+}
+
+/* A password that a file readable by others gave is not used. */
+static void opt_conf_done(struct opt *o, const pam_handle_t *pamh, const char *name,
+			  bool had_password, mode_t mode)
+{
+	if (had_password || !(o->url.has_password || o->has_sentinel_password) ||
+	    (mode & S_IROTH) == 0)
+		return;
+	o->errors++;
+	opt_wipe(o);
+	o->url.has_password = false;
+	o->has_sentinel_password = false;
+	log_msg(pamh, LOG_ERR,
+		"conf: %s holds a password but is readable by others (mode %04o): not using it; "
+		"chmod o-r",
+		name, (unsigned)(mode & 07777));
+}
+
+void opt_conf_text(struct opt *o, const pam_handle_t *pamh, const char *name, char *text,
+		   size_t len, mode_t mode)
+{
+	struct opt_conf c = { o, pamh };
+	bool had_password = o->url.has_password || o->has_sentinel_password;
+
+	o->errors += conf_parse(pamh, name, text, len, opt_conf_line, &c);
+	opt_conf_done(o, pamh, name, had_password, mode);
+}
+
+static void opt_read_conf(struct opt *o, const pam_handle_t *pamh, const char *path, bool required)
+{
+	struct opt_conf c = { o, pamh };
+	bool had_password = o->url.has_password || o->has_sentinel_password;
+	mode_t mode;
+
+	o->errors += conf_read(pamh, path, required, opt_conf_line, &c, &mode);
+	opt_conf_done(o, pamh, path, had_password, mode);
+}
+
+void opt_parse_args(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+{
 	for (int i = 0; i < argc; i++) {
 		/* /etc/pam.d is world-readable. */
 		if (opt_set(o, pamh, argv[i]) != 0)
@@ -349,19 +395,53 @@ void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **a
 				"sentinel_password= in the PAM stack, and files in /etc/pam.d are "
 				"world-readable: set it in conf=");
 	}
-	if (o->password_file[0] != '\0') {
-		if (conf_read_secret(o->password_file, o->url.password, sizeof(o->url.password),
-				     &why) == 0) {
-			o->url.has_password = true;
-		} else {
-			o->errors++;
-			log_msg(pamh, LOG_ERR, "password_file: cannot use %s: %s", o->password_file,
-				why);
-		}
+}
+
+/* The outcome of reading password_file=. */
+static void opt_take_password(struct opt *o, const pam_handle_t *pamh, int rc, const char *why)
+{
+	if (rc == 0) {
+		o->url.has_password = true;
+		return;
 	}
+	o->errors++;
+	log_msg(pamh, LOG_ERR, "password_file: cannot use %s: %s", o->password_file, why);
+}
+
+void opt_password_text(struct opt *o, const pam_handle_t *pamh, const char *text, size_t n)
+{
+	const char *why = NULL;
+	int rc = conf_parse_secret(text, n, o->url.password, sizeof(o->url.password), &why);
+
+	opt_take_password(o, pamh, rc, why);
+}
+
+void opt_check(struct opt *o, const pam_handle_t *pamh)
+{
 	if (o->url.user[0] != '\0' && !o->url.has_password) {
 		o->errors++;
 		log_msg(pamh, LOG_ERR, "url names the user \"%s\" but no password is given",
 			o->url.user);
 	}
+}
+
+void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+{
+	const char *conf = NULL;
+	const char *v, *why = NULL;
+
+	opt_defaults(o);
+	/* First the file, then the module arguments on top of it. */
+	for (int i = 0; i < argc; i++)
+		if ((v = str_skip_prefix(argv[i], "conf=")) != NULL)
+			conf = v;
+	opt_read_conf(o, pamh, conf != NULL ? conf : OPT_CONF_DEFAULT, conf != NULL);
+	opt_parse_args(o, pamh, argc, argv);
+	if (o->password_file[0] != '\0') {
+		int rc = conf_read_secret(o->password_file, o->url.password,
+					  sizeof(o->url.password), &why);
+
+		opt_take_password(o, pamh, rc, why);
+	}
+	opt_check(o, pamh);
 }

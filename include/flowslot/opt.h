@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <security/pam_modules.h>
 
@@ -57,8 +58,26 @@ void opt_defaults(struct opt *o);
 int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg);
 
 /* Defaults, then the configuration file (conf=, or OPT_CONF_DEFAULT if it exists), then every
-   module argument in order, then password_file=. */
+   module argument in order, then password_file=, then opt_check. */
 void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
+
+/* The steps of opt_parse, for a caller that holds the files' text itself (fuzz/fuzz_opt.c). */
+
+/* Applies the text of the configuration file name (len bytes and a NUL, changed in place) as
+   opt_parse applies the file: each line through opt_set, and a password it gives refused
+   when mode lets others read it. */
+void opt_conf_text(struct opt *o, const pam_handle_t *pamh, const char *name, char *text,
+		   size_t len, mode_t mode);
+
+/* Applies the module arguments, and warns of secrets among them. */
+void opt_parse_args(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
+
+/* Takes the url's password from text, the first n bytes of password_file= (see
+   conf_parse_secret). */
+void opt_password_text(struct opt *o, const pam_handle_t *pamh, const char *text, size_t n);
+
+/* Counts and logs a user named without a password. */
+void opt_check(struct opt *o, const pam_handle_t *pamh);
 
 /* A DURATION: digits with an optional decimal part and an optional unit ms, s or m (a bare
    number is seconds). Returns 0 and the duration in microseconds, or -1. */

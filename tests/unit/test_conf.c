@@ -76,15 +76,23 @@ static void expect_error(const struct opt *o, const char *needle)
 		fail_msg("errors %d, expected \"%s\" in: %s", o->errors, needle, logged);
 }
 
+static void no_line(void *ctx, const char *where, const char *line)
+{
+	(void)ctx;
+	fail_msg("%s: \"%s\" from a missing file", where, line);
+}
+
 static void test_missing(void **state)
 {
 	struct opt o;
+	mode_t mode = 0644;
+	int problems;
 
 	(void)state;
 	/* The default file may be missing; a named one may not. */
-	opt_defaults(&o);
-	conf_read(&o, NULL, "/nonexistent/pam_flowslot.conf", false);
-	assert_int_equal(o.errors, 0);
+	problems = conf_read(NULL, "/nonexistent/pam_flowslot.conf", false, no_line, NULL, &mode);
+	assert_int_equal(problems, 0);
+	assert_int_equal(mode, 0);
 	parse_conf(&o, "/nonexistent/pam_flowslot.conf", NULL);
 	expect_error(&o, "cannot use /nonexistent/pam_flowslot.conf");
 	parse_conf(&o, "relative.conf", NULL);
