@@ -1,7 +1,6 @@
 #include "flowslot/conf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,41 +9,23 @@
 #include <unistd.h>
 
 #include "flowslot/log.h"
+#include "flowslot/trust.h"
 
 /* "file:line" for a path of up to 255 bytes. */
 #define CONF_WHERE_MAX (255 + 32)
 
-/* Opens path if it is safe to trust (cf. pam-u2f open_safely): an absolute path, not a
-   symbolic link, a regular file owned by root, writable by no one else, of bounded size.
-   Returns the fd and its stat, or -1 with *why; errno is ENOENT for a missing file. */
-static int conf_open_safely(const char *path, struct stat *st, const char **why)
+/* Opens path as trust_open_root_file does, and refuses a file larger than CONF_SIZE_MAX. */
+static int conf_open(const char *path, bool secret, struct stat *st, const char **why)
 {
-	int fd;
+	int fd = trust_open_root_file(path, secret, st, why);
 
-	if (path[0] != '/') {
-		*why = "not an absolute path";
-		errno = EINVAL;
-		return -1;
-	}
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		*why = errno == ELOOP ? "a symbolic link" : strerror(errno);
-		return -1;
-	}
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		*why = "not a regular file";
-	} else if (st->st_uid != 0) {
-		*why = "not owned by root";
-	} else if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-		*why = "writable by group or others";
-	} else if (st->st_size > CONF_SIZE_MAX) {
+	if (fd >= 0 && st->st_size > CONF_SIZE_MAX) {
+		close(fd);
 		*why = "larger than 64 KiB";
-	} else {
-		return fd;
+		errno = EPERM;
+		return -1;
 	}
-	close(fd);
-	errno = EPERM;
-	return -1;
+	return fd;
 }
 
 /* Reads all of fd (at most CONF_SIZE_MAX bytes) into a NUL-terminated buffer to free. */
@@ -147,7 +128,7 @@ int conf_read(const pam_handle_t *pamh, const char *path, bool required, conf_li
 	const char *why = NULL;
 	size_t len = 0;
 	char *text;
-	int problems, fd = conf_open_safely(path, &st, &why);
+	int problems, fd = conf_open(path, false, &st, &why);
 
 	*mode = 0;
 	if (fd < 0) {
@@ -189,15 +170,10 @@ int conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why
 	struct stat st;
 	char line[CONF_SECRET_MAX + 2];
 	ssize_t n;
-	int rc, fd = conf_open_safely(path, &st, why);
+	int rc, fd = conf_open(path, true, &st, why);
 
 	if (fd < 0)
 		return -1;
-	if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
-		close(fd);
-		*why = "readable by group or others (chmod 0600)";
-		return -1;
-	}
 	do
 		n = read(fd, line, sizeof(line) - 1);
 	while (n < 0 && errno == EINTR);

@@ -114,8 +114,7 @@ static bool lslot_prune_one(int dfd, const char *name)
 		return false;
 	/* A live schedule, the common case, is seen without locking; it is read again under
 	   the lock before it goes. */
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    st.st_nlink == 1 && lslot_read_tat(fd, now_us) <= now_us &&
+	if (fstat(fd, &st) == 0 && trust_own_file(&st, 0) && lslot_read_tat(fd, now_us) <= now_us &&
 	    flock(fd, LOCK_EX | LOCK_NB) == 0 && lslot_still_named(dfd, name, fd) &&
 	    lslot_read_tat(fd, now_us) <= now_us)
 		gone = unlinkat(dfd, name, 0) == 0;
@@ -177,7 +176,7 @@ static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, c
 		return -1;
 	}
 	/* No link at all: pruned since the open, which the caller sees after locking. */
-	if (fstat(fd, &st) != 0 || !trust_own_file(&st)) {
+	if (fstat(fd, &st) != 0 || !trust_own_file(&st, 077)) {
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
 			dir, name, (unsigned)geteuid());

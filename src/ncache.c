@@ -1,6 +1,5 @@
 #include "flowslot/ncache.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "flowslot/lslot.h"
+#include "flowslot/trust.h"
 #include "flowslot/url.h"
 
 #define NCACHE_FILE_MAX 300 /* "host:port\n" */
@@ -31,33 +31,18 @@ void ncache_name(const struct url *u, const char *what, char *out, size_t outsz)
 	snprintf(out, outsz, "node.%016" PRIx64 ".%s", hash, what);
 }
 
-/* Opens dir if only we can write there, creating it (0700) when asked. */
-static int ncache_open_dir(const char *dir, bool create)
-{
-	struct stat st;
-	int dfd;
-
-	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return -1;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd >= 0 && (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022))) {
-		close(dfd);
-		return -1;
-	}
-	return dfd;
-}
-
 int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node *node)
 {
 	char buf[NCACHE_FILE_MAX + 1];
 	struct stat st;
+	const char *why; /* unused: a hint that cannot be trusted is no hint */
 	ssize_t n = -1;
-	int dfd = ncache_open_dir(dir, false), fd = -1;
+	int dfd = trust_open_dir(dir, false, &why), fd = -1;
 
 	if (dfd >= 0)
 		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    st.st_nlink == 1 && (st.st_mode & 022) == 0 && st.st_size <= NCACHE_FILE_MAX &&
+	if (fd >= 0 && fstat(fd, &st) == 0 && trust_own_file(&st, 022) &&
+	    st.st_size <= NCACHE_FILE_MAX &&
 	    (max_age_s == 0 || time(NULL) - st.st_mtime <= max_age_s))
 		n = read(fd, buf, sizeof(buf) - 1);
 	if (fd >= 0)
@@ -72,8 +57,9 @@ int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node
 int ncache_put(const char *dir, const char *name, const struct url_node *node)
 {
 	char tmp[NCACHE_NAME_MAX + 48], buf[NCACHE_FILE_MAX + 1];
+	const char *why; /* unused, as in ncache_get */
 	int len = snprintf(buf, sizeof(buf), "%s:%d\n", node->host, node->port);
-	int dfd = ncache_open_dir(dir, true), fd = -1;
+	int dfd = trust_open_dir(dir, true, &why), fd = -1;
 	unsigned rnd = 0;
 	bool stored = false;
 

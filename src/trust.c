@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
 int trust_open_dir(const char *dir, bool create, const char **why)
@@ -27,8 +28,38 @@ int trust_open_dir(const char *dir, bool create, const char **why)
 	return dfd;
 }
 
-bool trust_own_file(const struct stat *st)
+bool trust_own_file(const struct stat *st, mode_t forbidden)
 {
 	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink <= 1 &&
-	       (st->st_mode & 077) == 0;
+	       (st->st_mode & forbidden) == 0;
+}
+
+int trust_open_root_file(const char *path, bool secret, struct stat *st, const char **why)
+{
+	int fd;
+
+	if (path[0] != '/') {
+		*why = "not an absolute path";
+		errno = EINVAL;
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		*why = errno == ELOOP ? "a symbolic link" : strerror(errno);
+		return -1;
+	}
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		*why = "not a regular file";
+	} else if (st->st_uid != 0) {
+		*why = "not owned by root";
+	} else if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		*why = "writable by group or others";
+	} else if (secret && (st->st_mode & (S_IRGRP | S_IROTH)) != 0) {
+		*why = "readable by group or others (chmod 0600)";
+	} else {
+		return fd;
+	}
+	close(fd);
+	errno = EPERM;
+	return -1;
 }

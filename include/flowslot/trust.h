@@ -1,4 +1,6 @@
-/* Files the module keeps for itself in state_dir: opened only where no one else can write. */
+/* Whom the module trusts with a file: every owner, mode and symbolic-link check it makes. Its
+   own files in state_dir, opened only where no one else can write; root's files that configure
+   it. */
 #ifndef FLOWSLOT_TRUST_H
 #define FLOWSLOT_TRUST_H
 
@@ -12,7 +14,14 @@
 int trust_open_dir(const char *dir, bool create, const char **why);
 
 /* Whether st is a file of ours: regular, owned by the effective uid, at most one link (none:
-   unlinked since it was opened), and no permission for group or others. */
-bool trust_own_file(const struct stat *st);
+   unlinked since it was opened), and none of the permission bits in forbidden (077: none for
+   group or others). */
+bool trust_own_file(const struct stat *st, mode_t forbidden);
+
+/* Opens path read-only if root keeps it for us (cf. pam-u2f open_safely): an absolute path,
+   not a symbolic link, a regular file owned by root and writable by no one else; when secret,
+   readable by no one else either. Returns an O_CLOEXEC descriptor and its stat, or -1 with
+   *why; errno is ENOENT for a missing file, EPERM for one refused. */
+int trust_open_root_file(const char *path, bool secret, struct stat *st, const char **why);
 
 #endif
