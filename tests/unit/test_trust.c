@@ -1,0 +1,238 @@
+/* Unit tests for src/trust.c: every owner, mode and symbolic-link rule, on real files. Some
+   files belong to another uid (nobody, 65534), so the tests that need them run as root. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flowslot/trust.h"
+
+#define NOBODY 65534
+
+static char dir[] = "/tmp/test_trust.XXXXXX";
+static char path[512];
+static const char not_ours[] = "is not a directory owned by this uid and writable by no one else";
+
+/* dir/name, in path. */
+static const char *at(const char *name)
+{
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return path;
+}
+
+/* Creates dir/name with mode and owner uid (ours: geteuid()). */
+static const char *make_file(const char *name, mode_t mode, uid_t uid)
+{
+	int fd = open(at(name), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "x\n", 2), 2);
+	assert_int_equal(fchown(fd, uid, (gid_t)-1), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+	return path;
+}
+
+static struct stat stat_of(const char *p)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(p, &st), 0);
+	return st;
+}
+
+static void need_root(void)
+{
+	if (geteuid() != 0)
+		skip();
+}
+
+/* trust_open_root_file's answer for p: its why, or "" when it opened it. */
+static const char *root_file(const char *p, bool secret)
+{
+	struct stat st;
+	const char *why = "";
+	int fd = trust_open_root_file(p, secret, &st, &why);
+
+	if (fd >= 0) {
+		assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+		assert_true(S_ISREG(st.st_mode));
+		close(fd);
+		return "";
+	}
+	assert_non_null(why);
+	return why;
+}
+
+static void test_open_dir(void **state)
+{
+	const char *why = NULL;
+	int fd;
+
+	(void)state;
+	/* Made 0700 when asked, and ours. */
+	fd = trust_open_dir(at("state"), true, &why);
+	assert_true(fd >= 0);
+	assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+	close(fd);
+	assert_int_equal(stat_of(at("state")).st_mode & 07777, 0700);
+	/* Readable by others is fine; writable by them is not. */
+	assert_int_equal(chmod(at("state"), 0755), 0);
+	fd = trust_open_dir(at("state"), false, &why);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(chmod(at("state"), 0770), 0);
+	why = NULL;
+	assert_int_equal(trust_open_dir(at("state"), false, &why), -1);
+	assert_int_equal(errno, EPERM);
+	assert_string_equal(why, not_ours);
+	assert_int_equal(chmod(at("state"), 0702), 0);
+	assert_int_equal(trust_open_dir(at("state"), true, &why), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(chmod(at("state"), 0700), 0);
+
+	/* Missing, and not to be made. */
+	why = NULL;
+	assert_int_equal(trust_open_dir(at("missing"), false, &why), -1);
+	assert_string_equal(why, "cannot open");
+	/* A symbolic link to a good directory, and a file. */
+	assert_int_equal(symlink("state", at("link")), 0);
+	why = NULL;
+	assert_int_equal(trust_open_dir(at("link"), true, &why), -1);
+	assert_string_equal(why, "cannot open");
+	make_file("plain", 0600, geteuid());
+	assert_int_equal(trust_open_dir(at("plain"), false, &why), -1);
+}
+
+static void test_open_dir_other_uid(void **state)
+{
+	const char *why = NULL;
+
+	(void)state;
+	need_root();
+	assert_int_equal(mkdir(at("theirs"), 0700), 0);
+	assert_int_equal(chown(at("theirs"), NOBODY, NOBODY), 0);
+	assert_int_equal(trust_open_dir(at("theirs"), true, &why), -1);
+	assert_int_equal(errno, EPERM);
+	assert_string_equal(why, not_ours);
+}
+
+static void test_own_file(void **state)
+{
+	char second[sizeof(path)];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	st = stat_of(make_file("own", 0600, geteuid()));
+	assert_true(trust_own_file(&st, 077));
+	/* Each caller's rule for group and others: none at all, none to write, or any. */
+	st = stat_of(make_file("own", 0640, geteuid()));
+	assert_false(trust_own_file(&st, 077));
+	assert_true(trust_own_file(&st, 022));
+	st = stat_of(make_file("own", 0620, geteuid()));
+	assert_false(trust_own_file(&st, 022));
+	assert_true(trust_own_file(&st, 0));
+	st = stat_of(make_file("own", 0606, geteuid()));
+	assert_false(trust_own_file(&st, 022));
+
+	/* A second name, a link, a directory: never ours. */
+	snprintf(second, sizeof(second), "%s/own2", dir);
+	assert_int_equal(link(make_file("own", 0600, geteuid()), second), 0);
+	st = stat_of(at("own"));
+	assert_int_equal(st.st_nlink, 2);
+	assert_false(trust_own_file(&st, 0));
+	assert_int_equal(unlink(second), 0);
+	assert_int_equal(symlink("own", at("own-link")), 0);
+	st = stat_of(at("own-link"));
+	assert_false(trust_own_file(&st, 0));
+	st = stat_of(dir);
+	assert_false(trust_own_file(&st, 0));
+
+	/* No name at all: removed since it was opened, and still the file we hold. */
+	fd = open(make_file("own", 0600, geteuid()), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unlink(at("own")), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	assert_int_equal(st.st_nlink, 0);
+	assert_true(trust_own_file(&st, 077));
+}
+
+static void test_own_file_other_uid(void **state)
+{
+	struct stat st;
+
+	(void)state;
+	need_root();
+	st = stat_of(make_file("their-file", 0600, NOBODY));
+	assert_false(trust_own_file(&st, 0));
+}
+
+static void test_root_file(void **state)
+{
+	(void)state;
+	need_root();
+	assert_string_equal(root_file(make_file("conf", 0644, 0), false), "");
+	assert_string_equal(root_file(make_file("conf", 0600, 0), true), "");
+	/* Readable by others: fine for a configuration file, not for a password. */
+	assert_string_equal(root_file(make_file("conf", 0640, 0), true),
+			    "readable by group or others (chmod 0600)");
+	assert_string_equal(root_file(make_file("conf", 0604, 0), true),
+			    "readable by group or others (chmod 0600)");
+	assert_string_equal(root_file(make_file("conf", 0664, 0), false),
+			    "writable by group or others");
+	assert_string_equal(root_file(make_file("conf", 0602, 0), true),
+			    "writable by group or others");
+	assert_string_equal(root_file(make_file("conf", 0644, NOBODY), false), "not owned by root");
+	assert_string_equal(root_file(make_file("conf", 0600, NOBODY), true), "not owned by root");
+	assert_string_equal(root_file(dir, false), "not a regular file");
+	assert_int_equal(mkfifo(at("fifo"), 0600), 0);
+	assert_string_equal(root_file(at("fifo"), false), "not a regular file");
+
+	make_file("conf", 0600, 0);
+	assert_int_equal(symlink("conf", at("conf-link")), 0);
+	assert_string_equal(root_file(at("conf-link"), true), "a symbolic link");
+	assert_string_equal(root_file("conf", false), "not an absolute path");
+	assert_int_equal(errno, EINVAL);
+	assert_string_equal(root_file(at("missing"), false), strerror(ENOENT));
+	assert_int_equal(errno, ENOENT);
+	assert_string_equal(root_file(make_file("conf", 0664, 0), false),
+			    "writable by group or others");
+	assert_int_equal(errno, EPERM);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_dir),  cmocka_unit_test(test_open_dir_other_uid),
+		cmocka_unit_test(test_own_file),  cmocka_unit_test(test_own_file_other_uid),
+		cmocka_unit_test(test_root_file),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
