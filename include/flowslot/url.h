@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* url= and the endpoints a server names (MOVED, ASK, a sentinel's answer): parsed, never
    resolved. */
 #ifndef FLOWSLOT_URL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/trust.c: every owner, mode and symbolic-link rule, on real files. Some
    files belong to another uid (nobody, 65534), so the tests that need them run as root. */
 #include <stdarg.h>

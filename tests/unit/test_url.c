@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/url.c: url= and the endpoints servers name. */
 #include <stdarg.h>
 #include <stddef.h>
