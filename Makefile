@@ -91,13 +91,19 @@ unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
 	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(call shq,$(CURDIR)/build/locale) ./$$t || exit 1; done
 
 # The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
+# The suites time their logins, so they never run side by side: check-run is made with -j1
+# whatever -j the caller gave (GNU make 4.3, Debian 12's, has only the global .NOTPARALLEL,
+# which would serialise the build too).
 check:
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) --no-print-directory -j1 check-run
 
-# Further suites add themselves to CHECK_EXTRA from mk/*.mk.
+# The further suites and targets, one file each, named by what it checks; a suite adds itself
+# to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.
 CHECK_EXTRA =
--include mk/*.mk
+include mk/sanitize.mk
+include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/tls.mk mk/ha.mk
+include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)
 	bash tests/docs.sh

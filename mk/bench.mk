@@ -28,7 +28,7 @@ bench bench-run:
 else
 bench:
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory bench-run
+	@$(MAKE) --no-print-directory -j1 bench-run
 
 bench-run: all $(BENCH_BINS)
 	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) BENCH_RAW=$(BENCH_RAW) bash bench/run.sh

@@ -12,14 +12,23 @@ returned=$(sed -n '/^static int gate_denial/,$p' pam_flowslot.c |
 	grep -oE '(\] = |return |ret = )PAM_[A-Z_]+' | grep -oE 'PAM_[A-Z_]+' | sort -u | tr '\n' ' ')
 check "man page RETURN VALUES match the code ($documented)" [ "$documented" = "$returned" ]
 
-# Every option the parser knows is documented, in the man page and the README, and no more.
+# Every option the parser knows is documented in the man page, and no more; the README names
+# only options the parser knows.
 code_opts=$( (sed -nE 's/^\s*\{ "([a-z_]+)=", opt_set_.*/\1/p' src/opt.c
 	grep -oE 'strcmp\(arg, "[a-z_]+"\)' src/opt.c | sed -E 's/.*"(.*)".*/\1/') | sort | tr '\n' ' ')
 man_opts=$(sed -n '/^\.SH "*OPTIONS"*/,/^\.SH/p' pam_flowslot.8 |
 	sed -nE '/^\.TP/{n; s/^(\.BI? |\\fB)([a-z_]+)(=| |$|\\fR).*/\2/p}' | sort -u | tr '\n' ' ')
-readme_opts=$(sed -nE 's/^\| `([a-z_]+)=?` \|.*/\1/p' README.md | sort -u | tr '\n' ' ')
+readme_opts=$(sed -nE 's/^- \*\*`([a-z_]+)=?`\*\*.*/\1/p' README.md | sort -u | tr '\n' ' ')
 check "man page OPTIONS match the parser ($man_opts)" [ "$man_opts" = "$code_opts" ]
-check "README options table matches the parser ($readme_opts)" [ "$readme_opts" = "$code_opts" ]
+unknown=$(for opt in $readme_opts; do case " $code_opts" in *" $opt "*) ;; *) echo "$opt" ;; esac; done)
+check "README's option guidance names only options the parser knows ($readme_opts)" \
+	[ -n "$readme_opts" -a -z "$unknown" ]
+
+# The README stays short enough to read in minutes, and every file it links to exists.
+check "README.md is at most 12 KB ($(wc -c < README.md) bytes)" [ "$(wc -c < README.md)" -le 12288 ]
+missing=$(grep -oE '\]\([^)#]+\)' README.md HACKING.md | sed -E 's/.*\]\(([^)]*)\)/\1/' | sort -u |
+	while read -r f; do [ -e "$f" ] || echo "$f"; done)
+check "README.md and HACKING.md link only to files in the tree${missing:+ (missing: $missing)}" [ -z "$missing" ]
 
 conf_opts=$(sed -nE 's/^#([a-z_]+)(=.*)?$/\1/p' etc/security/pam_flowslot.conf | sort -u | tr '\n' ' ')
 check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" \

@@ -14,17 +14,12 @@ set -u
 PW='tls-s3cret-pw'
 permit="auth required @P/pam_permit.so"
 
-skip() {
-	echo "# skipped: $*"
-	finish
-	exit 0
-}
 for tool in stunnel4 openssl socat; do
 	command -v "$tool" > /dev/null ||
-		skip "$tool is not installed (tests/deps.sh installs it as root: apt-get install $tool)"
+		skip_all "$tool is not installed (tests/deps.sh installs it as root: apt-get install $tool)"
 done
 # Debian's redis-server is built with TLS, linked to libssl.
-ldd "$(command -v redis-server)" | grep -q libssl || skip "this redis-server is built without TLS"
+ldd "$(command -v redis-server)" | grep -q libssl || skip_all "this redis-server is built without TLS"
 
 # The test PKI: our CA, a server certificate for redis.example.net and a client certificate
 # from it, and another CA, as a man in the middle would have.

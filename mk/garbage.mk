@@ -1,4 +1,4 @@
-# tests/garbage.sh: the module against a fake Redis server that answers garbage (issue 4).
+# tests/garbage.sh: the module against a fake Redis server that answers garbage.
 .PHONY: check-garbage
 CHECK_EXTRA += check-garbage
 
