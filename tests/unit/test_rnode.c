@@ -150,6 +150,23 @@ static const char *cached(const struct opt *o)
 	return out;
 }
 
+/* A file under dir, with contents text, mode mode, written age_s ago. */
+static void write_file(const char *name, const char *text, mode_t mode, int age_s)
+{
+	char path[OPT_DIR_MAX + NCACHE_NAME_MAX + 2];
+	struct timespec times[2] = { { 0 } };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, mode), 0);
+	times[0].tv_sec = times[1].tv_sec = time(NULL) - age_s;
+	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+}
+
 /* Where in s the command cmd starts (as RESP), or NULL. */
 static const char *cmd_at(const char *s, const char *cmd)
 {
@@ -319,6 +336,18 @@ static void test_redirect_cap(void **state)
 	assert_log_is(1, "3 redis " D ": redirect: more than 3 redirects: giving up\n");
 	assert_string_equal(cached(&o), "");
 	assert_int_equal(fakepeer_frees(), 4);
+
+	/* a node that sends us back to itself */
+	teardown(state);
+	setup(state);
+	cluster(&o, A, NULL);
+	for (int i = 0; i < 5; i++)
+		fakepeer_add(A, OK "-MOVED 1234 " A "\r\n");
+	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
+	assert_string_equal(fakepeer_path(), A "|" A "|" A "|" A);
+	for (int i = 0; i < 4; i++)
+		assert_cmds(i, "READWRITE EVALSHA");
+	assert_log_is(1, "3 redis " A ": redirect: more than 3 redirects: giving up\n");
 }
 
 /* A node that asks and asks: ASKING ahead of the script on each hop, and the same cap. */
@@ -440,6 +469,7 @@ static void test_bad_redirects(void **state)
 		if (reserve(&o) != SLOT_UNAVAILABLE)
 			fail_msg("case %zu was followed: %s", i, reply);
 		assert_string_equal(fakepeer_path(), A);
+		assert_cmds(0, "READWRITE EVALSHA");
 		assert_log_is(1, cases[i].log);
 		assert_string_equal(cached(&o), "");
 	}
@@ -456,6 +486,7 @@ static void test_asking_refused(void **state)
 	fakepeer_add(B, OK "-ERR not now\r\n" ADMIT);
 	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
 	assert_string_equal(fakepeer_path(), A "|" B);
+	assert_cmds(1, "READWRITE ASKING EVALSHA");
 	assert_log_is(1, "3 redis " B ": ASKING: ERR not now\n");
 	assert_string_equal(cached(&o), "");
 }
@@ -482,48 +513,67 @@ static void test_sentinel_cached_master(void **state)
 	assert_log_is(0, NULL);
 }
 
-/* A cached master that is stale, garbled, or down: the sentinel is asked, and its master
-   replaces the entry. */
+/* A cached master that is stale, garbled, unsafe (others could write it, or it is not the
+   uid's own file) or down: the sentinel is asked, and its master replaces the entry (once
+   tests/garbage.sh's master cache cases). */
 static void test_sentinel_cache_ignored(void **state)
 {
-	static const char *const how[] = { "stale", "garbled", "no newline", "down" };
+	enum { STALE, GARBLED, NO_NEWLINE, MODE_0666, MODE_0620, SYMLINK, OWNER, DOWN, N_HOW };
+	static const char *const how[] = { "stale",	"garbled", "no newline", "mode 0666",
+					   "mode 0620", "symlink", "owner",	 "down" };
 
-	for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+	for (int i = 0; i < N_HOW; i++) {
 		struct opt o;
 		char name[NCACHE_NAME_MAX], path[OPT_DIR_MAX + NCACHE_NAME_MAX + 2];
-		FILE *f;
+		char target[OPT_DIR_MAX + 16];
+		struct stat st;
 
 		teardown(state);
 		setup(state);
+		if (i == OWNER && geteuid() != 0)
+			continue;
 		sentinel(&o, S1, NULL);
 		entry_name(&o, name);
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		snprintf(target, sizeof(target), "%s/target", dir);
 		switch (i) {
-		case 0:
-			cache(&o, M1, 120);
-			fakepeer_add(M1, ROLE_MASTER ADMIT);
+		case GARBLED:
+			write_file(name, "not an endpoint\n", 0600, 0);
 			break;
-		case 1:
-		case 2:
-			f = fopen(path, "w");
-			assert_non_null(f);
-			fputs(i == 1 ? "not an endpoint\n" : M1, f);
-			fclose(f);
-			assert_int_equal(chmod(path, 0600), 0);
-			fakepeer_add(M1, ROLE_MASTER ADMIT);
+		case NO_NEWLINE:
+			write_file(name, M1, 0600, 0);
+			break;
+		case SYMLINK:
+			write_file("target", M1 "\n", 0600, 0);
+			assert_int_equal(symlink(target, path), 0);
 			break;
 		default:
-			cache(&o, M1, 1); /* M1 takes no connection */
+			cache(&o, M1, i == STALE ? 120 : 1);
 			break;
 		}
+		if (i == MODE_0666 || i == MODE_0620)
+			assert_int_equal(chmod(path, i == MODE_0666 ? 0666 : 0620), 0);
+		if (i == OWNER)
+			assert_int_equal(chown(path, 65534, 65534), 0);
+		if (i != DOWN)
+			fakepeer_add(M1, ROLE_MASTER ADMIT);
 		fakepeer_add(S1, NAMES_M2);
 		fakepeer_add(M2, ROLE_MASTER ADMIT);
 		if (reserve(&o) != SLOT_ADMIT)
 			fail_msg("%s cache: %s", how[i], fakepeer_log());
-		assert_string_equal(fakepeer_path(), i == 3 ? M1 "|" S1 "|" M2 : S1 "|" M2);
-		assert_cmds(i == 3 ? 1 : 0, "SENTINEL");
+		if (strcmp(fakepeer_path(), i == DOWN ? M1 "|" S1 "|" M2 : S1 "|" M2) != 0)
+			fail_msg("%s cache: went %s", how[i], fakepeer_path());
+		assert_cmds(i == DOWN ? 1 : 0, "SENTINEL");
+		assert_int_equal(lstat(path, &st), 0);
+		assert_true(S_ISREG(st.st_mode));
+		assert_int_equal(st.st_mode & 07777, 0600);
+		assert_int_equal(st.st_uid, geteuid());
 		assert_string_equal(cached(&o), M2);
-		assert_log_is(i == 3 ? 1 : 0, NULL);
+		assert_log_is(i == DOWN ? 1 : 0, NULL);
+		if (i == SYMLINK)
+			assert_int_equal(ncache_get(dir, "target", 0, &o.url.nodes[1]), 0);
+		if (i == SYMLINK)
+			assert_int_equal(o.url.nodes[1].port, 6391); /* the target not written */
 	}
 }
 
@@ -584,6 +634,8 @@ static void test_role_not_master(void **state)
 		if (reserve(&o) != SLOT_UNAVAILABLE)
 			fail_msg("case %zu was taken as a master", i);
 		assert_string_equal(fakepeer_path(), S1 "|" M1);
+		assert_cmds(0, "SENTINEL");
+		assert_cmds(1, "ROLE EVALSHA");
 		assert_log_is(cases[i].errs, cases[i].log);
 		assert_non_null(strstr(fakepeer_log(), "no master to use: every one named failed"));
 		assert_string_equal(cached(&o), "");
@@ -651,7 +703,7 @@ static void test_sentinel_garbage(void **state)
 		  "get-master-addr-by-name: Server closed the connection\n" },
 		{ "", 0, FAKEPEER_OPEN, "get-master-addr-by-name: timed out\n" },
 		{ "$100000000\r\n", 0, FAKEPEER_OPEN, "get-master-addr-by-name: reply too large\n" },
-		{ "", 0, FAKEPEER_GONE, NULL },
+		{ "", 0, FAKEPEER_GONE, "sending: the server closed the connection\n" },
 		{ NULL, 0, FAKEPEER_OPEN, no_addr }, /* a 300-byte host */
 	};
 	static char big[70000];
@@ -723,23 +775,6 @@ static void test_sentinel_auth(void **state)
 	fakepeer_add(M1, ROLE_MASTER ADMIT);
 	assert_int_equal(reserve(&o), SLOT_ADMIT);
 	assert_cmds(1, "ROLE EVALSHA"); /* the master gets no sentinel password */
-}
-
-/* A file under dir, with contents text, mode mode, written age_s ago. */
-static void write_file(const char *name, const char *text, mode_t mode, int age_s)
-{
-	char path[OPT_DIR_MAX + NCACHE_NAME_MAX + 2];
-	struct timespec times[2] = { { 0 } };
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-	times[0].tv_sec = times[1].tv_sec = time(NULL) - age_s;
-	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
 }
 
 /* What ncache_get reads from the entry "e" under dir, "" for nothing to trust. */
