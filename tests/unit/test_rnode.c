@@ -491,6 +491,58 @@ static void test_asking_refused(void **state)
 	assert_string_equal(cached(&o), "");
 }
 
+/* A remembered node is used for a minute, then the seeds are asked again. */
+static void test_cluster_cache_age(void **state)
+{
+	struct opt o;
+
+	(void)state;
+	cluster(&o, A, NULL);
+	cache(&o, C, 10);
+	fakepeer_add(C, OK ADMIT);
+	assert_int_equal(reserve(&o), SLOT_ADMIT);
+	assert_string_equal(fakepeer_path(), C);
+
+	teardown(state);
+	setup(state);
+	cluster(&o, A, NULL);
+	cache(&o, C, 120);
+	fakepeer_add(A, OK ADMIT);
+	fakepeer_add(C, OK ADMIT);
+	assert_int_equal(reserve(&o), SLOT_ADMIT);
+	assert_string_equal(fakepeer_path(), A);
+	assert_string_equal(cached(&o), A);
+}
+
+/* A node that is no cluster member (READWRITE refused: a standalone Redis) fails, whatever
+   the script answered behind it, and the next seed is tried. */
+static void test_cluster_standalone_refused(void **state)
+{
+	static const char standalone[] =
+		"-ERR This instance has cluster support disabled\r\n" ADMIT;
+	struct opt o;
+
+	(void)state;
+	cluster(&o, A, B);
+	fakepeer_add(A, standalone);
+	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
+	assert_string_equal(fakepeer_path(), A "|" B);
+	assert_cmds(0, "READWRITE EVALSHA");
+	assert_log_is(2, "3 redis " A ": READWRITE: ERR This instance has cluster support "
+			 "disabled\n");
+
+	teardown(state);
+	setup(state);
+	cluster(&o, A, B);
+	cache(&o, C, 5);
+	fakepeer_add(C, standalone);
+	fakepeer_add(A, standalone);
+	fakepeer_add(B, OK ADMIT);
+	assert_int_equal(reserve(&o), SLOT_ADMIT);
+	assert_string_equal(fakepeer_path(), C "|" A "|" B);
+	assert_string_equal(cached(&o), B);
+}
+
 /* Sentinel: a master cached in the last minute is asked first (ROLE ahead of the script),
    and the sentinels are not asked. */
 static void test_sentinel_cached_master(void **state)
@@ -960,6 +1012,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_seeds_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_redirects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_asking_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_cache_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_standalone_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sentinel_cached_master, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sentinel_cache_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_role_replica, setup, teardown),
