@@ -565,14 +565,17 @@ static void test_sentinel_cached_master(void **state)
 	assert_log_is(0, NULL);
 }
 
-/* A cached master that is stale, garbled, unsafe (others could write it, or it is not the
-   uid's own file) or down: the sentinel is asked, and its master replaces the entry (once
-   tests/garbage.sh's master cache cases). */
+/* A cached master that is stale (or written an hour ahead: the clock was stepped back),
+   garbled, unsafe (others could write it, or it is not the uid's own file) or down: the
+   sentinel is asked, and its master replaces the entry (once tests/garbage.sh's master
+   cache cases). */
 static void test_sentinel_cache_ignored(void **state)
 {
-	enum { STALE, GARBLED, NO_NEWLINE, MODE_0666, MODE_0620, SYMLINK, OWNER, DOWN, N_HOW };
-	static const char *const how[] = { "stale",	"garbled", "no newline", "mode 0666",
-					   "mode 0620", "symlink", "owner",	 "down" };
+	enum { STALE, FUTURE, GARBLED, NO_NEWLINE, MODE_0666, MODE_0620, SYMLINK, OWNER, DOWN,
+	       N_HOW };
+	static const char *const how[] = { "stale",	"future",  "garbled", "no newline",
+					   "mode 0666", "mode 0620", "symlink", "owner",
+					   "down" };
 
 	for (int i = 0; i < N_HOW; i++) {
 		struct opt o;
@@ -600,7 +603,7 @@ static void test_sentinel_cache_ignored(void **state)
 			assert_int_equal(symlink(target, path), 0);
 			break;
 		default:
-			cache(&o, M1, i == STALE ? 120 : 1);
+			cache(&o, M1, i == STALE ? 120 : i == FUTURE ? -3600 : 1);
 			break;
 		}
 		if (i == MODE_0666 || i == MODE_0620)
@@ -877,6 +880,11 @@ static void test_ncache_max_age(void **state)
 	write_file("e", "127.0.0.1:7001\n", 0600, 30);
 	assert_string_equal(get(60), "127.0.0.1:7001");
 	assert_string_equal(get(10), "");
+	assert_string_equal(get(0), "127.0.0.1:7001");
+	/* Written an hour ahead of now (the clock was stepped back since): its age is unknown,
+	   and it must not outlive max_age by the size of the step. */
+	write_file("e", "127.0.0.1:7001\n", 0600, -3600);
+	assert_string_equal(get(60), "");
 	assert_string_equal(get(0), "127.0.0.1:7001");
 }
 
