@@ -215,8 +215,8 @@ const char *fakepeer_sent(int i)
 	if (conn->read || conn->fd < 0)
 		return conn->read ? conn->sent : "";
 	for (;;) {
-		ssize_t got = recv(conn->fd, conn->sent + n, sizeof(conn->sent) - 1 - n,
-				   MSG_DONTWAIT);
+		ssize_t got =
+		    recv(conn->fd, conn->sent + n, sizeof(conn->sent) - 1 - n, MSG_DONTWAIT);
 
 		if (got <= 0)
 			break;

@@ -194,8 +194,8 @@ static void assert_cmds(int i, const char *want)
 			len = strtol(p + 3, &p, 10);
 			p += 2;
 			if (a == 0)
-				n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%.*s", n ? " " : "",
-						      (int)len, p);
+				n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%.*s",
+						      n ? " " : "", (int)len, p);
 			p += len;
 		}
 		assert_true(p[0] == '\r' && p[1] == '\n');
@@ -433,10 +433,10 @@ static void test_seeds_in_order(void **state)
 static void test_bad_redirects(void **state)
 {
 	static const char host300[] =
-		"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-		"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-		"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
-		"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh";
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh";
 	static const struct {
 		const char *reply, *log;
 	} cases[] = {
@@ -519,7 +519,7 @@ static void test_cluster_cache_age(void **state)
 static void test_cluster_standalone_refused(void **state)
 {
 	static const char standalone[] =
-		"-ERR This instance has cluster support disabled\r\n" ADMIT;
+	    "-ERR This instance has cluster support disabled\r\n" ADMIT;
 	struct opt o;
 
 	(void)state;
@@ -571,11 +571,21 @@ static void test_sentinel_cached_master(void **state)
    cache cases). */
 static void test_sentinel_cache_ignored(void **state)
 {
-	enum { STALE, FUTURE, GARBLED, NO_NEWLINE, MODE_0666, MODE_0620, SYMLINK, OWNER, DOWN,
-	       N_HOW };
-	static const char *const how[] = { "stale",	"future",  "garbled", "no newline",
-					   "mode 0666", "mode 0620", "symlink", "owner",
-					   "down" };
+	enum {
+		STALE,
+		FUTURE,
+		GARBLED,
+		NO_NEWLINE,
+		MODE_0666,
+		MODE_0620,
+		SYMLINK,
+		OWNER,
+		DOWN,
+		N_HOW
+	};
+	static const char *const how[] = { "stale",	 "future",    "garbled",
+					   "no newline", "mode 0666", "mode 0620",
+					   "symlink",	 "owner",     "down" };
 
 	for (int i = 0; i < N_HOW; i++) {
 		struct opt o;
@@ -743,7 +753,8 @@ static void test_sentinel_garbage(void **state)
 		enum fakepeer_end end;
 		const char *log;
 	} cases[] = {
-		{ "*-1\r\n", 0, FAKEPEER_OPEN, "get-master-addr-by-name: no master named \"mymaster\"\n" },
+		{ "*-1\r\n", 0, FAKEPEER_OPEN,
+		  "get-master-addr-by-name: no master named \"mymaster\"\n" },
 		{ "-ERR No such master with that name\r\n", 0, FAKEPEER_OPEN,
 		  "get-master-addr-by-name: ERR No such master with that name\n" },
 		{ ":6379\r\n", 0, FAKEPEER_OPEN, no_addr },
@@ -757,7 +768,8 @@ static void test_sentinel_garbage(void **state)
 		{ "*2\r\n$9\r\n127.0.0.1\r\n", 0, FAKEPEER_EOF,
 		  "get-master-addr-by-name: Server closed the connection\n" },
 		{ "", 0, FAKEPEER_OPEN, "get-master-addr-by-name: timed out\n" },
-		{ "$100000000\r\n", 0, FAKEPEER_OPEN, "get-master-addr-by-name: reply too large\n" },
+		{ "$100000000\r\n", 0, FAKEPEER_OPEN,
+		  "get-master-addr-by-name: reply too large\n" },
 		{ "", 0, FAKEPEER_GONE, "sending: the server closed the connection\n" },
 		{ NULL, 0, FAKEPEER_OPEN, no_addr }, /* a 300-byte host */
 	};
@@ -774,8 +786,12 @@ static void test_sentinel_garbage(void **state)
 		sentinel(&o, S1, NULL);
 		o.timeout_us = 100000;
 		if (r == NULL) {
-			n = (size_t)snprintf(reply, sizeof(reply), "*2\r\n$300\r\n%0300d\r\n$4\r\n6391\r\n", 0);
-			memset(reply + 11, 'h', 300);
+			char host[301];
+
+			memset(host, 'h', 300);
+			host[300] = '\0';
+			n = (size_t)snprintf(reply, sizeof(reply),
+					     "*2\r\n$300\r\n%s\r\n$4\r\n6391\r\n", host);
 			r = reply;
 		} else {
 			n = strlen(r);
@@ -892,9 +908,17 @@ static void test_ncache_max_age(void **state)
 static void test_ncache_garbled(void **state)
 {
 	static const char *const bad[] = {
-		"", "\n", "not an endpoint\n", "127.0.0.1:7001", "127.0.0.1\n",
-		"127.0.0.1:0\n", "127.0.0.1:65536\n", "localhost:7001\n", "127.0.0.1:7001\n\n",
-		"127.0.0.1:7001x\n", " 127.0.0.1:7001\n",
+		"",
+		"\n",
+		"not an endpoint\n",
+		"127.0.0.1:7001",
+		"127.0.0.1\n",
+		"127.0.0.1:0\n",
+		"127.0.0.1:65536\n",
+		"localhost:7001\n",
+		"127.0.0.1:7001\n\n",
+		"127.0.0.1:7001x\n",
+		" 127.0.0.1:7001\n",
 	};
 	char big[400];
 
@@ -1026,8 +1050,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sentinel_cache_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_role_replica, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_role_not_master, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sentinel_names_failed_master, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_sentinel_names_failed_master, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sentinels_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sentinel_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sentinel_auth, setup, teardown),
