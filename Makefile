@@ -38,7 +38,7 @@ LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_conf build/test_key build/test_countdown build/test_slot \
-	     build/test_rslot build/test_lqueue build/test_lslot build/test_hangup build/test_symbols
+	     build/test_rslot build/test_rnode build/test_lqueue build/test_lslot build/test_hangup build/test_symbols
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
@@ -77,6 +77,12 @@ build/test_%: tests/unit/test_%.c $(LIB_OBJS) $(HEADERS)
 
 build/test_rslot: tests/unit/test_rslot.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
+
+# The Sentinel and Cluster paths: a fake node per address, and the log's priorities.
+build/test_rnode: tests/unit/test_rnode.c tests/unit/fakepeer.c tests/unit/fakepeer.h $(LIB_OBJS) \
+		  $(HEADERS)
+	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -Wl,--wrap=log_msg -o $@ $< tests/unit/fakepeer.c \
+		$(LIB_OBJS) $(TEST_LIBS)
 
 build/test_symbols: tests/unit/test_symbols.c pam_flowslot.so
 	$(CC) $(TEST_CFLAGS) -DMODULE_PATH=$(call shq,"$(CURDIR)/pam_flowslot.so") -o $@ $< \
