@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pam_flowslot: a PAM module that staggers logins.
 #
 #   make                 build pam_flowslot.so

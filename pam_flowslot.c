@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pam_flowslot: lets logins through one interval apart.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmarks against the alternatives (issue 6): bench/run.sh drives the C clients of bench/
 # against private redis-servers and pamtester, and writes BENCHMARKS.md and bench/timeline.png.
 # Not part of "make check": nothing here is a timed assertion.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian 12 packages that building, the tests and the demo need. As root it runs
 # apt-get for whatever is missing; otherwise it names the missing packages and fails.
 set -eu
