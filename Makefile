@@ -7,6 +7,9 @@
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
 #   make WERROR=1        warnings are errors (CI)
 
+# The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).
+VERSION = 0.9.0
+
 PKG_CONFIG ?= pkg-config
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -28,7 +31,8 @@ DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
 PAMCONFIGDIR ?= $(PREFIX)/share/pam-configs
 
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
-	     $(PAM_CFLAGS) $(CFLAGS)
+	     -DFLOWSLOT_VERSION=\"$(VERSION)\" \
+	     $(PAM_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
 		 -Wl,-z,now
 
@@ -49,7 +53,7 @@ pam_flowslot.so: build/pam_flowslot.o $(LIB_OBJS) pam_flowslot.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_MODULE) $(LDFLAGS) -o $@ build/pam_flowslot.o $(LIB_OBJS) \
 		$(PAM_LIBS)
 
-build/pam_flowslot.o: pam_flowslot.c $(HEADERS) | build
+build/pam_flowslot.o: pam_flowslot.c $(HEADERS) Makefile | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 build/%.o: src/%.c $(HEADERS) | build

@@ -68,6 +68,17 @@ else
 	echo "# skipped: the SPDX lines (not a git checkout)"
 fi
 
+# One version: the Makefile's, NEWS's newest entry, and the module's debug trace.
+version=$(sed -nE 's/^VERSION = ([0-9][^ ]*)$/\1/p' Makefile)
+news=$(sed -nE 's/^pam_flowslot ([0-9][^ ]*) .*/\1/p' NEWS | head -1)
+check "NEWS's newest entry is the Makefile's version ($version, NEWS $news)" \
+	[ -n "$version" -a "$news" = "$version" ]
+service version "auth required @M url=local state_dir=$TMP/vstate debug" \
+	"auth required @P/pam_permit.so"
+login v1 version u1
+check "the debug trace names the version ($(grep -o 'version [^ ]*: auth' "$TMP/v1.err"))" \
+	grep -qF "version $version: auth" "$TMP/v1.err"
+
 # make install honours DESTDIR and PAMDIR, with the modes a distribution expects.
 dest=$TMP/dest
 make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
