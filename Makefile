@@ -5,6 +5,7 @@
 #   make check           install what the tests need (as root, with apt) and run them all
 #   make demo            six logins through a private Redis, one second apart
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
+#   make deb             the Debian package libpam-flowslot, into build/deb/ (mk/deb.mk)
 #   make WERROR=1        warnings are errors (CI)
 
 # The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).

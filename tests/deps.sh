@@ -9,6 +9,11 @@ pamtester libpam-wrapper libpamtest0-dev redis-server redis-tools valgrind faket
 groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux
 redis-sentinel iproute2 stunnel4 openssl socat"
 
+# "deps.sh deb": what make deb and tests/deb.sh need besides (debhelper, lintian).
+if [ "${1:-}" = deb ]; then
+	PACKAGES="$PACKAGES dpkg-dev debhelper lintian fakeroot"
+fi
+
 missing=""
 for p in $PACKAGES; do
 	status=$(dpkg-query -W -f='${Status}' "$p" 2> /dev/null || true)

@@ -58,7 +58,7 @@ check "README shows etc/pam.d/flowslot-example line for line" \
 if git -C "$TOP" rev-parse --git-dir > /dev/null 2>&1; then
 	unlicensed=$(git -C "$TOP" ls-files '*.c' '*.h' '*.sh' '*.lua' '*.py' '*.mk' '*.map' \
 		'*.supp' Makefile '*.8' '*.5' '.ci/*' .clang-format 'etc/pam.d/*' 'etc/security/*' \
-		'etc/stunnel/*' debian/rules |
+		'etc/stunnel/*' debian/rules 'debian/*.prerm' |
 		while read -r f; do
 			head -3 "$f" | grep -q 'SPDX-License-Identifier: BSD-3-Clause' || echo "$f"
 		done | tr '\n' ' ')
@@ -68,11 +68,15 @@ else
 	echo "# skipped: the SPDX lines (not a git checkout)"
 fi
 
-# One version: the Makefile's, NEWS's newest entry, and the module's debug trace.
+# One version: the Makefile's, NEWS's newest entry, debian/changelog's, and the module's debug
+# trace.
 version=$(sed -nE 's/^VERSION = ([0-9][^ ]*)$/\1/p' Makefile)
 news=$(sed -nE 's/^pam_flowslot ([0-9][^ ]*) .*/\1/p' NEWS | head -1)
 check "NEWS's newest entry is the Makefile's version ($version, NEWS $news)" \
 	[ -n "$version" -a "$news" = "$version" ]
+changelog=$(sed -nE '1s/^[a-z0-9.+-]+ \(([^)]+)\).*/\1/p' debian/changelog)
+check "debian/changelog's newest entry is the Makefile's version (changelog $changelog)" \
+	[ "$changelog" = "$version" ]
 service version "auth required @M url=local state_dir=$TMP/vstate debug" \
 	"auth required @P/pam_permit.so"
 login v1 version u1
