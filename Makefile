@@ -1,10 +1,15 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pam_flowslot: a PAM module that staggers logins.
 #
 #   make                 build pam_flowslot.so
 #   make check           install what the tests need (as root, with apt) and run them all
 #   make demo            six logins through a private Redis, one second apart
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
+#   make deb             the Debian package libpam-flowslot, into build/deb/ (mk/deb.mk)
 #   make WERROR=1        warnings are errors (CI)
+
+# The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).
+VERSION = 0.9.0
 
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -27,7 +32,8 @@ DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
 PAMCONFIGDIR ?= $(PREFIX)/share/pam-configs
 
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
-	     $(PAM_CFLAGS) $(CFLAGS)
+	     -DFLOWSLOT_VERSION=\"$(VERSION)\" \
+	     $(PAM_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
 		 -Wl,-z,now
 
@@ -48,7 +54,7 @@ pam_flowslot.so: build/pam_flowslot.o $(LIB_OBJS) pam_flowslot.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_MODULE) $(LDFLAGS) -o $@ build/pam_flowslot.o $(LIB_OBJS) \
 		$(PAM_LIBS)
 
-build/pam_flowslot.o: pam_flowslot.c $(HEADERS) | build
+build/pam_flowslot.o: pam_flowslot.c $(HEADERS) Makefile | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 build/%.o: src/%.c $(HEADERS) | build
@@ -108,7 +114,7 @@ check:
 # to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.
 CHECK_EXTRA =
 include mk/sanitize.mk
-include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/tls.mk mk/ha.mk
+include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/tls.mk mk/ha.mk mk/deb.mk
 include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pam_flowslot: lets logins through one interval apart.
  *
@@ -320,6 +321,8 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	int rc;
 
 	opt_parse(&o, pamh, argc, argv);
+	if (o.debug)
+		log_msg(pamh, LOG_DEBUG, "version %s: %s", FLOWSLOT_VERSION, gate_phase_name[phase]);
 	if (admitted_in != NULL) {
 		if (o.debug)
 			log_msg(pamh, LOG_DEBUG, "%s: admitted already in %s: no second wait",

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by bench/measure.sh and bench/report.sh: messages, reading the clients' name=value
 # lines, small statistics, and (for measuring, after tests/lib.sh) the servers of a run.
 # shellcheck shell=bash

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make bench, the measuring: pam_flowslot against the alternatives, in one run on this machine.
 # Private redis-servers on loopback or on Unix sockets in a temporary directory, stopped by pid
 # (tests/lib.sh); logins through the C clients of bench/ (the module's own code path: the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make bench, the report: renders BENCHMARKS.md on stdout from the raw results that
 # bench/measure.sh wrote into RAWDIR, and from them alone (no server, no git). With PNG, also
 # draws the admission timeline of measurement 3 from RAWDIR/timeline.csv into PNG (with

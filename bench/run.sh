@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make bench and make bench-report: bench/measure.sh writes the raw results into one directory,
 # then bench/report.sh renders BENCHMARKS.md and bench/timeline.png from that directory alone.
 # With QUICK=1, fewer and shorter rounds, into build/bench/BENCHMARKS-quick.md (raw results in

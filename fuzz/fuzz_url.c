@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: opt_parse_url on the input as a C string (cut at its first NUL). */
 #include "flowslot/opt.h"
 #include "fuzz.h"

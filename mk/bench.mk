@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmarks against the alternatives: bench/measure.sh drives the C clients of bench/ against
 # private redis-servers and pamtester and writes the raw results; bench/report.sh renders
 # BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/garbage.sh: the module against a fake Redis server that answers garbage.
 .PHONY: check-garbage
 CHECK_EXTRA += check-garbage

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Process hygiene (issue 4): tests/hygiene.c calls the real libpam API under pam_wrapper and
 # checks that no entry point leaks a descriptor or touches a signal disposition, and that 16
 # threads with a handle each are admitted one interval apart; tests/hygiene.sh runs it against

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/tls.sh: Redis across an untrusted network through a stunnel4 client (issue 9). Part of
 # "make check"; alone with "make check-tls".
 .PHONY: check-tls

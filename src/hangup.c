@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Why this works (LOGIN-PATHS.md, "Disconnects"): sshd does not notice a client that hangs up
  * while a module sleeps, but the process waiting in the session phase (the monitor) holds the

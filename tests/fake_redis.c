@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_redis: a Redis server that answers garbage, for tests/garbage.sh.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Garbage from the server (issue 4): the real module in real libpam (pamtester under
 # pam_wrapper) against build/fake_redis, a server that answers the script with the wrong type,
 # out-of-range numbers, a 100 MB bulk, half a reply, nothing, or a byte at a time. Every login

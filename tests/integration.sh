@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Integration tests: the real module in real libpam (pamtester under pam_wrapper), against a
 # private redis-server and against url=local. With FLOWSLOT_VALGRIND=1 every login runs under
 # valgrind, and any memory error or leak fails it.

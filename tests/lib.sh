@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the shell test suites: a temporary directory, private Redis servers stopped by pid,
 # PAM service files under pam_wrapper, logins through pamtester, and TAP-like reporting.
 # shellcheck shell=bash

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Lua script on its own, through redis-cli --eval, against private redis-servers.
 set -u
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The configuration file and the password file: opened safely, read through opt_set. */
 #ifndef FLOWSLOT_CONF_H
 #define FLOWSLOT_CONF_H

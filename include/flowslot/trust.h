@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Files the module keeps for itself in state_dir: opened only where no one else can write. */
 #ifndef FLOWSLOT_TRUST_H
 #define FLOWSLOT_TRUST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fake Redis nodes for unit tests, one per address. hiredis's connect functions are wrapped
    (-Wl,--wrap, RSLOT_WRAPS in the Makefile) to hand back one end of a socketpair whose other
    end already holds the replies the test scripted for that address; an address with no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/key.c: template checks and expansion. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Sentinel and Cluster decision paths (src/rslot.c, src/rnode.c) and the node cache
    (src/ncache.c), against fake nodes: one scripted peer per address (fakepeer.c), any other
    address refused like a node that is down. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Redis slot client against a scripted peer: hiredis's connect functions are wrapped
    (-Wl,--wrap) to hand back one end of a socketpair, and the test plays the server on the
    other end with whatever bytes it wants: replies, errors, NOSCRIPT, garbage, or silence. */

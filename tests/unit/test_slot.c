@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/slot.c: the GCRA step shared by the local backend and slot.lua. */
 #include <stdarg.h>
 #include <stddef.h>
