@@ -58,7 +58,8 @@ struct gate_who {
 	char rhost_shown[128];
 };
 
-/* What a login that is not let through gets, by phase (cf. LOGIN-PATHS: never PAM_MAXTRIES). */
+/* What a login that is not let through gets, by phase (never PAM_MAXTRIES, which tells sshd and
+   login to stop asking). */
 static int gate_denial(enum gate_phase phase, enum slot_verdict verdict)
 {
 	static const int refused[] = {

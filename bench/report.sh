@@ -265,7 +265,7 @@ EOF
 printf '%s' "$M1_TABLE"
 cat <<-EOF
 
-	The issue's anchor for WATCH/MULTI was 16 to 36 commands per login for N = 50 to 200. This
+	An earlier measurement of WATCH/MULTI found 16 to 36 commands per login for N = 50 to 200. This
 	run measured about $M1_W50 and $M1_W200: here the N logins are released within microseconds
 	of each other, so each round of the optimistic loop has nearly every remaining login in it
 	and only one of them commits: the tries per login, five commands each, grow with N. Logins

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Garbage from the server (issue 4): the real module in real libpam (pamtester under
+# Garbage from the server: the real module in real libpam (pamtester under
 # pam_wrapper) against build/fake_redis, a server that answers the script with the wrong type,
 # out-of-range numbers, a 100 MB bulk, half a reply, nothing, or a byte at a time. Every login
 # must end in its fallback within the timeout, with exactly one LOG_ERR line naming the cause;
-# the control mode "ok" shows that the fake server itself speaks Redis. Then (issue 5),
+# the control mode "ok" shows that the fake server itself speaks Redis. Then,
 # end to end, the fake server plays cluster nodes and a sentinel: a redirect loop under
 # fallback=closed, a MOVED followed and remembered across logins, remembered nodes that must
 # not be trusted or answer garbage, a real standalone Redis where a node was, and all seeds
@@ -189,7 +189,7 @@ check "TCP, stall: refused in ${took} ms, one LOG_ERR: $(shown tcp-stall)" \
 check "TCP, stall: one LOG_ERR naming the timeout" one_err tcp-stall "127\.0\.0\.1:$port: script: timed out"
 check "TCP, stall: the fake server stopped cleanly on SIGTERM" stop_fake fake-tcpt
 
-# Sentinel and Cluster (issue 5): the fake server plays a cluster node that redirects in
+# Sentinel and Cluster: the fake server plays a cluster node that redirects in
 # circles, once, or to a standalone Redis, and a sentinel. Every login must still end in its
 # fallback, within its bounds, with LOG_ERR lines that say why. Each connection gets its own
 # timeout, and a chain of them must not run out under valgrind.

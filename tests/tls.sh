@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Redis across an untrusted network (issue 9): Debian 12's hiredis has no TLS, so the module
+# Redis across an untrusted network: Debian 12's hiredis has no TLS, so the module
 # talks to a stunnel4 client on loopback, which carries it over TLS to a redis-server that
 # listens with tls-port only and asks for a client certificate. The tunnels are made from the
 # shipped etc/stunnel/flowslot-redis.conf, with a test CA made here by openssl. 1. Logins are

@@ -278,7 +278,7 @@ static void test_refused(void **state)
 	assert_int_equal(res.position, 9);
 }
 
-/* A queue others built with a longer max_wait is a refusal, not garbage (issue #7). */
+/* A queue others built with a longer max_wait is a refusal, not garbage. */
 static void test_refused_longer_queue(void **state)
 {
 	struct opt o;
