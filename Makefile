@@ -1,10 +1,15 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pam_flowslot: a PAM module that staggers logins.
 #
 #   make                 build pam_flowslot.so
 #   make check           install what the tests need (as root, with apt) and run them all
 #   make demo            six logins through a private Redis, one second apart
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
+#   make deb             the Debian package libpam-flowslot, into build/deb/ (mk/deb.mk)
 #   make WERROR=1        warnings are errors (CI)
+
+# The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).
+VERSION = 0.9.0
 
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -27,7 +32,8 @@ DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
 PAMCONFIGDIR ?= $(PREFIX)/share/pam-configs
 
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
-	     $(PAM_CFLAGS) $(CFLAGS)
+	     -DFLOWSLOT_VERSION=\"$(VERSION)\" \
+	     $(PAM_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
 		 -Wl,-z,now
 
@@ -38,8 +44,8 @@ LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/test_countdown \
-	     build/test_slot build/test_rslot build/test_lqueue build/test_lslot build/test_hangup \
-	     build/test_trust build/test_symbols
+	     build/test_slot build/test_rslot build/test_rnode build/test_lqueue build/test_lslot \
+	     build/test_hangup build/test_trust build/test_symbols
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
@@ -49,7 +55,7 @@ pam_flowslot.so: build/pam_flowslot.o $(LIB_OBJS) pam_flowslot.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_MODULE) $(LDFLAGS) -o $@ build/pam_flowslot.o $(LIB_OBJS) \
 		$(PAM_LIBS)
 
-build/pam_flowslot.o: pam_flowslot.c $(HEADERS) | build
+build/pam_flowslot.o: pam_flowslot.c $(HEADERS) Makefile | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 build/%.o: src/%.c $(HEADERS) | build
@@ -79,6 +85,12 @@ build/test_%: tests/unit/test_%.c $(LIB_OBJS) $(HEADERS)
 build/test_rslot: tests/unit/test_rslot.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
 
+# The Sentinel and Cluster paths: a fake node per address, and the log's priorities.
+build/test_rnode: tests/unit/test_rnode.c tests/unit/fakepeer.c tests/unit/fakepeer.h $(LIB_OBJS) \
+		  $(HEADERS)
+	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -Wl,--wrap=log_msg -o $@ $< tests/unit/fakepeer.c \
+		$(LIB_OBJS) $(TEST_LIBS)
+
 build/test_symbols: tests/unit/test_symbols.c pam_flowslot.so
 	$(CC) $(TEST_CFLAGS) -DMODULE_PATH=$(call shq,"$(CURDIR)/pam_flowslot.so") -o $@ $< \
 		$(TEST_LIBS) -ldl
@@ -92,13 +104,19 @@ unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
 	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(call shq,$(CURDIR)/build/locale) ./$$t || exit 1; done
 
 # The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
+# The suites time their logins, so they never run side by side: check-run is made with -j1
+# whatever -j the caller gave (GNU make 4.3, Debian 12's, has only the global .NOTPARALLEL,
+# which would serialise the build too).
 check:
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) --no-print-directory -j1 check-run
 
-# Further suites add themselves to CHECK_EXTRA from mk/*.mk.
+# The further suites and targets, one file each, named by what it checks; a suite adds itself
+# to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.
 CHECK_EXTRA =
--include mk/*.mk
+include mk/sanitize.mk
+include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/tls.mk mk/ha.mk mk/deb.mk
+include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)
 	bash tests/docs.sh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pam_flowslot: lets logins through one interval apart.
  *
@@ -57,7 +58,8 @@ struct gate_who {
 	char rhost_shown[128];
 };
 
-/* What a login that is not let through gets, by phase (cf. LOGIN-PATHS: never PAM_MAXTRIES). */
+/* What a login that is not let through gets, by phase (never PAM_MAXTRIES, which tells sshd and
+   login to stop asking). */
 static int gate_denial(enum gate_phase phase, enum slot_verdict verdict)
 {
 	static const int refused[] = {
@@ -320,6 +322,8 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	int rc;
 
 	opt_parse(&o, pamh, argc, argv);
+	if (o.debug)
+		log_msg(pamh, LOG_DEBUG, "version %s: %s", FLOWSLOT_VERSION, gate_phase_name[phase]);
 	if (admitted_in != NULL) {
 		if (o.debug)
 			log_msg(pamh, LOG_DEBUG, "%s: admitted already in %s: no second wait",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the benchmark clients in bench/: options through the module's own parser, a start
    gate that releases many processes at the same instant, results in shared memory, and
    percentiles. Not part of the module. */

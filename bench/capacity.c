@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measurement 4: decision capacity.
  *
  *   capacity P SECONDS OPTION...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measurement 1: Redis commands per admitted login, under contention.
  *
  *   contend MODE N OPTION...

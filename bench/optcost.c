@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measurement 6: what an option costs a decision.
  *
  *   optcost ROUNDS OPTION... -- NAME OPTION... [-- NAME OPTION...]...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measurement 2: the time that a command B adds to a command A, pair by pair.
  *
  *   pairtime ROUNDS RAW LOG_A LOG_B -- A... -- B...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measurements 7 to 9: what the queue of live waiters costs, and what it gives back.
  *
  *   queuecost calls WAIT_S[,WAIT_S...] OPTION...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measurement 3: stagger precision.
  *
  *   stagger N CSV OPTION...

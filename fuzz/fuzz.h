@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the libFuzzer targets in fuzz/: prototypes, the invariant check, url invariants. */
 #ifndef FLOWSLOT_FUZZ_H
 #define FLOWSLOT_FUZZ_H

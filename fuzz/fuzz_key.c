@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the schedule key. The input is four NUL-separated fields: template,
    service, user and rhost (a missing field is NULL). A valid template is expanded, and every
    key, expanded or not, is turned into a local slot file name. */

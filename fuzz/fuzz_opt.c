@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the module arguments and the configuration file. The input, split on NUL
    or newline, is argv; each line also goes through opt_set on its own, and the whole input (to
    its first NUL) through opt_parse_duration.

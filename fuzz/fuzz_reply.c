@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: what the module makes of a server's reply. The input is RESP, read by a
    hiredis reader under the caps rnode.c puts on every connection (rnode_cap_reader); every
    reply, and every reply nested in one, goes to rslot_read_reply as the answer to each op

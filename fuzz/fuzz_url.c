@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: url_parse on the input as a C string (cut at its first NUL). */
 #include "flowslot/url.h"
 #include "fuzz.h"

@@ -1,20 +1,27 @@
-# Benchmarks against the alternatives (issue 6): bench/run.sh drives the C clients of bench/
-# against private redis-servers and pamtester, and writes BENCHMARKS.md and bench/timeline.png.
+# SPDX-License-Identifier: BSD-3-Clause
+# Benchmarks against the alternatives: bench/measure.sh drives the C clients of bench/ against
+# private redis-servers and pamtester and writes the raw results; bench/report.sh renders
+# BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).
 # Not part of "make check": nothing here is a timed assertion.
 #
-#   make bench           the full run, about 5 minutes on 2 cores: writes BENCHMARKS.md
+#   make bench           the full run, about 5 minutes on 2 cores: writes BENCHMARKS.md, the raw
+#                        results in build/bench/raw/
 #   make bench QUICK=1   a smoke run of about a minute, with fewer and shorter rounds: writes
-#                        build/bench/BENCHMARKS-quick.md, leaving the committed figures alone
+#                        build/bench/BENCHMARKS-quick.md (raw results in build/bench/raw-quick/),
+#                        leaving the committed figures alone
+#   make bench-report    renders the same output again from the last raw results, measuring
+#                        nothing (QUICK=1 for the smoke run's): after editing bench/report.sh
 #
-# BENCH_OUT= names another output file. The figures are of the plain build: not with
-# SANITIZE=1. The Debian packages come from tests/deps.sh, plus gnuplot-nox for the picture.
+# BENCH_OUT= names another output file, BENCH_RAW= another raw directory. The figures are of
+# the plain build: not with SANITIZE=1. The Debian packages come from tests/deps.sh, plus
+# gnuplot-nox for the picture.
 
 QUICK ?= 0
 BENCH_BINS = build/bench/contend build/bench/stagger build/bench/capacity build/bench/optcost \
 	     build/bench/pairtime build/bench/queuecost
 BENCH_COMMON = bench/bench.c bench/bench.h
 
-.PHONY: bench bench-run
+.PHONY: bench bench-run bench-report
 
 ifeq ($(SANITIZE),1)
 bench bench-run:
@@ -22,11 +29,14 @@ bench bench-run:
 else
 bench:
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory bench-run
+	@$(MAKE) --no-print-directory -j1 bench-run
 
 bench-run: all $(BENCH_BINS)
-	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) bash bench/run.sh
+	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) BENCH_RAW=$(BENCH_RAW) bash bench/run.sh
 endif
+
+bench-report:
+	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) BENCH_RAW=$(BENCH_RAW) bash bench/run.sh report
 
 build/bench: | build
 	mkdir -p build/bench

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # libFuzzer targets (fuzz/fuzz_*.c) under ASan and UBSan, built by clang into build/fuzz/,
 # apart from the gcc objects in build/. Not part of "make check".
 #

@@ -1,4 +1,5 @@
-# Past one Redis (issue 5): Sentinel failover, a Redis Cluster with a slot migrated mid-stream,
+# SPDX-License-Identifier: BSD-3-Clause
+# Past one Redis: Sentinel failover, a Redis Cluster with a slot migrated mid-stream,
 # and two hosts in network namespaces sharing one schedule. Part of "make check"; alone with
 # "make check-ha".
 .PHONY: check-ha

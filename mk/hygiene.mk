@@ -1,4 +1,5 @@
-# Process hygiene (issue 4): tests/hygiene.c calls the real libpam API under pam_wrapper and
+# SPDX-License-Identifier: BSD-3-Clause
+# Process hygiene: tests/hygiene.c calls the real libpam API under pam_wrapper and
 # checks that no entry point leaks a descriptor or touches a signal disposition, and that 16
 # threads with a handle each are admitted one interval apart; tests/hygiene.sh runs it against
 # private Redis servers, plainly and (but with SANITIZE=1) the threaded part under helgrind.

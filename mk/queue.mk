@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/queue.sh: the queue of live waiters through real libpam (killed waiters, a retry,
 # two live attempts, per_host, Redis lost mid-wait).
 .PHONY: check-queue

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # make check SANITIZE=1: the module, the unit tests and build/hygiene built with ASan and UBSan;
 # the shell suites then preload the ASan runtime into pamtester (tests/lib.sh, on
 # FLOWSLOT_SANITIZE=1) and skip the valgrind pass, since valgrind and ASan do not mix.

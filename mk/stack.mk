@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/stack.sh: the module in real stacks (several phases on one handle, a user prompt to
 # resume, pam_faillock after a refusal, the session after a refused gate). tests/resume.c
 # drives a conversation that pamtester cannot.

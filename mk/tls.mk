@@ -1,4 +1,5 @@
-# tests/tls.sh: Redis across an untrusted network through a stunnel4 client (issue 9). Part of
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/tls.sh: Redis across an untrusted network through a stunnel4 client. Part of
 # "make check"; alone with "make check-tls".
 .PHONY: check-tls
 CHECK_EXTRA += check-tls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/conf.h"
 
 #include <errno.h>

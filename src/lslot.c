@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/lslot.h"
 
 #include <errno.h>

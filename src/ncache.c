@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/ncache.h"
 
 #include <fcntl.h>
@@ -31,6 +32,16 @@ void ncache_name(const struct url *u, const char *what, char *out, size_t outsz)
 	snprintf(out, outsz, "node.%016" PRIx64 ".%s", hash, what);
 }
 
+/* Whether an entry written at mtime is at most max_age_s old. One written later than now
+   (the clock was stepped back since) has no age to trust: taken, it would outlive max_age by
+   the size of the step. A second's grace, for file times finer than time()'s. */
+static bool ncache_fresh(time_t mtime, int max_age_s)
+{
+	time_t age = time(NULL) - mtime;
+
+	return age >= -1 && age <= max_age_s;
+}
+
 int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node *node)
 {
 	char buf[NCACHE_FILE_MAX + 1];
@@ -43,7 +54,7 @@ int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node
 		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) == 0 && trust_own_file(&st, 022) &&
 	    st.st_size <= NCACHE_FILE_MAX &&
-	    (max_age_s == 0 || time(NULL) - st.st_mtime <= max_age_s))
+	    (max_age_s == 0 || ncache_fresh(st.st_mtime, max_age_s)))
 		n = read(fd, buf, sizeof(buf) - 1);
 	if (fd >= 0)
 		close(fd);

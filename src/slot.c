@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/slot.h"
 
 int64_t slot_recover(int64_t now_us, int64_t tat_us, int64_t at_us)

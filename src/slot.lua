@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- pam_flowslot: one schedule's queue of live waiters, atomically.
 --
 -- KEYS[1]  the schedule: one sorted set, so that Redis Cluster never splits it, even

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/trust.h"
 
 #include <errno.h>

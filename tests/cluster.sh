@@ -1,5 +1,6 @@
 #!/bin/bash
-# Redis Cluster (issue 5): three masters on loopback TCP. Logins reach the node that owns their
+# SPDX-License-Identifier: BSD-3-Clause
+# Redis Cluster: three masters on loopback TCP. Logins reach the node that owns their
 # key's slot, a hash tag keeps keys together, a cached slot map saves the redirect, and a stream
 # of logins on one key rides out a slot migration (MIGRATING, MIGRATE, ASK, MOVED) without a
 # login lost or the stagger broken.

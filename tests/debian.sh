@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Debian integration: the pam-auth-update profile, in a throwaway root (a copy of /etc/pam.d,
 # /var/lib/pam and /usr/share/pam-configs) and a private copy of the debconf database, so the
 # host is never touched. Needs root, for the mount namespace.

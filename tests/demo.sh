@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make demo: six simultaneous logins through pamtester (under pam_wrapper, so /etc/pam.d is
 # untouched), staggered one second apart by pam_flowslot on a private redis-server.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian 12 packages that building, the tests and the demo need. As root it runs
 # apt-get for whatever is missing; otherwise it names the missing packages and fails.
 set -eu
@@ -7,6 +8,11 @@ PACKAGES="gcc make pkg-config libc6-dev libpam0g-dev libpam-modules libhiredis-d
 pamtester libpam-wrapper libpamtest0-dev redis-server redis-tools valgrind faketime locales
 groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux
 redis-sentinel iproute2 stunnel4 openssl socat"
+
+# "deps.sh deb": what make deb and tests/deb.sh need besides (debhelper, lintian).
+if [ "${1:-}" = deb ]; then
+	PACKAGES="$PACKAGES dpkg-dev debhelper lintian fakeroot"
+fi
 
 missing=""
 for p in $PACKAGES; do

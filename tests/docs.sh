@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The man page, the README and the examples against the code; make install into a DESTDIR.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -12,14 +13,23 @@ returned=$(sed -n '/^static int gate_denial/,$p' pam_flowslot.c |
 	grep -oE '(\] = |return |ret = )PAM_[A-Z_]+' | grep -oE 'PAM_[A-Z_]+' | sort -u | tr '\n' ' ')
 check "man page RETURN VALUES match the code ($documented)" [ "$documented" = "$returned" ]
 
-# Every option the parser knows is documented, in the man page and the README, and no more.
+# Every option the parser knows is documented in the man page, and no more; the README names
+# only options the parser knows.
 code_opts=$( (sed -nE 's/^\s*\{ "([a-z_]+)=", opt_set_.*/\1/p' src/opt.c
 	grep -oE 'strcmp\(arg, "[a-z_]+"\)' src/opt.c | sed -E 's/.*"(.*)".*/\1/') | sort | tr '\n' ' ')
 man_opts=$(sed -n '/^\.SH "*OPTIONS"*/,/^\.SH/p' pam_flowslot.8 |
 	sed -nE '/^\.TP/{n; s/^(\.BI? |\\fB)([a-z_]+)(=| |$|\\fR).*/\2/p}' | sort -u | tr '\n' ' ')
-readme_opts=$(sed -nE 's/^\| `([a-z_]+)=?` \|.*/\1/p' README.md | sort -u | tr '\n' ' ')
+readme_opts=$(sed -nE 's/^- \*\*`([a-z_]+)=?`\*\*.*/\1/p' README.md | sort -u | tr '\n' ' ')
 check "man page OPTIONS match the parser ($man_opts)" [ "$man_opts" = "$code_opts" ]
-check "README options table matches the parser ($readme_opts)" [ "$readme_opts" = "$code_opts" ]
+unknown=$(for opt in $readme_opts; do case " $code_opts" in *" $opt "*) ;; *) echo "$opt" ;; esac; done)
+check "README's option guidance names only options the parser knows ($readme_opts)" \
+	[ -n "$readme_opts" -a -z "$unknown" ]
+
+# The README stays short enough to read in minutes, and every file it links to exists.
+check "README.md is at most 12 KB ($(wc -c < README.md) bytes)" [ "$(wc -c < README.md)" -le 12288 ]
+missing=$(grep -oE '\]\([^)#]+\)' README.md HACKING.md | sed -E 's/.*\]\(([^)]*)\)/\1/' | sort -u |
+	while read -r f; do [ -e "$f" ] || echo "$f"; done)
+check "README.md and HACKING.md link only to files in the tree${missing:+ (missing: $missing)}" [ -z "$missing" ]
 
 conf_opts=$(sed -nE 's/^#([a-z_]+)(=.*)?$/\1/p' etc/security/pam_flowslot.conf | sort -u | tr '\n' ' ')
 check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" \
@@ -45,10 +55,42 @@ for page in pam_flowslot.8 pam_flowslot.conf.5; do
 		[ -z "$warned" ]
 done
 
-# The README's example stack is the file in etc/.
-example=$(grep -c -F -x -f README.md etc/pam.d/flowslot-example)
+# The README's example stack is the file in etc/ (but for its SPDX line).
+example=$(grep -v SPDX-License-Identifier etc/pam.d/flowslot-example | grep -c -F -x -f README.md)
 check "README shows etc/pam.d/flowslot-example line for line" \
-	[ "$example" -eq "$(wc -l < etc/pam.d/flowslot-example)" ]
+	[ "$example" -eq "$(grep -vc SPDX-License-Identifier etc/pam.d/flowslot-example)" ]
+
+# Every tracked source file names its licence in an SPDX line near its top, in its own
+# comment syntax: C and headers, shell, Lua, Python, make, the linker map, valgrind
+# suppressions, the man pages, the example configuration, CI and debian/rules. (Not the
+# pam-auth-update profile, whose format has no comments, nor data: fuzz corpora, figures.)
+if git -C "$TOP" rev-parse --git-dir > /dev/null 2>&1; then
+	unlicensed=$(git -C "$TOP" ls-files '*.c' '*.h' '*.sh' '*.lua' '*.py' '*.mk' '*.map' \
+		'*.supp' Makefile '*.8' '*.5' '.ci/*' .clang-format 'etc/pam.d/*' 'etc/security/*' \
+		'etc/stunnel/*' debian/rules 'debian/*.prerm' |
+		while read -r f; do
+			head -3 "$f" | grep -q 'SPDX-License-Identifier: BSD-3-Clause' || echo "$f"
+		done | tr '\n' ' ')
+	check "every source file has an SPDX-License-Identifier line${unlicensed:+; not: $unlicensed}" \
+		[ -z "$unlicensed" ]
+else
+	echo "# skipped: the SPDX lines (not a git checkout)"
+fi
+
+# One version: the Makefile's, NEWS's newest entry, debian/changelog's, and the module's debug
+# trace.
+version=$(sed -nE 's/^VERSION = ([0-9][^ ]*)$/\1/p' Makefile)
+news=$(sed -nE 's/^pam_flowslot ([0-9][^ ]*) .*/\1/p' NEWS | head -1)
+check "NEWS's newest entry is the Makefile's version ($version, NEWS $news)" \
+	[ -n "$version" -a "$news" = "$version" ]
+changelog=$(sed -nE '1s/^[a-z0-9.+-]+ \(([^)]+)\).*/\1/p' debian/changelog)
+check "debian/changelog's newest entry is the Makefile's version (changelog $changelog)" \
+	[ "$changelog" = "$version" ]
+service version "auth required @M url=local state_dir=$TMP/vstate debug" \
+	"auth required @P/pam_permit.so"
+login v1 version u1
+check "the debug trace names the version ($(grep -o 'version [^ ]*: auth' "$TMP/v1.err"))" \
+	grep -qF "version $version: auth" "$TMP/v1.err"
 
 # make install honours DESTDIR and PAMDIR, with the modes a distribution expects.
 dest=$TMP/dest

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end on a terminal: Debian's /bin/login and su, under pam_wrapper (as root), in a tmux
 # pseudo-terminal. The countdown must show live, one line per step, not all at the end.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end with Debian's OpenSSH: a real sshd (its own PAM service through a symlink, under
 # pam_wrapper, so /etc/pam.d is untouched) on 127.0.0.1, and the real ssh client.
 set -u

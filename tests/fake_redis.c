@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_redis: a Redis server that answers garbage, for tests/garbage.sh.
  *
@@ -43,11 +44,6 @@
 #define REQUEST_MAX 65536
 #define REPLY_MAX 4096 /* a reply once its @...@ are filled in */
 
-/* A 300-byte host name: past any host the module takes (255). */
-#define HOST10 "hhhhhhhhhh"
-#define HOST100 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10 HOST10
-#define HOST300 HOST100 HOST100 HOST100
-
 enum after {
 	AFTER_HOLD,	  /* keep the connection until the client closes it */
 	AFTER_CLOSE,	  /* close at once */
@@ -72,7 +68,6 @@ struct mode {
 };
 
 #define ROLE_MASTER "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"
-#define ROLE_SLAVE "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:0\r\n"
 
 static const struct mode modes[] = {
 	/* The script's reply, garbled. */
@@ -101,64 +96,14 @@ static const struct mode modes[] = {
 	  .reply = VALID_REPLY,
 	  .readwrite = "-ERR This instance has cluster support disabled\r\n" },
 
-	/* Cluster: redirects for ever, or garbled, or once to ":PORT" (this host). */
+	/* Cluster: redirects for ever, or once to ":PORT" (this host). The garbled redirects are
+	   tests/unit/test_rnode.c's. */
 	{ .name = "moved-loop", .reply = "-MOVED 1234 @ADDR@\r\n" },
-	{ .name = "ask-loop", .reply = "-ASK 1234 @ADDR@\r\n", .asking = "+OK\r\n" },
-	{ .name = "ask-refused", .reply = "-ASK 1234 @ADDR@\r\n", .asking = "-ERR not now\r\n" },
 	{ .name = "moved-once", .reply = VALID_REPLY, .first_reply = "-MOVED 1234 :@PORT@\r\n" },
-	{ .name = "moved-bare", .reply = "-MOVED\r\n" },
-	{ .name = "ask-bare", .reply = "-ASK\r\n" },
-	{ .name = "moved-nohostport", .reply = "-MOVED 12 nohostport\r\n" },
-	{ .name = "moved-badport", .reply = "-MOVED 12 127.0.0.1:99999\r\n" },
-	{ .name = "moved-port0", .reply = "-MOVED 12 127.0.0.1:0\r\n" },
-	{ .name = "moved-space", .reply = "-MOVED 12 bad host:1\r\n" },
-	{ .name = "moved-longhost", .reply = "-MOVED 12 " HOST300 ":1\r\n" },
-	{ .name = "moved-noslot", .reply = "-MOVED  127.0.0.1:1\r\n" },
-	{ .name = "moved-ipv6", .reply = "-MOVED 12 ::1:@PORT@\r\n" },
-	{ .name = "ask-noslot", .reply = "-ASK x :0\r\n", .asking = "+OK\r\n" },
 
-	/* Sentinel: a sentinel that names itself as the master, then garbled answers to
-	   get-master-addr-by-name, then a master whose ROLE is not "master". The script's reply
-	   is always valid: taking it would show. */
+	/* Sentinel: a sentinel that names itself as the master, which ROLE confirms. Garbled
+	   sentinel answers and ROLEs that are not a master's are tests/unit/test_rnode.c's. */
 	{ .name = "sentinel-ok", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = ROLE_MASTER },
-	{ .name = "sentinel-nil", .reply = VALID_REPLY, .sentinel = "*-1\r\n" },
-	{ .name = "sentinel-error",
-	  .reply = VALID_REPLY,
-	  .sentinel = "-ERR No such master with that name\r\n" },
-	{ .name = "sentinel-integer", .reply = VALID_REPLY, .sentinel = ":6379\r\n" },
-	{ .name = "sentinel-three",
-	  .reply = VALID_REPLY,
-	  .sentinel = "*3\r\n$9\r\n127.0.0.1\r\n$4\r\n6379\r\n$1\r\nx\r\n" },
-	{ .name = "sentinel-integers",
-	  .reply = VALID_REPLY,
-	  .sentinel = "*2\r\n:127\r\n:6379\r\n" },
-	{ .name = "sentinel-space",
-	  .reply = VALID_REPLY,
-	  .sentinel = "*2\r\n$8\r\nbad host\r\n$4\r\n6379\r\n" },
-	{ .name = "sentinel-notaport",
-	  .reply = VALID_REPLY,
-	  .sentinel = "*2\r\n$9\r\n127.0.0.1\r\n$8\r\nnotaport\r\n" },
-	{ .name = "sentinel-port0",
-	  .reply = VALID_REPLY,
-	  .sentinel = "*2\r\n$9\r\n127.0.0.1\r\n$1\r\n0\r\n" },
-	{ .name = "sentinel-hostname", /* a name, never resolved */
-	  .reply = VALID_REPLY,
-	  .sentinel = "*2\r\n$9\r\nlocalhost\r\n$4\r\n6379\r\n" },
-	{ .name = "sentinel-longhost",
-	  .reply = VALID_REPLY,
-	  .sentinel = "*2\r\n$300\r\n" HOST300 "\r\n$4\r\n6379\r\n" },
-	{ .name = "sentinel-auth",
-	  .reply = VALID_REPLY,
-	  .auth = ":1\r\n",
-	  .sentinel = "@PAIR@",
-	  .role = ROLE_MASTER },
-	{ .name = "role-status", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = "+OK\r\n" },
-	{ .name = "role-slave", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = ROLE_SLAVE },
-	{ .name = "role-empty", .reply = VALID_REPLY, .sentinel = "@PAIR@", .role = "*0\r\n" },
-	{ .name = "role-error",
-	  .reply = VALID_REPLY,
-	  .sentinel = "@PAIR@",
-	  .role = "-ERR unknown command 'ROLE'\r\n" },
 };
 
 static volatile sig_atomic_t stopping;

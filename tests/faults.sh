@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Faults in a real Redis, with logins in flight: each ends in the failure policy, or recovers,
 # with one clear log line and no password in any log.
 set -u

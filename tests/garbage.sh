@@ -1,12 +1,15 @@
 #!/bin/bash
-# Garbage from the server (issue 4): the real module in real libpam (pamtester under
+# SPDX-License-Identifier: BSD-3-Clause
+# Garbage from the server: the real module in real libpam (pamtester under
 # pam_wrapper) against build/fake_redis, a server that answers the script with the wrong type,
 # out-of-range numbers, a 100 MB bulk, half a reply, nothing, or a byte at a time. Every login
 # must end in its fallback within the timeout, with exactly one LOG_ERR line naming the cause;
-# the control mode "ok" shows that the fake server itself speaks Redis. Then (issue 5) the
-# fake server plays a cluster node that redirects in circles or in gibberish, a sentinel that
-# names no usable master, a master that is not one, and the module's node cache is fed files
-# it must not trust.
+# the control mode "ok" shows that the fake server itself speaks Redis. Then,
+# end to end, the fake server plays cluster nodes and a sentinel: a redirect loop under
+# fallback=closed, a MOVED followed and remembered across logins, remembered nodes that must
+# not be trusted or answer garbage, a real standalone Redis where a node was, and all seeds
+# down. The tables (bad redirects, the redirect cap, sentinel and ROLE answers, node cache
+# files) are tests/unit/test_rnode.c's, against a fake node per address.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -186,10 +189,10 @@ check "TCP, stall: refused in ${took} ms, one LOG_ERR: $(shown tcp-stall)" \
 check "TCP, stall: one LOG_ERR naming the timeout" one_err tcp-stall "127\.0\.0\.1:$port: script: timed out"
 check "TCP, stall: the fake server stopped cleanly on SIGTERM" stop_fake fake-tcpt
 
-# Sentinel and Cluster (issue 5): the fake server plays a cluster node that redirects badly,
-# a sentinel that names no usable master, or a master that is not one. Every login must
-# still end in its fallback, within its bounds, with LOG_ERR lines that say why. Each
-# connection gets its own timeout, and a chain of them must not run out under valgrind.
+# Sentinel and Cluster: the fake server plays a cluster node that redirects in
+# circles, once, or to a standalone Redis, and a sentinel. Every login must still end in its
+# fallback, within its bounds, with LOG_ERR lines that say why. Each connection gets its own
+# timeout, and a chain of them must not run out under valgrind.
 HT_MS=1000
 
 # mark FAKE...: remember where the fake servers' logs are now; since FAKE: what came after.
@@ -205,7 +208,6 @@ cmds_of() {
 			{ printf " %s", $2 } END { print "" }'
 }
 firsts_of() { cmds_of "$1" | sed -E 's/ [^|]*//g'; }
-cmds_match() { cmds_of "$1" | grep -Eq -- "$2"; }
 
 # errs NAME: the login's LOG_ERR lines, from the message on.
 errs() { grep -a 'SYSLOG(3)' "$TMP/$1.err" | sed -E 's/.*SYSLOG\(3\): //'; }
@@ -260,60 +262,6 @@ cache_is() {
 	[ -f "$cf" ] && [ ! -L "$cf" ] && [ "$(stat -c '%u %a' "$cf")" = "$(id -u) 600" ] &&
 		[ "$(cat "$cf")" = "$3" ]
 }
-no_cache() { ! ls "$TMP/st-$1"/node.* > /dev/null 2>&1; }
-
-# Cluster: redirects that go round, that the node does not honour, that do not parse.
-declare -A RCAUSE=(
-	[moved-loop]='redirect: more than 3 redirects: giving up'
-	[ask-loop]='redirect: more than 3 redirects: giving up'
-	[ask-refused]='ASKING: ERR not now'
-	[moved-bare]='bad redirect: MOVED'
-	[ask-bare]='bad redirect: ASK'
-	[moved-nohostport]='bad redirect: MOVED 12 nohostport'
-	[moved-badport]='bad redirect: MOVED 12 127\.0\.0\.1:99999'
-	[moved-port0]='bad redirect: MOVED 12 127\.0\.0\.1:0'
-	[moved-space]='bad redirect: MOVED 12 bad host:1'
-	[moved-longhost]='bad redirect: MOVED 12 hhhh'
-	[ask-noslot]='bad redirect: ASK x :0'
-	[moved-noslot]='bad redirect: MOVED  127\.0\.0\.1:1'
-)
-# What each connection read: the first attempt plus 3 redirects; ASKING ahead of each
-# script after an ASK.
-declare -A RCONNS=(
-	[moved-loop]='READWRITE EVALSHA|READWRITE EVALSHA|READWRITE EVALSHA|READWRITE EVALSHA'
-	[ask-loop]='READWRITE EVALSHA|READWRITE ASKING EVALSHA|READWRITE ASKING EVALSHA|READWRITE ASKING EVALSHA'
-)
-RMODES="moved-loop ask-loop ask-refused moved-bare ask-bare moved-nohostport moved-badport moved-port0 moved-space moved-longhost ask-noslot moved-noslot"
-for mode in $RMODES; do
-	start_tcp_fake "fake-$mode" "$mode" || exit 1
-	p=$(port_of "fake-$mode")
-	hlogin "$mode" "redis-cluster://127.0.0.1:$p"
-	check "cluster $mode: fell back to the local slot in ${TOOK[$mode]} ms" fell_back "$mode"
-	check "cluster $mode: LOG_ERR: $(errs_shown "$mode")" \
-		errs_are "$mode" "^redis 127\.0\.0\.1:$p: ${RCAUSE[$mode]}"
-	if [ -n "${RCONNS[$mode]:-}" ]; then
-		check "cluster $mode: the node read ${RCONNS[$mode]} ($(cmds_of "fake-$mode"))" \
-			[ "$(cmds_of "fake-$mode")" = "${RCONNS[$mode]}" ]
-	elif [ "$mode" = ask-refused ]; then
-		check "cluster $mode: the node saw the script, then ASKING ($(cmds_of "fake-$mode"))" \
-			cmds_match "fake-$mode" '^READWRITE EVALSHA\|READWRITE ASKING( EVALSHA)?$'
-	else
-		check "cluster $mode: one attempt, no hop ($(cmds_of "fake-$mode"))" \
-			[ "$(cmds_of "fake-$mode")" = "READWRITE EVALSHA" ]
-	fi
-	check "cluster $mode: no node cached" no_cache "$mode"
-	check "cluster $mode: the fake server stopped cleanly" stop_fake "fake-$mode"
-done
-
-# Redis names an IPv6 node without brackets: "::1:PORT" is the host ::1, not "the same host".
-# The fake listens on 127.0.0.1 only, so the hop is refused, and logged with that host.
-start_tcp_fake fake-moved-ipv6 moved-ipv6 || exit 1
-p=$(port_of fake-moved-ipv6)
-hlogin moved-ipv6 "redis-cluster://127.0.0.1:$p"
-check "cluster moved-ipv6: fell back to the local slot in ${TOOK[moved-ipv6]} ms" fell_back moved-ipv6
-check "cluster moved-ipv6: the hop went to ::1 ($(errs_shown moved-ipv6))" \
-	errs_are moved-ipv6 "^redis ::1:$p: cannot connect"
-check "cluster moved-ipv6: the fake server stopped cleanly" stop_fake fake-moved-ipv6
 
 # fallback=closed after a redirect loop: refused, not admitted.
 start_tcp_fake fake-moved-closed moved-loop || exit 1
@@ -436,98 +384,8 @@ check "sentinel, master cached: admitted via=redis ($(errs_shown sentinel-cached
 check "sentinel, master cached: the sentinel was not asked ($(firsts_of fake-sentinel))" \
 	[ "$(firsts_of fake-sentinel)" = ROLE ]
 
-# Sentinels that name no master, or none that parses; and a few of the garbage modes above
-# played by a sentinel.
-NO_ADDR='get-master-addr-by-name: not an IP address and port'
-declare -A SCAUSE=(
-	[sentinel-nil]='get-master-addr-by-name: no master named "mymaster"'
-	[sentinel-error]='get-master-addr-by-name: ERR No such master with that name'
-	[sentinel-integer]=$NO_ADDR
-	[sentinel-three]=$NO_ADDR
-	[sentinel-integers]=$NO_ADDR
-	[sentinel-space]=$NO_ADDR
-	[sentinel-notaport]=$NO_ADDR
-	[sentinel-port0]=$NO_ADDR
-	[sentinel-longhost]=$NO_ADDR
-	[sentinel-hostname]=$NO_ADDR
-	[sentinel-auth]='AUTH: unexpected reply'
-	[wrong-type]=$NO_ADDR
-	[huge-bulk]='get-master-addr-by-name: reply too large'
-	[half-close]='get-master-addr-by-name: Server closed the connection'
-	[stall]='get-master-addr-by-name: timed out'
-	[close]='(sending|get-master-addr-by-name): (Server closed the connection|Connection reset by peer|the server closed the connection)'
-)
-SMODES="sentinel-nil sentinel-error sentinel-integer sentinel-three sentinel-integers sentinel-space sentinel-notaport sentinel-port0 sentinel-longhost sentinel-hostname sentinel-auth wrong-type huge-bulk half-close stall close"
-for mode in $SMODES; do
-	start_tcp_fake "fake-s-$mode" "$mode" || exit 1
-	p=$(port_of "fake-s-$mode")
-	opts=""
-	[ "$mode" = sentinel-auth ] && opts="sentinel_password=secret"
-	hlogin "s-$mode" "redis-sentinel://127.0.0.1:$p/mymaster" "$opts"
-	check "sentinel $mode: fell back to the local slot in ${TOOK[s-$mode]} ms" fell_back "s-$mode"
-	check "sentinel $mode: LOG_ERR: $(errs_shown "s-$mode")" \
-		errs_are "s-$mode" "^sentinel 127\.0\.0\.1:$p: ${SCAUSE[$mode]}" \
-		'^sentinel: no master to use: no sentinel named one$'
-	want=SENTINEL
-	[ "$mode" = sentinel-auth ] && want=AUTH
-	[ "$mode" = close ] && want=""
-	check "sentinel $mode: only the sentinel was asked ($(firsts_of "fake-s-$mode"))" \
-		[ "$(firsts_of "fake-s-$mode")" = "$want" ]
-	check "sentinel $mode: no master cached" no_cache "s-$mode"
-	check "sentinel $mode: the fake server stopped cleanly" stop_fake "fake-s-$mode"
-done
-
-# A sentinel that names a master (itself) whose ROLE is not "master": the script's valid
-# answer, pipelined behind ROLE, must not be taken. Not a master: noticed, and the next
-# sentinel asked (there is none); ROLE refused: a failure of its own, and then likewise.
-for mode in role-status role-slave role-empty role-error; do
-	start_tcp_fake "fake-$mode" "$mode" || exit 1
-	p=$(port_of "fake-$mode")
-	hlogin "$mode" "redis-sentinel://127.0.0.1:$p/mymaster"
-	check "sentinel, $mode: fell back to the local slot in ${TOOK[$mode]} ms" fell_back "$mode"
-	if [ "$mode" = role-error ]; then
-		check "sentinel, $mode: LOG_ERR: $(errs_shown "$mode")" \
-			errs_are "$mode" "^redis 127\.0\.0\.1:$p: ROLE: ERR unknown command 'ROLE'" \
-			'^sentinel: no master to use: every one named failed$'
-	else
-		check "sentinel, $mode: LOG_ERR: $(errs_shown "$mode")" \
-			errs_are "$mode" '^sentinel: no master to use: every one named failed$'
-		check "sentinel, $mode: \"not a master\" logged" \
-			grep -aq "SYSLOG(5): redis 127\.0\.0\.1:$p: not a master" "$TMP/$mode.err"
-	fi
-	check "sentinel, $mode: the sentinel, then ROLE ($(firsts_of "fake-$mode"))" \
-		[ "$(firsts_of "fake-$mode")" = "SENTINEL|ROLE" ]
-	check "sentinel, $mode: no master cached" no_cache "$mode"
-	check "sentinel, $mode: the fake server stopped cleanly" stop_fake "fake-$mode"
-done
-
-# Down, then garbage, then one that works: the module moves on to the next sentinel, and to
-# the next cluster seed. All seeds down: the fallback.
-start_tcp_fake fake-s-nil2 sentinel-nil || exit 1
-pn=$(port_of fake-s-nil2)
+# All seeds down: the fallback (the sentinel and seed orders are test_rnode's).
 pdown=$(free_port)
-mark fake-sentinel
-hlogin s-next "redis-sentinel://127.0.0.1:$pdown,127.0.0.1:$pn,127.0.0.1:$ps/mymaster"
-check "sentinels down, nil, ok: admitted via=redis by the third in ${TOOK[s-next]} ms" \
-	by_redis s-next "127\.0\.0\.1:$ps" 0
-check "sentinels down, nil, ok: LOG_ERR: $(errs_shown s-next)" \
-	errs_are s-next "^sentinel 127\.0\.0\.1:$pdown: cannot connect" \
-	"^sentinel 127\.0\.0\.1:$pn: get-master-addr-by-name: no master named \"mymaster\""
-check "sentinels down, nil, ok: the third was asked ($(firsts_of fake-sentinel))" \
-	[ "$(firsts_of fake-sentinel)" = "SENTINEL|ROLE" ]
-check "sentinels down, nil, ok: the master is cached" cache_is s-next master "127.0.0.1:$ps"
-check "sentinel nil (2): the fake server stopped cleanly" stop_fake fake-s-nil2
-
-start_tcp_fake fake-seed ok || exit 1
-pk=$(port_of fake-seed)
-hlogin cl-next "redis-cluster://127.0.0.1:$pdown,127.0.0.1:$pk"
-check "cluster seeds down, ok: admitted via=redis by the second in ${TOOK[cl-next]} ms" \
-	by_redis cl-next "127\.0\.0\.1:$pk" 0
-check "cluster seeds down, ok: LOG_ERR: $(errs_shown cl-next)" \
-	errs_are cl-next "^redis 127\.0\.0\.1:$pdown: cannot connect"
-check "cluster seeds down, ok: the second seed is cached for the slot" \
-	cache_is cl-next '[0-9]*' "127.0.0.1:$pk"
-check "cluster seed ok: the fake server stopped cleanly" stop_fake fake-seed
 pdown2=$(free_port)
 hlogin cl-down "redis-cluster://127.0.0.1:$pdown,127.0.0.1:$pdown2"
 check "cluster seeds all down: fell back to the local slot in ${TOOK[cl-down]} ms" fell_back "cl-down"
@@ -535,59 +393,6 @@ check "cluster seeds all down: LOG_ERR: $(errs_shown cl-down)" \
 	errs_are cl-down "^redis 127\.0\.0\.1:$pdown: cannot connect" \
 	"^redis 127\.0\.0\.1:$pdown2: cannot connect"
 
-# The master cache: a file the module must not trust names a decoy, a second fake master;
-# the login must ignore it, go to the sentinel, and put a sound entry in its place. The
-# control (a sound file naming the decoy) shows the decoy would be noticed.
-start_tcp_fake fake-decoy sentinel-ok || exit 1
-pd=$(port_of fake-decoy)
-entry=$(basename "$(echo "$TMP/st-sentinel-ok"/node.*.master)")
-printf '127.0.0.1:%s\n' "$pd" > "$TMP/decoy-entry"
-chmod 0600 "$TMP/decoy-entry"
-declare -A CACHE_HOW=(
-	[control]='a sound file'
-	[garbage]='"not an endpoint"'
-	[symlink]='a symlink to a sound file'
-	[mode0666]='mode 0666'
-	[mode0620]='mode 0620'
-	[owner]='owned by uid 65534'
-	[nonl]='no newline'
-)
-CACHE_CASES="control garbage symlink mode0666 mode0620 nonl"
-[ "$(id -u)" = 0 ] && CACHE_CASES="$CACHE_CASES owner"
-for c in $CACHE_CASES; do
-	d=$TMP/st-cache-$c
-	mkdir -m 0700 "$d"
-	case $c in
-	garbage) echo 'not an endpoint' > "$d/$entry" ;;
-	symlink) ln -s "$TMP/decoy-entry" "$d/$entry" ;;
-	nonl) printf '127.0.0.1:%s' "$pd" > "$d/$entry" ;;
-	*) cp "$TMP/decoy-entry" "$d/$entry" ;;
-	esac
-	case $c in
-	mode0666) chmod 0666 "$d/$entry" ;;
-	mode0620) chmod 0620 "$d/$entry" ;;
-	owner) chown 65534 "$d/$entry" ;;
-	esac
-	mark fake-sentinel fake-decoy
-	hlogin "cache-$c" "redis-sentinel://127.0.0.1:$ps/mymaster"
-	if [ "$c" = control ]; then
-		check "master cache, ${CACHE_HOW[$c]}: admitted via=redis by the cached master ($(errs_shown "cache-$c"))" \
-			by_redis "cache-$c" "127\.0\.0\.1:$pd" 0
-		check "master cache, ${CACHE_HOW[$c]}: the cached master, not the sentinel ($(firsts_of fake-decoy) / $(firsts_of fake-sentinel))" \
-			[ "$(firsts_of fake-decoy)/$(firsts_of fake-sentinel)" = ROLE/ ]
-		continue
-	fi
-	check "master cache, ${CACHE_HOW[$c]}: admitted via=redis through the sentinel ($(errs_shown "cache-$c"))" \
-		by_redis "cache-$c" "127\.0\.0\.1:$ps" 0
-	check "master cache, ${CACHE_HOW[$c]}: no LOG_ERR" errs_are "cache-$c"
-	check "master cache, ${CACHE_HOW[$c]}: ignored, the sentinel asked ($(firsts_of fake-decoy) / $(firsts_of fake-sentinel))" \
-		[ "$(firsts_of fake-decoy)/$(firsts_of fake-sentinel)" = "/SENTINEL|ROLE" ]
-	check "master cache, ${CACHE_HOW[$c]}: replaced by a sound entry" \
-		cache_is "cache-$c" master "127.0.0.1:$ps"
-done
-check "master cache: the symlink's target was not written" \
-	[ "$(cat "$TMP/decoy-entry")" = "127.0.0.1:$pd" ]
-check "master cache: the decoy stopped cleanly" stop_fake fake-decoy
 check "sentinel ok: the fake server stopped cleanly" stop_fake fake-sentinel
 
 echo "# timings (ms), fallback=local / fallback=closed:"
@@ -600,10 +405,8 @@ for mode in ok $MODES; do
 done
 echo "#   TCP ok: ${TOOK[tcp-ok]}; TCP stall: ${TOOK[tcp-stall]}"
 echo "# Sentinel and Cluster (ms):"
-# shellcheck disable=SC2086 # word lists
-for t in $RMODES moved-closed moved-once moved-cached cl-cache-0666 cl-cache-bad cl-standalone cl-seed-standalone sentinel-ok sentinel-cached \
-	$(printf 's-%s ' $SMODES) role-status role-slave role-empty role-error s-next cl-next cl-down \
-	$(printf 'cache-%s ' $CACHE_CASES); do
+for t in moved-closed moved-once moved-cached cl-cache-0666 cl-cache-bad cl-standalone \
+	cl-seed-standalone sentinel-ok sentinel-cached cl-down; do
 	printf '#   %s: %s\n' "$t" "${TOOK[$t]}"
 done | column -c 100
 

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Sentinel (issue 5): a master, a replica and three sentinels on loopback TCP. 1. Logins find
+# SPDX-License-Identifier: BSD-3-Clause
+# Sentinel: a master, a replica and three sentinels on loopback TCP. 1. Logins find
 # the master through the sentinels, skip one that is down, follow the fallback for a master
 # nobody monitors, and authenticate to a sentinel with sentinel_password. 2. sync_replicas=1
 # returns once the replica holds the slot, or at the timeout with a warning. 3. The master is

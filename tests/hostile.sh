@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hostile user names and remote hosts: up to 64 KiB, binary bytes, '%', newlines and RESP.
 # They never change which key is touched beyond the template, never grow a key past its
 # bound, and never reach the log unescaped.

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Many hosts, one schedule (issue 5). 1. Hosts whose clocks are minutes apart share a Redis
+# SPDX-License-Identifier: BSD-3-Clause
+# Many hosts, one schedule. 1. Hosts whose clocks are minutes apart share a Redis
 # schedule: it runs on the server's clock, so their logins still pass in arrival order, one
 # interval apart. 2. Two hosts in network namespaces, joined by a veth pair, share a Redis in
 # the first: the stagger holds across them; the second falls back to its local slot, within

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Process hygiene of the module inside a real libpam (under pam_wrapper): what an entry point
  * leaves of the host process. Run by tests/hygiene.sh, which starts the Redis servers and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Process hygiene: build/hygiene (tests/hygiene.c) drives the real libpam under pam_wrapper
 # through every entry point of stacks that use pam_flowslot.so against private Redis servers
 # (a live one, a stopped one, a TCP one with a password, none at all), url=local, and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Integration tests: the real module in real libpam (pamtester under pam_wrapper), against a
 # private redis-server and against url=local. With FLOWSLOT_VALGRIND=1 every login runs under
 # valgrind, and any memory error or leak fails it.
@@ -324,7 +325,7 @@ login mws2 mwsess bob open_session
 check "default max_wait in session is 5 min" grep -q 'refused: .*max_wait_ms=300000' "$TMP/mws2.err"
 
 # A 10,000-byte user name with key=%u: the key is cut, with a hash of the whole, and the login
-# queues on Redis like any other (issue #7 item 5).
+# queues on Redis like any other.
 long=$(head -c 10000 /dev/zero | tr '\0' 'x')
 service longuser "auth required @M url=unix://$TMP/r.sock key=%u interval=20s max_wait=5s state_dir=$TMP/longstate" \
 	"auth required @P/pam_permit.so"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the shell test suites: a temporary directory, private Redis servers stopped by pid,
 # PAM service files under pam_wrapper, logins through pamtester, and TAP-like reporting.
 # shellcheck shell=bash
@@ -51,7 +52,7 @@ PRELOAD=libpam_wrapper.so
 SAN=""
 if [ "${FLOWSLOT_SANITIZE:-0}" = 1 ]; then
 	if [ -n "$VG" ]; then
-		echo "# skipped: valgrind and ASan do not mix (SANITIZE=1)"
+		echo "1..0 # SKIP valgrind and ASan do not mix (SANITIZE=1)"
 		exit 0
 	fi
 	SAN=1
@@ -81,13 +82,22 @@ check() {
 	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
 }
 
+# finish: ends the suite with its TAP plan (after the tests, as TAP allows, so that a suite
+# need not count them first: "prove tests/queue.sh" runs one) and a summary.
 finish() {
 	if [ -s "$TMP/sanitizer" ]; then # SANITIZE=1: see login()
 		not_ok "sanitizer reports in the logins: $(sort -u "$TMP/sanitizer" | tr '\n' ' ')"
 		sed -n '/^==[0-9]*==ERROR\|runtime error: /,$p' "$TMP/$(head -1 "$TMP/sanitizer").err" >&2
 	fi
-	echo "$PASSED passed, $FAILED failed"
+	echo "1..$TESTNO"
+	echo "# $PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ]
+}
+
+# skip_all REASON: the whole suite cannot run here; says why, as TAP, and ends it.
+skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 0
 }
 
 # start_redis NAME [redis-server options...]: a private server on $TMP/NAME.sock (and TCP

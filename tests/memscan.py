@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """memscan.py PID NEEDLE: exit 0 if NEEDLE is nowhere in the process's writable memory, 1 if
 it is (and say where), 2 if the memory cannot be read. Used by tests/stack.sh to show that a
 waiting login holds no copy of the Redis password."""

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The queue of live waiters, through pamtester under pam_wrapper against a private Redis:
 # killed waiters give their places back, a retry keeps its place, two live attempts each hold
 # one, per_host, and Redis lost mid-wait.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A conversation that asks to be resumed, then answers, and one that fails: what the module
  * does when it must ask for the user name (key=...%u...). Run by tests/stack.sh under

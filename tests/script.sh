@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Lua script on its own, through redis-cli --eval, against private redis-servers.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -61,7 +62,7 @@ stored=$(schedule s d)
 check "the schedule is stored as whole microseconds, tat and time written ($stored)" \
 	sh -c "echo '$stored' | grep -Eq '^[0-9]{16} [0-9]{16}$'"
 
-# Staleness is the schedule's own, never the caller's (issue #7 item 1): nine logins at
+# Staleness is the schedule's own, never the caller's: nine logins at
 # max_wait=60s leave the next one 63 s to wait; a login with max_wait=45s, then one with 50s,
 # are refused, and the queue is left as it was.
 for _ in 1 2 3 4 5 6 7 8 9; do slot mixed 7000000 1 60000000 > /dev/null; done
@@ -113,7 +114,7 @@ server_us=$(rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 check "the schedule is one interval past the server's TIME ($((tat - server_us)) us)" \
 	in_range $((tat - server_us)) 0 1000000
 
-# The queue of live waiters (issue #8). Each call below names its place: ID WHO HOST.
+# The queue of live waiters. Each call below names its place: ID WHO HOST.
 q() { call "$1" qq 1000000 1 60000000 "$2" "$3" "$4" "${5:-0}" "${6:-60000000}"; }
 field() { echo "$1" | awk -v n="$2" '{ print $n }'; }
 qa=$(q reserve a wa h1) # admitted at once: nothing kept but the schedule

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The module in real stacks, under pam_wrapper: one wait per login whatever phases it passes
 # through, a user prompt to resume, pam_faillock after a refusal, and the session modules after
 # a refused gate.

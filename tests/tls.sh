@@ -1,5 +1,6 @@
 #!/bin/bash
-# Redis across an untrusted network (issue 9): Debian 12's hiredis has no TLS, so the module
+# SPDX-License-Identifier: BSD-3-Clause
+# Redis across an untrusted network: Debian 12's hiredis has no TLS, so the module
 # talks to a stunnel4 client on loopback, which carries it over TLS to a redis-server that
 # listens with tls-port only and asks for a client certificate. The tunnels are made from the
 # shipped etc/stunnel/flowslot-redis.conf, with a test CA made here by openssl. 1. Logins are
@@ -14,17 +15,12 @@ set -u
 PW='tls-s3cret-pw'
 permit="auth required @P/pam_permit.so"
 
-skip() {
-	echo "# skipped: $*"
-	finish
-	exit 0
-}
 for tool in stunnel4 openssl socat; do
 	command -v "$tool" > /dev/null ||
-		skip "$tool is not installed (tests/deps.sh installs it as root: apt-get install $tool)"
+		skip_all "$tool is not installed (tests/deps.sh installs it as root: apt-get install $tool)"
 done
 # Debian's redis-server is built with TLS, linked to libssl.
-ldd "$(command -v redis-server)" | grep -q libssl || skip "this redis-server is built without TLS"
+ldd "$(command -v redis-server)" | grep -q libssl || skip_all "this redis-server is built without TLS"
 
 # The test PKI: our CA, a server certificate for redis.example.net and a client certificate
 # from it, and another CA, as a man in the middle would have.

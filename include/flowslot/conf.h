@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The configuration file and the password file: opened safely and read. What a line means is
    for the caller, through a callback: conf knows nothing of the options. */
 #ifndef FLOWSLOT_CONF_H

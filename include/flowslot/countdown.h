@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the waiting user is told, and when. */
 #ifndef FLOWSLOT_COUNTDOWN_H
 #define FLOWSLOT_COUNTDOWN_H

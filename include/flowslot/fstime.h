@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Time, in int64_t microseconds. */
 #ifndef FLOWSLOT_FSTIME_H
 #define FLOWSLOT_FSTIME_H

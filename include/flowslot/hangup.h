@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Noticing that a waiting user has gone: their client's TCP connection or their terminal. */
 #ifndef FLOWSLOT_HANGUP_H
 #define FLOWSLOT_HANGUP_H

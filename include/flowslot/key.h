@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The schedule's key: a template with %s, %u, %h and %%, expanded per login. */
 #ifndef FLOWSLOT_KEY_H
 #define FLOWSLOT_KEY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Logging through pam_syslog, or to stderr when there is no PAM handle (tests, tools). */
 #ifndef FLOWSLOT_LOG_H
 #define FLOWSLOT_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The queue of live waiters of one per-host schedule: what src/slot.lua keeps on Redis, kept
    in memory between reading and writing the schedule's file (src/lslot.c), on CLOCK_MONOTONIC.
    A waiter is alive while its lease runs and its process exists. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The per-host slot: the same schedule kept in a file, on CLOCK_MONOTONIC. */
 #ifndef FLOWSLOT_LSLOT_H
 #define FLOWSLOT_LSLOT_H

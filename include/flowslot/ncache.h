@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which node last served a schedule (a cluster hash slot, a Sentinel master), remembered
    between logins in a small file under state_dir. Only a hint: a missing, garbled or unsafe
    entry costs a redirect, or a question to a sentinel, never a wrong answer. */

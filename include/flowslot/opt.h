@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Module options: defaults, parsing and validation. */
 #ifndef FLOWSLOT_OPT_H
 #define FLOWSLOT_OPT_H

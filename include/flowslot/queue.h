@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The wait of one login for its slot: renewing its place, telling the user, watching them. */
 #ifndef FLOWSLOT_QUEUE_H
 #define FLOWSLOT_QUEUE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One exchange with one Redis node for one login: a connection with a deadline of its own,
    the commands pipelined in one round trip, and their replies read within bounds. */
 #ifndef FLOWSLOT_RNODE_H

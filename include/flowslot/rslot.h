@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The slot on Redis: which node decides (the server, the Sentinel master, the cluster node of
    the key's slot), and what its answer means. The exchange itself is src/rnode.c's. */
 #ifndef FLOWSLOT_RSLOT_H

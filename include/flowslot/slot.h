@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a slot reservation asks and what it answers, whatever the backend. */
 #ifndef FLOWSLOT_SLOT_H
 #define FLOWSLOT_SLOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Small string helpers. */
 #ifndef FLOWSLOT_STR_H
 #define FLOWSLOT_STR_H

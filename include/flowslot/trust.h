@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Whom the module trusts with a file: every owner, mode and symbolic-link check it makes. Its
    own files in state_dir, opened only where no one else can write; root's files that configure
    it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The configuration file and password_file=: what is trusted, what is refused, and why.
    Run as root: the files must be root's. */
 #include <fcntl.h>

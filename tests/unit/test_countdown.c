@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/countdown.c: the wording of waits, the schedule of step messages, and
    what a waiting login is told as its place moves, through a fake conversation. */
 #include <stdarg.h>

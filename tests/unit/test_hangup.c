@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/hangup.c: real loopback connections, socketpairs and ptys. The client of a
    connection lives in a forked child, as it does for sshd, so that the test process holds only
    the server's end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/key.c: template checks and expansion. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,7 +170,7 @@ static void test_expand_sizes(void **state)
 	assert_memory_equal(out + 2, user, OPT_KEY_MAX - 2);
 	assert_int_equal(out[OPT_KEY_MAX], '\0');
 
-	/* 257 do not: cut, with the hash of the whole (issue #7 item 5). */
+	/* 257 do not: cut, with the hash of the whole. */
 	user[OPT_KEY_MAX - 2] = 'u';
 	user[OPT_KEY_MAX - 1] = '\0';
 	snprintf(want, sizeof(want), "k:%s", user);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/lqueue.c: the per-host schedule's queue of live waiters, in memory, on a
    made-up clock. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/lslot.c: the file-backed schedule, in a private temporary directory. */
 #include <stdarg.h>
 #include <stddef.h>

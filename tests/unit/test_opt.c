@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/opt.c: durations, and every option through opt_set/opt_parse. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Redis slot client against a scripted peer: hiredis's connect functions are wrapped
    (-Wl,--wrap) to hand back one end of a socketpair, and the test plays the server on the
    other end with whatever bytes it wants: replies, errors, NOSCRIPT, garbage, or silence. */
@@ -20,8 +21,6 @@
 #include <cmocka.h>
 
 #include "flowslot/fstime.h"
-#include "flowslot/key.h"
-#include "flowslot/ncache.h"
 #include "flowslot/opt.h"
 #include "flowslot/rnode.h"
 #include "flowslot/rslot.h"
@@ -41,7 +40,6 @@ static int peer = -1;
 static int frees;
 static int frees_without_cloexec;
 static int connects;
-static int connected_port, first_port; /* the last TCP connect's, the first's */
 static int commands_freed, commands_freed_unwiped;
 
 redisContext *__real_redisConnectUnixWithTimeout(const char *path, const struct timeval tv);
@@ -84,9 +82,7 @@ static redisContext *fake_connect(const struct timeval tv)
 redisContext *__wrap_redisConnectWithTimeout(const char *ip, int port, const struct timeval tv)
 {
 	(void)ip;
-	connected_port = port;
-	if (first_port == 0)
-		first_port = port;
+	(void)port;
 	return fake_connect(tv);
 }
 
@@ -125,7 +121,7 @@ static int setup(void **state)
 	(void)state;
 	connect_mode = FAKE_PEER;
 	frees = frees_without_cloexec = 0;
-	connects = connected_port = first_port = 0;
+	connects = 0;
 	commands_freed = commands_freed_unwiped = 0;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	client_end = sv[0];
@@ -282,7 +278,7 @@ static void test_refused(void **state)
 	assert_int_equal(res.position, 9);
 }
 
-/* A queue others built with a longer max_wait is a refusal, not garbage (issue #7). */
+/* A queue others built with a longer max_wait is a refusal, not garbage. */
 static void test_refused_longer_queue(void **state)
 {
 	struct opt o;
@@ -741,84 +737,6 @@ static void test_connect_interrupted(void **state)
 	assert_int_equal(frees, 2);
 }
 
-/* Cluster options with one seed on port 7001 and a scratch state_dir. */
-static void cluster_opts(struct opt *o, char *dir)
-{
-	opts(o);
-	o->url.backend = URL_BACKEND_CLUSTER;
-	strcpy(o->url.nodes[0].host, "127.0.0.1");
-	o->url.nodes[0].port = 7001;
-	o->url.n_nodes = 1;
-	assert_non_null(mkdtemp(dir));
-	strcpy(o->state_dir, dir);
-}
-
-/* Writes the slot cache entry for the test key: node 127.0.0.1:PORT, written age_s ago. */
-static void cache_node(const struct opt *o, int port, int age_s)
-{
-	struct url_node n = { .host = "127.0.0.1", .port = port };
-	char name[NCACHE_NAME_MAX], slot[8], path[OPT_DIR_MAX + NCACHE_NAME_MAX + 2];
-	struct timespec times[2] = { { 0 } };
-
-	snprintf(slot, sizeof(slot), "%d", key_hash_slot("flowslot:test"));
-	ncache_name(&o->url, slot, name, sizeof(name));
-	assert_int_equal(ncache_put(o->state_dir, name, &n), 0);
-	snprintf(path, sizeof(path), "%s/%s", o->state_dir, name);
-	times[0].tv_sec = times[1].tv_sec = time(NULL) - age_s;
-	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
-}
-
-static void rm_dir(const char *dir)
-{
-	char cmd[OPT_DIR_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
-}
-
-/* A remembered node is used for a minute, then the seeds are asked again. */
-static void test_cluster_cache_age(void **state)
-{
-	struct opt o;
-	struct slot_result res = { 0 };
-	char dir[] = "/tmp/flowslot-test-rslot.XXXXXX";
-
-	(void)state;
-	cluster_opts(&o, dir);
-	cache_node(&o, 7009, 10);
-	reserve(&o, &res);
-	assert_int_equal(first_port, 7009); /* fresh: the cached node first */
-	teardown(state);
-	setup(state);
-	cache_node(&o, 7009, 120);
-	reserve(&o, &res);
-	assert_int_equal(first_port, 7001); /* two minutes old: the seed first */
-	rm_dir(dir);
-}
-
-/* A node that is no cluster member (READWRITE refused: a standalone Redis) fails, whatever
-   the script answered behind it, and the next seed is tried. */
-static void test_cluster_standalone_refused(void **state)
-{
-	struct opt o;
-	struct slot_result res = { 0 };
-	char dir[] = "/tmp/flowslot-test-rslot.XXXXXX";
-	const char *req;
-
-	(void)state;
-	cluster_opts(&o, dir);
-	strcpy(o.url.nodes[1].host, "127.0.0.1");
-	o.url.nodes[1].port = 7002;
-	o.url.n_nodes = 2;
-	serve("-ERR This instance has cluster support disabled\r\n*3\r\n:1\r\n:0\r\n:1\r\n");
-	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
-	assert_int_equal(connects, 2); /* the first seed, then the second (down) */
-	assert_int_equal(connected_port, 7002);
-	req = sent();
-	assert_true(strncmp(req, "*1\r\n$9\r\nREADWRITE\r\n*15\r\n$7\r\nEVALSHA\r\n", 35) == 0);
-	rm_dir(dir);
-}
-
 /* What each op may be answered, by rslot_read_reply's rules, with max_wait 5000 us. */
 static void test_read_reply_direct(void **state)
 {
@@ -936,8 +854,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wait_counts_queued_as_written, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commands_wiped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_interrupted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cluster_cache_age, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cluster_standalone_refused, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
 	};
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/slot.c: the GCRA step shared by the local backend and slot.lua. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,7 +153,7 @@ static void test_stale_past(void **state)
 	assert_int_equal(res.wait_us, 0);
 }
 
-/* Staleness is read from the stored schedule alone (issue #7 item 1). */
+/* Staleness is read from the stored schedule alone. */
 static void test_recover(void **state)
 {
 	const int64_t at = NOW - 2 * S;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built module exports the six PAM entry points and nothing of its own insides. */
 #include <dlfcn.h>
 #include <setjmp.h>

@@ -1,4 +1,5 @@
-# tests/garbage.sh: the module against a fake Redis server that answers garbage (issue 4).
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/garbage.sh: the module against a fake Redis server that answers garbage.
 .PHONY: check-garbage
 CHECK_EXTRA += check-garbage
 
