@@ -461,7 +461,8 @@ M6=$(run "$BIN/optcost" "$M6_ROUNDS" interval=1ms max_wait=60m timeout=10s \
 	"state_dir=$M6_STATE" -- plain "$M6_PLAIN" key=bench:m6:plain \
 	-- sync1 "$M6_PLAIN" key=bench:m6:sync1 sync_replicas=1 \
 	-- sentinel "$M6_SENT" key=bench:m6:sentinel \
-	-- uncached "$M6_SENT" key=bench:m6:uncached nocache 2> "$TMP/m6.err") ||
+	-- uncached "$M6_SENT" key=bench:m6:uncached nocache \
+	-- counted "$M6_PLAIN" key=bench:m6:counted stats 2> "$TMP/m6.err") ||
 	fail "optcost: $M6 $(head -n 5 "$TMP/m6.err")"
 # What the master saw: a WAIT for every sync_replicas=1 decision, the warm-up's included.
 M6_WAITS=$(rcli m6master info commandstats | sed -n 's/^cmdstat_wait:calls=\([0-9]*\).*/\1/p')
@@ -787,6 +788,7 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 		$(m6_row sync1 "\`redis://\`, **\`sync_replicas=1\`**")
 		$(m6_row sentinel "\`redis-sentinel://\`, master cached in \`state_dir\`")
 		$(m6_row uncached "\`redis-sentinel://\`, cache removed before each decision")
+		$(m6_row counted "\`redis://\`, the host's counters kept in \`state_dir\`")
 
 		**sync_replicas=1 added $(m6_added sync1 median) ms per decision at the median ($(m6_ratio sync1 median) × the
 		same master without it) and $(m6_added sync1 p99) ms at the p99 ($(m6_ratio sync1 p99) ×)**, with the replica
@@ -802,6 +804,9 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 		the cache file's read and a \`ROLE\` on the same round trip. Without the cache, a decision
 		added $(m6_added uncached median) ms ($(m6_ratio uncached median) ×): a connection to the sentinel and its answer, then
 		the cache file written again.
+		**Keeping the host's counters added $(m6_added counted median) ms at the median ($(m6_ratio counted median) ×)**:
+		the counters file in \`state_dir\` read and one record written back under its lock, with
+		no round trip to Redis.
 
 		## 7. Script calls per login, by how long it waits
 
