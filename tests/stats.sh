@@ -33,7 +33,9 @@ sample() { awk -v n="$2" -v k="$3" -v r="$4" -v d="$5" '$1 == n && $2 == k && $3
 # 1. One login of each result, on one key template: each counted once under it.
 ST=$TMP/st
 K='key=cnt:%u'
-service c "auth requisite @M $R $K state_dir=$ST interval=3s max_wait=4s countdown=0" "$PERMIT"
+service c "auth requisite @M $R $K state_dir=$ST interval=6s max_wait=10s countdown=0" "$PERMIT"
+# On the same schedule, a login that may wait 2 s at most: behind a waiter, it is refused.
+service cshort "auth requisite @M $R $K state_dir=$ST interval=6s max_wait=2s countdown=0" "$PERMIT"
 service cdown "auth requisite @M url=unix://$TMP/none.sock $K state_dir=$ST fallback=closed" "$PERMIT"
 service copen "auth requisite @M url=unix://$TMP/none.sock $K state_dir=$ST fallback=open" "$PERMIT"
 # The same user each time: one schedule, cnt:alice.
@@ -41,7 +43,7 @@ login c1 c alice
 login c2 c alice &
 c2pid=$!
 wait_for 10 grep -q 'queued: ' "$TMP/c2.err"
-login c3 c alice
+login c3 cshort alice
 wait $c2pid
 login c4 cdown alice
 login c5 copen alice
@@ -55,15 +57,15 @@ for want in admitted:1 waited:1 refused:1 unavailable:2 abandoned:0; do
 done
 check "no series under an expanded key, nor under dry_run" \
 	sh -c "! grep -q 'cnt:alice\| yes ' '$TMP/m1'"
-# The waits: the admitted login's 0 s and the waited one's ~3 s.
-check "flowslot_wait_seconds: count 2, one at most 2 s, both at most 5 s" \
+# The waits: the admitted login's 0 s and the waited one's ~6 s.
+check "flowslot_wait_seconds: count 2, one at most 2 s, both at most 10 s" \
 	[ "$(sample "$TMP/m1" flowslot_wait_seconds_count 'cnt:%u' - no)" = 2 ] &&
 	[ "$(sample "$TMP/m1" flowslot_wait_seconds_bucket 'cnt:%u' 2.0 no)" = 1 ] &&
-	[ "$(sample "$TMP/m1" flowslot_wait_seconds_bucket 'cnt:%u' 5.0 no)" = 2 ] &&
+	[ "$(sample "$TMP/m1" flowslot_wait_seconds_bucket 'cnt:%u' 10.0 no)" = 2 ] &&
 	[ "$(sample "$TMP/m1" flowslot_wait_seconds_bucket 'cnt:%u' +Inf no)" = 2 ]
 sum=$(sample "$TMP/m1" flowslot_wait_seconds_sum 'cnt:%u' - no)
-check "flowslot_wait_seconds_sum is about the one wait of 3 s ($sum)" \
-	"$PY" -c "import sys; sys.exit(not 1.5 < float('${sum:-0}') < 4.5)"
+check "flowslot_wait_seconds_sum is about the one wait of 6 s ($sum)" \
+	"$PY" -c "import sys; sys.exit(not 2 < float('${sum:-0}') < 9)"
 
 # 2. A counters file that cannot be used: the login goes in as it would, with a warning.
 mkdir -m 0700 "$TMP/stbad"
