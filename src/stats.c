@@ -23,8 +23,8 @@ const int64_t stats_bucket_ms[STATS_BUCKETS] = { 500,	1000,  2000,  5000,   1000
 						 20000, 30000, 60000, 120000, 300000 };
 
 static const char *const stats_result_name[STATS_RESULTS] = {
-	[STATS_ADMITTED] = "admitted",	     [STATS_WAITED] = "waited",
-	[STATS_REFUSED] = "refused",	     [STATS_UNAVAILABLE] = "unavailable",
+	[STATS_ADMITTED] = "admitted",	 [STATS_WAITED] = "waited",
+	[STATS_REFUSED] = "refused",	 [STATS_UNAVAILABLE] = "unavailable",
 	[STATS_ABANDONED] = "abandoned",
 };
 
@@ -227,8 +227,9 @@ int stats_load(const char *state_dir, struct stats_table *t, const char **why)
 			break;
 		default:
 			stats_reset(t);
-			*why = "the counters file is not a counters table (the next login starts it "
-			       "afresh)";
+			*why =
+			    "the counters file is not a counters table (the next login starts it "
+			    "afresh)";
 			errno = EINVAL;
 			break;
 		}

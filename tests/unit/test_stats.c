@@ -129,9 +129,8 @@ static void test_buckets(void **state)
 		int64_t wait_us;
 		int bucket;
 	} cases[] = {
-		{ 0, 0 },	   { 500 * MS, 0 },  { 500 * MS + 1, 1 }, { 1 * S, 1 },
-		{ 1 * S + 1, 2 }, { 4 * S, 3 },	    { 300 * S, 9 },	  { 300 * S + 1, 10 },
-		{ -5, 0 },
+		{ 0, 0 },     { 500 * MS, 0 }, { 500 * MS + 1, 1 }, { 1 * S, 1 }, { 1 * S + 1, 2 },
+		{ 4 * S, 3 }, { 300 * S, 9 },  { 300 * S + 1, 10 }, { -5, 0 },
 	};
 	struct stats_table *t = new_table();
 	char *text;
@@ -263,8 +262,9 @@ static void test_escaping(void **state)
 	(void)state;
 	stats_count(t, "a\\b\"c\nd", true, STATS_ADMITTED, 0);
 	text = formatted(t);
-	assert_non_null(strstr(text, "flowslot_logins_total{key=\"a\\\\b\\\"c\\nd\",dry_run=\"yes\","
-				     "result=\"admitted\"} 1\n"));
+	assert_non_null(strstr(text,
+			       "flowslot_logins_total{key=\"a\\\\b\\\"c\\nd\",dry_run=\"yes\","
+			       "result=\"admitted\"} 1\n"));
 	/* Series with no login are left out: the real ones here. */
 	assert_null(strstr(text, "result=\"admitted\"} 0"));
 	free(text);
