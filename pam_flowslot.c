@@ -273,27 +273,33 @@ static void gate_count(const struct gate_login *g, enum stats_result r, int64_t 
 static int gate_dry_run(const struct gate_login *g, const struct slot_result *res,
 			enum slot_verdict v, enum stats_result r)
 {
+	pam_handle_t *pamh = g->q.pamh;
 	const struct gate_who *who = g->who;
-	static const char *const would[STATS_RESULTS] = {
-		[STATS_REFUSED] = "would_refuse",
-		[STATS_UNAVAILABLE] = "would_meet_failure_policy",
-	};
 
 	if (r == STATS_WAITED)
-		log_msg(g->q.pamh, LOG_NOTICE,
+		log_msg(pamh, LOG_NOTICE,
 			"dry_run: service=%s user=%s rhost=%s would_wait_ms=%lld position=%lld "
 			"via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown,
 			(long long)(res->wait_us / 1000), (long long)res->position, g->via);
-	else if (r == STATS_REFUSED || r == STATS_UNAVAILABLE)
-		log_msg(g->q.pamh, LOG_NOTICE,
-			"dry_run: service=%s user=%s rhost=%s %s wait_ms=%lld position=%lld "
-			"per_host=%s via=%s",
-			who->service_shown, who->user_shown, who->rhost_shown, would[r],
+	else if (v == SLOT_REFUSE)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_refuse wait_ms=%lld "
+			"position=%lld max_wait_ms=%lld via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown,
 			(long long)(res->wait_us / 1000), (long long)res->position,
-			v == SLOT_REFUSE_HOST ? "full" : "-", g->via);
+			(long long)(g->q.o->slot.max_wait_us / 1000), g->via);
+	else if (v == SLOT_REFUSE_HOST)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_refuse per_host=%d via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown, g->q.o->per_host,
+			g->via);
+	else if (r == STATS_UNAVAILABLE)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_meet_failure_policy via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown, g->via);
 	gate_count(g, r, r == STATS_WAITED ? res->wait_us : 0);
-	gate_set_admitted(g->q.pamh, g->phase);
+	gate_set_admitted(pamh, g->phase);
 	return PAM_IGNORE;
 }
 

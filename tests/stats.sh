@@ -83,6 +83,7 @@ dry_run_case() {
 	local dc=$1 url=$2 t0 took waits positions
 	service "$dc" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s dry_run countdown=1s" "$PERMIT"
 	service "${dc}real" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s max_wait=10s" "$PERMIT"
+	service "${dc}short" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s max_wait=2s dry_run" "$PERMIT"
 	t0=$(now_ms)
 	logins "$dc" "$dc" 5
 	took=$(($(now_ms) - t0))
@@ -104,14 +105,27 @@ dry_run_case() {
 	login "${dc}6" "${dc}real" real
 	check "$dc: a real login then sees the queue that would have been ($(grep -o 'refused: .*wait_ms=[0-9]*' "$TMP/${dc}6.err"))" \
 		sh -c "[ $(rc_of "${dc}6") = 1 ] && [ \$(sed -n 's/.*refused: .* wait_ms=\([0-9]*\) .*/\1/p' '$TMP/${dc}6.err') -gt 12000 ]"
+	login "${dc}7" "${dc}short" short
+	check "$dc: a dry_run login over max_wait goes in, logged as would_refuse" \
+		sh -c "[ $(rc_of "${dc}7") = 0 ] && grep -q 'dry_run: .* would_refuse wait_ms=' '$TMP/${dc}7.err'"
 	metrics "$TMP/st-$dc" > "$TMP/m-$dc" || not_ok "$dc: stats_dump or the parser failed"
-	check "$dc: counted under dry_run=\"yes\": 1 admitted, 4 waited; the real one refused" \
+	check "$dc: counted under dry_run=\"yes\": 1 admitted, 4 waited, 1 refused; the real one refused" \
 		[ "$(sample "$TMP/m-$dc" flowslot_logins_total "$dc" admitted yes)" = 1 ] &&
+		[ "$(sample "$TMP/m-$dc" flowslot_logins_total "$dc" refused yes)" = 1 ] &&
 		[ "$(sample "$TMP/m-$dc" flowslot_logins_total "$dc" waited yes)" = 4 ] &&
 		[ "$(sample "$TMP/m-$dc" flowslot_logins_total "$dc" refused no)" = 1 ] &&
 		[ "$(sample "$TMP/m-$dc" flowslot_wait_seconds_count "$dc" - yes)" = 5 ]
 }
 dry_run_case dryr "$R"
 dry_run_case dryl url=local
+
+# 4. dry_run with no queue to be had and fallback=closed: let in, logged, counted unavailable.
+service dryc "auth requisite @M url=unix://$TMP/none.sock key=dryc state_dir=$TMP/st-dryc fallback=closed dry_run" "$PERMIT"
+login dc1 dryc alice
+check "dry_run, fallback=closed and no Redis: let in, logged as would_meet_failure_policy" \
+	sh -c "[ $(rc_of dc1) = 0 ] && grep -q 'dry_run: .* would_meet_failure_policy' '$TMP/dc1.err' && ! grep -q 'unavailable. Please' '$TMP/dc1.out'"
+metrics "$TMP/st-dryc" > "$TMP/m-dryc" || not_ok "dryc: stats_dump or the parser failed"
+check "... counted unavailable under dry_run=\"yes\"" \
+	[ "$(sample "$TMP/m-dryc" flowslot_logins_total dryc unavailable yes)" = 1 ]
 
 finish
