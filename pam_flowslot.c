@@ -30,6 +30,7 @@
 #include "flowslot/opt.h"
 #include "flowslot/queue.h"
 #include "flowslot/rslot.h"
+#include "flowslot/stats.h"
 
 enum gate_phase {
 	GATE_AUTH,
@@ -163,7 +164,7 @@ static void gate_place(const struct gate_who *who, struct slot_place *place)
    (with a warning), unless fallback=closed: a queue must not lock out a host's logins. */
 static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
 					    const char *key, const struct slot_place *place,
-					    struct slot_result *res)
+					    struct slot_result *res, const char **via)
 {
 	const struct lslot_call call = { .dir = o->state_dir, .key = key, .p = &o->slot,
 					 .per_host = o->per_host, .op = SLOT_RESERVE,
@@ -173,6 +174,7 @@ static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt
 	if (v != SLOT_UNAVAILABLE || o->fallback == OPT_FALLBACK_CLOSED)
 		return v;
 	log_msg(pamh, LOG_WARNING, "local slot unusable: admitting without a wait");
+	*via = "fallback-open";
 	res->wait_us = 0;
 	return SLOT_ADMIT;
 }
@@ -188,7 +190,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 
 	*via = "local";
 	if (configured && o->url.backend == URL_BACKEND_LOCAL)
-		return gate_reserve_local(pamh, o, key, place, res);
+		return gate_reserve_local(pamh, o, key, place, res, via);
 	if (configured) {
 		*via = "redis";
 		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
@@ -208,7 +210,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	case OPT_FALLBACK_LOCAL:
 	default:
 		*via = "local";
-		return gate_reserve_local(pamh, o, key, place, res);
+		return gate_reserve_local(pamh, o, key, place, res, via);
 	}
 }
 
@@ -240,6 +242,69 @@ static enum queue_end gate_wait(const struct gate_login *g, struct slot_result *
 	return end;
 }
 
+/* What the counters call the decision: fallback=open, or a per-host schedule that could not
+   be used, lets a login in unqueued, which counts as the failure policy met. */
+static enum stats_result gate_result(const struct gate_login *g, const struct slot_result *res,
+				     enum slot_verdict v)
+{
+	switch (v) {
+	case SLOT_ADMIT:
+	case SLOT_QUEUED:
+		if (strcmp(g->via, "fallback-open") == 0)
+			return STATS_UNAVAILABLE;
+		return res->wait_us > 0 || v == SLOT_QUEUED ? STATS_WAITED : STATS_ADMITTED;
+	case SLOT_REFUSE:
+	case SLOT_REFUSE_HOST:
+		return STATS_REFUSED;
+	case SLOT_UNAVAILABLE:
+	default:
+		return STATS_UNAVAILABLE;
+	}
+}
+
+/* Counts the login in the host's counters; a failure is logged there and changes nothing. */
+static void gate_count(const struct gate_login *g, enum stats_result r, int64_t wait_us)
+{
+	const struct opt *o = g->q.o;
+
+	stats_record(g->q.pamh, o->state_dir, o->key, o->slot.dry_run, r, wait_us);
+}
+
+/* dry_run: logs what would have become of the login, and lets it through at once. Its place
+   was taken as a fixed slot (slot_commit_us), so later logins see the queue that would be. */
+static int gate_dry_run(const struct gate_login *g, const struct slot_result *res,
+			enum slot_verdict v, enum stats_result r)
+{
+	pam_handle_t *pamh = g->q.pamh;
+	const struct gate_who *who = g->who;
+
+	if (r == STATS_WAITED)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_wait_ms=%lld position=%lld "
+			"via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown,
+			(long long)(res->wait_us / 1000), (long long)res->position, g->via);
+	else if (v == SLOT_REFUSE)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_refuse wait_ms=%lld "
+			"position=%lld max_wait_ms=%lld via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown,
+			(long long)(res->wait_us / 1000), (long long)res->position,
+			(long long)(g->q.o->slot.max_wait_us / 1000), g->via);
+	else if (v == SLOT_REFUSE_HOST)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_refuse per_host=%d via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown, g->q.o->per_host,
+			g->via);
+	else if (r == STATS_UNAVAILABLE)
+		log_msg(pamh, LOG_NOTICE,
+			"dry_run: service=%s user=%s rhost=%s would_meet_failure_policy via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown, g->via);
+	gate_count(g, r, r == STATS_WAITED ? res->wait_us : 0);
+	gate_set_admitted(pamh, g->phase);
+	return PAM_IGNORE;
+}
+
 /* Tells the user and the log what became of the reservation, waits for an admitted slot,
    and returns what the phase returns. */
 static int gate_conclude(const struct gate_login *g, struct slot_result *res, enum slot_verdict v)
@@ -247,30 +312,39 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	pam_handle_t *pamh = g->q.pamh;
 	const struct opt *o = g->q.o;
 	const struct gate_who *who = g->who;
+	enum stats_result r = gate_result(g, res, v);
 	char wait_text[32];
+	int64_t since_us;
 
+	if (o->slot.dry_run)
+		return gate_dry_run(g, res, v, r);
 	switch (v) {
 	case SLOT_ADMIT:
 	case SLOT_QUEUED:
-		if (res->wait_us > 0 || v == SLOT_QUEUED) {
+		if (r == STATS_WAITED) {
 			log_msg(pamh, LOG_NOTICE,
 				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
 				"via=%s",
 				who->service_shown, who->user_shown, who->rhost_shown,
 				(long long)(res->wait_us / 1000), (long long)res->position, g->via);
+			since_us = fstime_mono_us();
 			if (gate_wait(g, res) == QUEUE_ABANDONED) {
 				log_msg(pamh, LOG_NOTICE,
 					"abandoned: service=%s user=%s rhost=%s position=%lld via=%s",
 					who->service_shown, who->user_shown, who->rhost_shown,
 					(long long)res->position, g->via);
+				gate_count(g, STATS_ABANDONED, 0);
 				return gate_denial(g->phase, SLOT_REFUSE);
 			}
-		} else if (o->debug) {
-			log_msg(
-			    pamh, LOG_DEBUG,
-			    "admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
-			    who->service_shown, who->user_shown, who->rhost_shown,
-			    (long long)res->position, g->via);
+			gate_count(g, r, fstime_mono_us() - since_us);
+		} else {
+			if (o->debug)
+				log_msg(pamh, LOG_DEBUG,
+					"admitted: service=%s user=%s rhost=%s wait_ms=0 "
+					"position=%lld via=%s",
+					who->service_shown, who->user_shown, who->rhost_shown,
+					(long long)res->position, g->via);
+			gate_count(g, r, 0);
 		}
 		gate_set_admitted(pamh, g->phase);
 		return PAM_IGNORE;
@@ -281,6 +355,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			who->service_shown, who->user_shown, who->rhost_shown,
 			(long long)(res->wait_us / 1000), (long long)res->position,
 			(long long)(o->slot.max_wait_us / 1000), g->via);
+		gate_count(g, r, 0);
 		countdown_format(res->wait_us - o->slot.max_wait_us, wait_text, sizeof(wait_text));
 		if (!g->silent)
 			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
@@ -291,12 +366,14 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			"refused: service=%s user=%s rhost=%s per_host=%d: the host holds that many "
 			"places already via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, o->per_host, g->via);
+		gate_count(g, r, 0);
 		if (!g->silent)
 			pam_error(pamh, "Too many logins from your address at the moment. Please "
 					"try again later.");
 		return gate_denial(g->phase, v);
 	case SLOT_UNAVAILABLE:
 	default:
+		gate_count(g, r, 0);
 		if (!g->silent)
 			pam_error(pamh, "The login queue is unavailable. Please try again later.");
 		return gate_denial(g->phase, v);

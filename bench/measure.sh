@@ -310,7 +310,8 @@ run "$BIN/optcost" "$M6_ROUNDS" interval=1ms max_wait=60m timeout=10s \
 	"state_dir=$M6_STATE" -- plain "$M6_PLAIN" key=bench:m6:plain \
 	-- sync1 "$M6_PLAIN" key=bench:m6:sync1 sync_replicas=1 \
 	-- sentinel "$M6_SENT" key=bench:m6:sentinel \
-	-- uncached "$M6_SENT" key=bench:m6:uncached nocache > "$RAW/m6.txt" 2> "$TMP/m6.err" ||
+	-- uncached "$M6_SENT" key=bench:m6:uncached nocache \
+	-- counted "$M6_PLAIN" key=bench:m6:counted stats > "$RAW/m6.txt" 2> "$TMP/m6.err" ||
 	fail "optcost: $(cat "$RAW/m6.txt") $(head -n 5 "$TMP/m6.err")"
 # What the master saw: a WAIT for every sync_replicas=1 decision, the warm-up's included.
 put values M6_WAITS "$(rcli m6master info commandstats | sed -n 's/^cmdstat_wait:calls=\([0-9]*\).*/\1/p')"

@@ -8,7 +8,9 @@
  * each round so that none always comes first, and times it on CLOCK_MONOTONIC. A
  * configuration is the shared OPTIONs then its own; the first is the baseline. The pseudo
  * option "nocache" removes the url's cached Sentinel master from state_dir before each of its
- * decisions (untimed), as after a reboot empties /run. After 20 rounds not counted, prints
+ * decisions (untimed), as after a reboot empties /run. The pseudo option "stats" also counts
+ * each decision in the host's counters in state_dir (stats_record, timed with it), as the
+ * module does after every login. After 20 rounds not counted, prints
  * one line of name=value pairs per configuration: the verdicts, the connections opened and
  * commands sent (counted through -Wl,--wrap, as contend.c does), and the median, p99 and
  * extremes of its times. Module log lines go to stderr.
@@ -24,6 +26,7 @@
 #include "flowslot/fstime.h"
 #include "flowslot/ncache.h"
 #include "flowslot/rslot.h"
+#include "flowslot/stats.h"
 
 #define OPTCOST_MAX_CONF 8
 #define OPTCOST_MAX_ARGS 32
@@ -34,6 +37,7 @@ struct optcost_conf {
 	const char *name;
 	struct opt o;
 	bool nocache;
+	bool stats;
 	char cache[OPT_DIR_MAX + NCACHE_NAME_MAX + 2]; /* nocache: the file removed */
 	int64_t *us;
 	long long admit, queued, refuse, unavailable, connections, commands;
@@ -99,6 +103,8 @@ int main(int argc, char **argv)
 		for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 			if (strcmp(argv[i], "nocache") == 0)
 				c->nocache = true;
+			else if (strcmp(argv[i], "stats") == 0)
+				c->stats = true;
 			else if (n < OPTCOST_MAX_ARGS)
 				args[n++] = argv[i];
 		}
@@ -135,6 +141,9 @@ int main(int argc, char **argv)
 			bench_place(&place, (r + OPTCOST_WARMUP) * OPTCOST_MAX_CONF + k);
 			t0 = fstime_mono_us();
 			v = rslot_call(NULL, &c->o, SLOT_RESERVE, c->o.key, &place, &res);
+			if (c->stats)
+				stats_record(NULL, c->o.state_dir, c->o.key, false,
+					     v == SLOT_ADMIT ? STATS_ADMITTED : STATS_WAITED, 0);
 			if (r >= 0) {
 				c->us[r] = fstime_mono_us() - t0;
 				c->connections += optcost_connections - conns;

@@ -435,6 +435,7 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	$(m6_row sync1 "\`redis://\`, **\`sync_replicas=1\`**")
 	$(m6_row sentinel "\`redis-sentinel://\`, master cached in \`state_dir\`")
 	$(m6_row uncached "\`redis-sentinel://\`, cache removed before each decision")
+	$(m6_row counted "\`redis://\`, the host's counters kept in \`state_dir\`")
 
 	**sync_replicas=1 added $(m6_added sync1 median) ms per decision at the median ($(m6_ratio sync1 median) × the
 	same master without it) and $(m6_added sync1 p99) ms at the p99 ($(m6_ratio sync1 p99) ×)**, with the replica
@@ -450,6 +451,9 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	the cache file's read and a \`ROLE\` on the same round trip. Without the cache, a decision
 	added $(m6_added uncached median) ms ($(m6_ratio uncached median) ×): a connection to the sentinel and its answer, then
 	the cache file written again.
+	**Keeping the host's counters added $(m6_added counted median) ms at the median ($(m6_ratio counted median) ×)**:
+	the counters file in \`state_dir\` read and one record written back under its lock, with
+	no round trip to Redis.
 
 	## 7. Script calls per login, by how long it waits
 

@@ -278,7 +278,7 @@ static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struc
 	}
 	free(text);
 	v = lqueue_step(&q, call->p, call->per_host, call->op, call->place, getpid(),
-			fstime_mono_us(), SLOT_COMMIT_US, res);
+			fstime_mono_us(), slot_commit_us(call->p), res);
 	if (q.changed && ((len = lqueue_write(&q, &out)) < 0 ||
 			  lslot_write_all(fd, out, (size_t)len) != 0))
 		v = SLOT_UNAVAILABLE;

@@ -304,6 +304,10 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 		o->debug = true;
 		return 0;
 	}
+	if (strcmp(arg, "dry_run") == 0) {
+		o->slot.dry_run = true;
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(opt_setters) / sizeof(opt_setters[0]); i++) {
 		const struct opt_setter *s = &opt_setters[i];
 		size_t namelen = strlen(s->name);

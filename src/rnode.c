@@ -270,7 +270,7 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 	snprintf(db, sizeof(db), "%d", o->url.db);
 	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
 	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);
-	snprintf(commit, sizeof(commit), "%" PRId64, SLOT_COMMIT_US);
+	snprintf(commit, sizeof(commit), "%" PRId64, slot_commit_us(p));
 	if (asking && rnode_send(call, 1, asking_argv, why) != 0)
 		return -1;
 	if (rnode_send(call, (int)(sizeof(argv) / sizeof(argv[0])), argv, why) != 0)

@@ -55,7 +55,7 @@ int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_par
 		break;
 	case 1: /* admitted, to go in at most the commit window later; a leave is done */
 		ok = op == SLOT_LEAVE ? wait_us == 0
-				      : wait_us <= SLOT_COMMIT_US &&
+				      : wait_us <= slot_commit_us(p) &&
 						(op != SLOT_RESERVE || wait_us <= p->max_wait_us);
 		break;
 	case 2:

@@ -28,3 +28,10 @@ int64_t slot_decide(const struct slot_params *p, int64_t now_us, int64_t tat_us,
 	res->deadline_us = start_us;
 	return tat_us + p->interval_us;
 }
+
+int64_t slot_commit_us(const struct slot_params *p)
+{
+	if (p->dry_run && p->max_wait_us > SLOT_COMMIT_US)
+		return p->max_wait_us;
+	return SLOT_COMMIT_US;
+}

@@ -3,12 +3,14 @@
 #ifndef FLOWSLOT_SLOT_H
 #define FLOWSLOT_SLOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct slot_params {
 	int64_t interval_us;
 	int64_t max_wait_us;
 	int64_t burst;
+	bool dry_run; /* every admission is committed as a fixed slot: nobody waits */
 };
 
 enum slot_verdict {
@@ -27,6 +29,11 @@ enum slot_verdict {
    its slot without another call: its place becomes a fixed slot for its last stretch, and the
    next one's slot follows from it exactly. */
 #define SLOT_COMMIT_US SLOT_RENEW_US
+
+/* The commit window for p: SLOT_COMMIT_US, or in a dry run max_wait (no less), so that every
+   login the queue does not refuse is admitted at once as a fixed slot, and the schedule moves
+   on as if it had waited, with no place to renew. */
+int64_t slot_commit_us(const struct slot_params *p);
 
 /* What a login asks of the queue on Redis (src/slot.lua). */
 enum slot_op {

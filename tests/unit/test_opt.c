@@ -188,6 +188,7 @@ static void test_defaults(void **state)
 	assert_string_equal(o.state_dir, "/run/pam_flowslot");
 	assert_false(o.quiet);
 	assert_false(o.debug);
+	assert_false(o.slot.dry_run);
 	assert_int_equal(o.errors, 0);
 }
 
@@ -207,6 +208,7 @@ static void test_parse_every_option(void **state)
 		"sync_replicas=16",
 		"quiet",
 		"debug",
+		"dry_run",
 	};
 	static const char *argv2[] = {
 		"url=unix:///run/redis/redis.sock?db=9",
@@ -242,6 +244,7 @@ static void test_parse_every_option(void **state)
 	assert_int_equal(o.sync_replicas, 16);
 	assert_true(o.quiet);
 	assert_true(o.debug);
+	assert_true(o.slot.dry_run);
 
 	opt_wipe(&o);
 	for (size_t i = 0; i < sizeof(o.url.password); i++)
@@ -343,6 +346,7 @@ static void test_set_bad_values(void **state)
 		"foo=1",
 		"quiet=1",
 		"debug=yes",
+		"dry_run=1",
 		"Quiet",
 		"url",
 		"interval",

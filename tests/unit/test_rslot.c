@@ -827,6 +827,30 @@ static void test_read_reply_direct(void **state)
 	}
 }
 
+/* dry_run: the script admits every login it does not refuse, as a fixed slot up to max_wait
+   away; such an answer is taken, one past max_wait is not. */
+static void test_read_reply_dry_run(void **state)
+{
+	const struct slot_params p = { .interval_us = 1000000, .max_wait_us = 30000000,
+				       .burst = 1, .dry_run = true };
+	redisReply e[3] = { { .type = REDIS_REPLY_INTEGER, .integer = 1 },
+			    { .type = REDIS_REPLY_INTEGER },
+			    { .type = REDIS_REPLY_INTEGER, .integer = 4 } };
+	redisReply *elems[3] = { &e[0], &e[1], &e[2] };
+	const redisReply r = { .type = REDIS_REPLY_ARRAY, .elements = 3, .element = elems };
+	struct slot_result res;
+	const char *why = NULL;
+
+	(void)state;
+	assert_int_equal(slot_commit_us(&p), p.max_wait_us);
+	e[1].integer = 25000000;
+	assert_int_equal(rslot_read_reply(&r, SLOT_RESERVE, &p, &res, &why), 0);
+	assert_int_equal(res.verdict, SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 25000000);
+	e[1].integer = 30000001;
+	assert_int_equal(rslot_read_reply(&r, SLOT_RESERVE, &p, &res, &why), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -855,6 +879,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commands_wiped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_interrupted, setup, teardown),
 		cmocka_unit_test(test_read_reply_direct),
+		cmocka_unit_test(test_read_reply_dry_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,7 @@ static void test_exports(void **state)
 		"rslot_call",	       "rslot_read_reply", "rnode_attempt",
 		"lslot_call",	  "lqueue_step",       "slot_decide",	   "queue_wait",
 		"countdown_start", "countdown_tick",   "hangup_watch_open", "log_msg",
-		"fstime_sleep_until",
+		"fstime_sleep_until", "stats_record", "stats_write_prometheus",
 	};
 	void *h = dlopen(MODULE_PATH, RTLD_NOW | RTLD_LOCAL);
 
