@@ -1,4 +1,4 @@
-/* The schedule's key: a template with %s, %u, %h and %%, expanded per login. */
+/* The schedule's key: a template with %s, %u, %h, %H and %%, expanded per login. */
 #ifndef FLOWSLOT_KEY_H
 #define FLOWSLOT_KEY_H
 
@@ -11,7 +11,8 @@ int key_check_template(const char *tmpl, const char **why);
 /* True when tmpl uses %u. */
 bool key_uses_user(const char *tmpl);
 
-/* Expands a valid template into out (outsz bytes, NUL included). Expanded bytes outside
+/* Expands a valid template into out (outsz bytes, NUL included); %H is this host's name
+   (gethostname). Expanded bytes outside
    [A-Za-z0-9._:@-] are percent-encoded; NULL values expand to nothing. An expansion that does
    not fit is cut after a whole byte or escape and ends in "~" and the FNV-1a hash of all of
    it in 16 hex digits, so that each long name still has a schedule of its own. Returns the
