@@ -33,12 +33,13 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 
 LIB_SRCS = src/opt.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c src/lslot.c \
 	   src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c src/lqueue.c \
-	   src/trust.c
+	   src/trust.c src/pressure.c src/hold.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_conf build/test_key build/test_countdown build/test_slot \
-	     build/test_rslot build/test_lqueue build/test_lslot build/test_hangup build/test_symbols
+	     build/test_rslot build/test_lqueue build/test_lslot build/test_hangup build/test_symbols \
+	     build/test_pressure
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 

@@ -23,6 +23,7 @@
 #include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
 #include "flowslot/hangup.h"
+#include "flowslot/hold.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
@@ -217,6 +218,7 @@ struct gate_login {
 	enum gate_phase phase;
 	bool silent;
 	const char *via;
+	int64_t begun_us; /* when the login came to the gate: max_wait counts from there */
 };
 
 /* Waits for the slot, watching the user and telling them where they stand. */
@@ -238,6 +240,62 @@ static enum queue_end gate_wait(const struct gate_login *g, struct slot_result *
 	return end;
 }
 
+/* Holds an admitted login while the host is under pressure (pressure=). Returns PAM_IGNORE
+   to go in, or the phase's refusal. */
+static int gate_hold(const struct gate_login *g)
+{
+	pam_handle_t *pamh = g->q.pamh;
+	const struct opt *o = g->q.o;
+	const struct gate_who *who = g->who;
+	const struct hold_login h = { .pamh = pamh, .o = o, .key = g->q.key,
+				      .place = g->q.place, .talk = !g->silent && !o->quiet,
+				      .begun_us = g->begun_us,
+				      .deadline_us = g->begun_us + o->slot.max_wait_us };
+	struct hangup_watch w;
+	struct hold_result r;
+	const char *held_by;
+
+	hangup_watch_open(pamh, who->rhost, who->ssh_connection, who->tty, &w);
+	hold_wait(&h, &w, &r);
+	hangup_watch_close(&w);
+	held_by = r.res >= 0 ? pressure_res_name[r.res] : "line";
+	switch (r.end) {
+	case HOLD_ABANDONED:
+		log_msg(pamh, LOG_NOTICE,
+			"abandoned: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld",
+			who->service_shown, who->user_shown, who->rhost_shown, held_by,
+			(long long)(r.held_us / 1000));
+		return gate_denial(g->phase, SLOT_REFUSE);
+	case HOLD_TIMEOUT:
+		if (o->pressure.refuse) {
+			log_msg(pamh, LOG_NOTICE,
+				"refused: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld "
+				"max_wait_ms=%lld",
+				who->service_shown, who->user_shown, who->rhost_shown, held_by,
+				(long long)(r.held_us / 1000),
+				(long long)(o->slot.max_wait_us / 1000));
+			if (!g->silent)
+				pam_error(pamh, "The server is too busy at the moment. Please try "
+						"again later.");
+			return gate_denial(g->phase, SLOT_REFUSE);
+		}
+		log_msg(pamh, LOG_WARNING,
+			"held until max_wait: admitting: service=%s user=%s rhost=%s pressure=%s "
+			"pressure_ms=%lld max_wait_ms=%lld",
+			who->service_shown, who->user_shown, who->rhost_shown, held_by,
+			(long long)(r.held_us / 1000), (long long)(o->slot.max_wait_us / 1000));
+		return PAM_IGNORE;
+	case HOLD_IN:
+	default:
+		if (r.held_us > 0)
+			log_msg(pamh, LOG_NOTICE,
+				"held: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld",
+				who->service_shown, who->user_shown, who->rhost_shown, held_by,
+				(long long)(r.held_us / 1000));
+		return PAM_IGNORE;
+	}
+}
+
 /* Tells the user and the log what became of the reservation, waits for an admitted slot,
    and returns what the phase returns. */
 static int gate_conclude(const struct gate_login *g, struct slot_result *res, enum slot_verdict v)
@@ -246,6 +304,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	const struct opt *o = g->q.o;
 	const struct gate_who *who = g->who;
 	char wait_text[32];
+	int rc;
 
 	switch (v) {
 	case SLOT_ADMIT:
@@ -270,6 +329,8 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			    who->service_shown, who->user_shown, who->rhost_shown,
 			    (long long)res->position, g->via);
 		}
+		if (opt_pressure_on(o) && (rc = gate_hold(g)) != PAM_IGNORE)
+			return rc;
 		gate_set_admitted(pamh, g->phase);
 		return PAM_IGNORE;
 	case SLOT_REFUSE:
@@ -315,6 +376,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 		.who = &who,
 		.phase = phase,
 		.silent = (flags & PAM_SILENT) != 0,
+		.begun_us = fstime_mono_us(),
 	};
 	enum slot_verdict v;
 	int rc;
