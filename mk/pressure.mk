@@ -1,0 +1,6 @@
+# tests/pressure.sh: the pressure hold (pressure=) on fake PSI files and on /proc/pressure.
+.PHONY: check-pressure
+CHECK_EXTRA += check-pressure
+
+check-pressure: pam_flowslot.so
+	bash tests/pressure.sh
