@@ -45,8 +45,9 @@ static void hold_tell(const struct hold_login *h, int64_t now_us)
 static bool hold_join(const struct hold_login *h, int over)
 {
 	/* Burst and max_wait mean nothing to the line: held logins go one by one, and
-	   max_wait is kept by hold_wait. */
-	struct slot_params p = { .interval_us = 0, .max_wait_us = INT64_MAX / 4, .burst = 1 };
+	   max_wait is kept by hold_wait. An interval of 1 us (lqueue divides by it) lets a
+	   login that was not held leave the line's next release where it was. */
+	struct slot_params p = { .interval_us = 1, .max_wait_us = INT64_MAX / 4, .burst = 1 };
 
 	if (over >= 0)
 		return hold_line(h, &p, SLOT_RESERVE, LSLOT_ADMIT_NEVER) == SLOT_QUEUED;

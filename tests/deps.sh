@@ -6,7 +6,7 @@ set -eu
 PACKAGES="gcc make pkg-config libc6-dev libpam0g-dev libpam-modules libhiredis-dev libcmocka-dev
 pamtester libpam-wrapper libpamtest0-dev redis-server redis-tools valgrind faketime locales
 groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux
-redis-sentinel iproute2 stunnel4 openssl socat"
+redis-sentinel iproute2 stunnel4 openssl socat python3-minimal"
 
 missing=""
 for p in $PACKAGES; do
