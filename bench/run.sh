@@ -912,4 +912,5 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	echo '```'
 } > "$OUT.tmp" || fail "writing $OUT"
 mv "$OUT.tmp" "$OUT"
+bash "$TOP/bench/storm.sh" "$OUT" || fail "the logon storm (bench/storm.sh)"
 say "done in ${ELAPSED} s: $OUT${PNG_NOTE:+ and $PNG}"
