@@ -100,13 +100,15 @@ for i in 1 2 3 4; do
 	wait_for 10 held_in p3 "$i"
 done
 check "four logins held in the line" held_in p3 4
+all_held=0
+held_in p3 4 && all_held=1
 rate io 0
 bg_wait
 order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
-check "released in arrival order ($order)" [ "$order" = "c1 c2 c3 c4 " ]
+check "released in arrival order ($order)" [ "$all_held$order" = "1c1 c2 c3 c4 " ]
 gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - p) / 1e6 } { p = $1 }')
 check "... at least interval (1 s) apart: gaps $gaps ms" \
-	sh -c "for g in $gaps; do [ \$g -ge 950 ] || exit 1; done"
+	sh -c "[ $all_held = 1 ] && for g in $gaps; do [ \$g -ge 950 ] || exit 1; done"
 
 # 3b. A login that meets no pressure right after a release from the line waits out the rest
 # of interval since that release, and goes in (not a crash: the line's slot then lies ahead).
@@ -128,8 +130,12 @@ check "no pressure, just after a release: in (rc $(rc_of h2)), interval after th
 rate memory 95
 sleep 2.5
 gate p4 "interval=1s countdown=0 max_wait=2s pressure=memory:50 pressure_dir=$PSI"
+rm -f "$TMP/stamps"
+t_d1=$(now_ms)
 login d1 p4 d1
-check "pressure_timeout=admit (the default): in at max_wait" [ "$(rc_of d1)" = 0 ]
+d1_ms=$(($(stamp_ms d1) - t_d1))
+check "pressure_timeout=admit (the default): in at max_wait (2 s; in after ${d1_ms} ms)" \
+	sh -c "[ $(rc_of d1) = 0 ] && [ $d1_ms -ge 1800 ]"
 check "... with a warning that names the resource" \
 	grep -q 'held until max_wait: admitting: .*pressure=memory pressure_ms=' "$TMP/d1.err"
 gate p5 "interval=1s countdown=0 max_wait=2s pressure=memory:50 pressure_timeout=refuse pressure_dir=$PSI"
@@ -170,7 +176,7 @@ t_fall=$(now_ms)
 bg_wait
 f2_ms=$(($(stamp_ms f2) - t_fall))
 check "a held login killed: the one behind it goes in when pressure falls (${f2_ms} ms after), not after the dead one's lease" \
-	sh -c "[ $(rc_of f2) = 0 ] && [ $f2_ms -le 2500 ]"
+	sh -c "[ $(rc_of f2) = 0 ] && [ $f2_ms -ge 0 ] && [ $f2_ms -le 2500 ]"
 check "... and the line is empty" held_in p7 0
 
 # 7. The real /proc/pressure: busy loops make cpu pressure; a login waits them out.
