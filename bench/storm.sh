@@ -15,7 +15,8 @@ OUT=${1:-$TOP/BENCHMARKS.md}
 case $OUT in /*) ;; *) OUT=$TOP/$OUT ;; esac
 if [ "$OUT" = "$TOP/BENCHMARKS.md" ]; then PNG=$TOP/bench/storm.png PNG_LINK=bench/storm.png
 else PNG=${OUT%.md}-storm.png PNG_LINK=$(basename "$PNG"); fi
-STORM_N=${STORM_N:-20}
+# QUICK=1 (make bench QUICK=1): a smaller storm.
+if [ "${QUICK:-0}" = 1 ]; then STORM_N=${STORM_N:-8}; else STORM_N=${STORM_N:-20}; fi
 SHORT=${STORM_SHORT:-0.5s}
 LONG=${STORM_LONG:-2.5s}
 LIMIT=${STORM_LIMIT:-cpu:50}

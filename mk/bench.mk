@@ -2,7 +2,8 @@
 # against private redis-servers and pamtester, and writes BENCHMARKS.md and bench/timeline.png.
 # Not part of "make check": nothing here is a timed assertion.
 #
-#   make bench           the full run, about 5 minutes on 2 cores: writes BENCHMARKS.md
+#   make bench           the full run, about 9 minutes on 2 cores (the logon storm of
+#                        bench/storm.sh about 4 of them): writes BENCHMARKS.md
 #   make bench QUICK=1   a smoke run of about a minute, with fewer and shorter rounds: writes
 #                        build/bench/BENCHMARKS-quick.md, leaving the committed figures alone
 #
