@@ -173,13 +173,14 @@ SECTION=$TMP/storm.md
 	echo "with no gate. Only these two fixed intervals were tried: one between them may beat"
 	echo "pressure=. The machine is shared (other engineers' test runs load it too: see the"
 	echo "avg10 with one start-up at a time under interval=$LONG), so pressure= also waited for"
-	echo "load that was not the storm's, and the seconds vary from run to run."
+	echo "load that was not the storm's, and the seconds vary from run to run. \`avg10\` lags by"
+	echo "about ten seconds: the first samples of a storm still carry the tail of the one before."
 } > "$SECTION"
 # Into OUT: the section replaced if there, else put before "## What this run could not
 # measure" (or at the end).
 if [ -f "$OUT" ]; then
 	awk -v sec="$SECTION" '
-		function put(l) { while ((getline l < sec) > 0) print l; done = 1 }
+		function put(l) { while ((getline l < sec) > 0) print l; print ""; done = 1 }
 		/^## 10\. A simulated logon storm/ { skip = 1; put(); next }
 		skip && /^## / { skip = 0 }
 		skip { next }
