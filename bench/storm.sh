@@ -8,6 +8,7 @@
 # run could not measure"), and the picture next to it. Nothing here asserts a time.
 #
 #   bash bench/storm.sh [OUT.md]     (after make; bench/run.sh calls it)
+# shellcheck disable=SC2154 # DONE_*, WORST_*, LAST_*: set by printf -v in the loop
 set -u
 . "$(dirname "$0")/../tests/lib.sh"
 
@@ -77,7 +78,7 @@ for v in $VARIANTS; do
 	wait "$spid" 2> /dev/null
 	# Per variant: last admitted, all done, worst start-up (s); peak and mean avg10 during the
 	# storm; the 1 s window share of total, peak.
-	read -r last done worst n_in <<< "$(awk -v t0="$t0" '
+	read -r last all_done worst n_in <<< "$(awk -v t0="$t0" '
 		$2 == "admit" { a[$3] = $1; if ($1 > la) la = $1 }
 		$2 == "done" { d[$3] = $1; if ($1 > ld) ld = $1 }
 		END { for (u in d) { s = (d[u] - a[u]) / 1e9; if (s > w) w = s; n++ }
@@ -86,9 +87,9 @@ for v in $VARIANTS; do
 		END { printf "%.0f %.0f", p, n ? s / n : 0 }' "$TMP/$v.psi")"
 	held=$(cat "$TMP"/s"$v"*.err 2> /dev/null | grep -c 'held: ')
 	printf -v "LAST_$v" %s "$last"
-	printf -v "DONE_$v" %s "$done"
+	printf -v "DONE_$v" %s "$all_done"
 	printf -v "WORST_$v" %s "$worst"
-	ROWS="$ROWS| $label | $n_in of $STORM_N | $last | $done | $worst | $peak% | $mean% | $held |
+	ROWS="$ROWS| $label | $n_in of $STORM_N | $last | $all_done | $worst | $peak% | $mean% | $held |
 "
 	awk -v t0="$t0" -v v="$v" '{ printf "%s %.3f %s\n", $2, ($1 - t0) / 1e9, $3 }' "$TMP/$v.events" \
 		> "$TMP/$v.ev"

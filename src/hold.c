@@ -19,8 +19,12 @@ static int64_t hold_min(int64_t a, int64_t b)
 static enum slot_verdict hold_line(const struct hold_login *h, const struct slot_params *p,
 				   enum slot_op op, enum lslot_admit admit)
 {
-	const struct lslot_call call = { .dir = h->o->state_dir, .key = h->key, .p = p,
-					 .op = op, .place = h->place, .prefix = HOLD_PREFIX,
+	const struct lslot_call call = { .dir = h->o->state_dir,
+					 .key = h->key,
+					 .p = p,
+					 .op = op,
+					 .place = h->place,
+					 .prefix = HOLD_PREFIX,
 					 .admit = admit };
 	struct slot_result res;
 
@@ -57,10 +61,13 @@ static bool hold_join(const struct hold_login *h, int over)
 void hold_wait(const struct hold_login *h, const struct hangup_watch *w, struct hold_result *r)
 {
 	const struct opt *o = h->o;
-	struct pressure_gauge g = { .pamh = h->pamh, .dir = o->pressure.dir,
-				    .state_dir = o->state_dir, .limit_ppm = o->pressure.limit_ppm };
+	struct pressure_gauge g = { .pamh = h->pamh,
+				    .dir = o->pressure.dir,
+				    .state_dir = o->state_dir,
+				    .limit_ppm = o->pressure.limit_ppm };
 	struct slot_params p = { .interval_us = o->slot.interval_us,
-				 .max_wait_us = INT64_MAX / 4, .burst = 1 };
+				 .max_wait_us = INT64_MAX / 4,
+				 .burst = 1 };
 	int64_t share_ppm[PRESSURE_RES_N], start_us, tell_us, read_us;
 	int over;
 

@@ -211,7 +211,8 @@ static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 			continue;
 		g->warned |= 1u << r;
 		log_msg(g->pamh, LOG_WARNING, "pressure: %s/%s %s: going on without it",
-			log_escape(g->dir, dir_shown, sizeof(dir_shown)), pressure_res_name[r], why);
+			log_escape(g->dir, dir_shown, sizeof(dir_shown)), pressure_res_name[r],
+			why);
 	}
 }
 
@@ -343,8 +344,8 @@ void pressure_measure(struct pressure_gauge *g, int64_t share_ppm[PRESSURE_RES_N
 		pressure_exchange(g, &now, &base, true);
 	}
 	for (int r = 0; r < PRESSURE_RES_N; r++)
-		share_ppm[r] = pressure_share_ppm(base.total_us[r], base.at_us, now.total_us[r],
-						  now.at_us);
+		share_ppm[r] =
+		    pressure_share_ppm(base.total_us[r], base.at_us, now.total_us[r], now.at_us);
 	g->last = now;
 	g->have_last = true;
 }

@@ -22,9 +22,9 @@ struct hold_login {
 	const struct opt *o;
 	const char *key; /* the schedule's, expanded */
 	const struct slot_place *place;
-	bool talk;	      /* tell the user why they wait */
-	int64_t begun_us;     /* when the login's whole wait began */
-	int64_t deadline_us;  /* when max_wait ends it */
+	bool talk;	     /* tell the user why they wait */
+	int64_t begun_us;    /* when the login's whole wait began */
+	int64_t deadline_us; /* when max_wait ends it */
 };
 
 enum hold_end {

@@ -38,10 +38,12 @@ static void test_spec_good(void **state)
 static void test_spec_bad(void **state)
 {
 	static const char *const cases[] = {
-		"",	     "cpu",	    "cpu:",	      "cpu:0",	      "cpu:100.0001",
-		"cpu:1000",  "io:5,io:6",   "cpu:5,",	      ",cpu:5",	      "net:5",
-		"cpu:5:6",   "cpu:1.00001", "cpu:+5",	      "cpu:5 ",	      "cpu :5",
-		"cpu:0x10",  "cpu:nan",	    "cpu:99999999999999999999",
+		"",	     "cpu",	     "cpu:",
+		"cpu:0",     "cpu:100.0001", "cpu:1000",
+		"io:5,io:6", "cpu:5,",	     ",cpu:5",
+		"net:5",     "cpu:5:6",	     "cpu:1.00001",
+		"cpu:+5",    "cpu:5 ",	     "cpu :5",
+		"cpu:0x10",  "cpu:nan",	     "cpu:99999999999999999999",
 	};
 	int64_t ppm[PRESSURE_RES_N] = { 7, 8, 9 };
 
@@ -131,9 +133,9 @@ static void test_share(void **state)
 	assert_int_equal(pressure_share_ppm(0, 400000, 5, 400000), -1);
 	assert_int_equal(pressure_share_ppm(0, 400000, 5, 0), -1);
 	/* Large totals (a host up for years) do not overflow. */
-	assert_int_equal(pressure_share_ppm(INT64_C(900000000000000), 0,
-					    INT64_C(900000000100000), 1000000),
-			 100000);
+	assert_int_equal(
+	    pressure_share_ppm(INT64_C(900000000000000), 0, INT64_C(900000000100000), 1000000),
+	    100000);
 }
 
 static void test_over(void **state)
