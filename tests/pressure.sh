@@ -89,6 +89,9 @@ check "pressure fell: in ${in_ms} ms after (within about a second; bound 2500 ms
 check "... its log line names the resource and the time held" \
 	grep -Eq 'held: .*user=b1 .*pressure=cpu pressure_ms=[0-9]{4,}' "$TMP/b1.err"
 check "... and the line is empty again" held_in p2 0
+check "... and the user was told why they wait" \
+	grep -q 'Login queue: the server is busy; you go in when it settles (waiting [0-9.]* s so far)\.' \
+	"$TMP/b1.out"
 
 # 3. Several held logins go in in arrival order, interval apart: no herd, no overtaking.
 gate p3 "interval=1s countdown=0 pressure=io:30 pressure_dir=$PSI"
