@@ -39,13 +39,13 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 
 LIB_SRCS = src/opt.c src/url.c src/str.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c \
 	   src/lslot.c src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c \
-	   src/lqueue.c src/trust.c src/stats.c
+	   src/lqueue.c src/trust.c src/stats.c src/pressure.c src/hold.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/test_countdown \
 	     build/test_slot build/test_rslot build/test_rnode build/test_lqueue build/test_lslot \
-	     build/test_hangup build/test_trust build/test_stats build/test_symbols
+	     build/test_hangup build/test_trust build/test_stats build/test_pressure build/test_symbols
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
@@ -115,7 +115,8 @@ check:
 # to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.
 CHECK_EXTRA =
 include mk/sanitize.mk
-include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/tls.mk mk/ha.mk mk/deb.mk
+include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/tls.mk \
+	mk/ha.mk mk/deb.mk
 include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)

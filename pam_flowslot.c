@@ -24,6 +24,7 @@
 #include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
 #include "flowslot/hangup.h"
+#include "flowslot/hold.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
@@ -221,6 +222,7 @@ struct gate_login {
 	enum gate_phase phase;
 	bool silent;
 	const char *via;
+	int64_t begun_us; /* when the login came to the gate: max_wait counts from there */
 };
 
 /* Waits for the slot, watching the user and telling them where they stand. */
@@ -305,6 +307,68 @@ static int gate_dry_run(const struct gate_login *g, const struct slot_result *re
 	return PAM_IGNORE;
 }
 
+/* Holds an admitted login while the host is under pressure (pressure=). Returns PAM_IGNORE
+   to go in, or the phase's refusal; adds the time held to *waited_us, and says in *r what
+   the counters are to count. */
+static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *waited_us)
+{
+	pam_handle_t *pamh = g->q.pamh;
+	const struct opt *o = g->q.o;
+	const struct gate_who *who = g->who;
+	const struct hold_login h = { .pamh = pamh, .o = o, .key = g->q.key,
+				      .place = g->q.place, .talk = !g->silent && !o->quiet,
+				      .begun_us = g->begun_us,
+				      .deadline_us = g->begun_us + o->slot.max_wait_us };
+	struct hangup_watch w;
+	struct hold_result hr;
+	const char *held_by;
+
+	hangup_watch_open(pamh, who->rhost, who->ssh_connection, who->tty, &w);
+	hold_wait(&h, &w, &hr);
+	hangup_watch_close(&w);
+	held_by = hr.res >= 0 ? pressure_res_name[hr.res] : "line";
+	*waited_us += hr.held_us;
+	if (hr.held_us > 0 && *r == STATS_ADMITTED)
+		*r = STATS_WAITED;
+	switch (hr.end) {
+	case HOLD_ABANDONED:
+		*r = STATS_ABANDONED;
+		log_msg(pamh, LOG_NOTICE,
+			"abandoned: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld",
+			who->service_shown, who->user_shown, who->rhost_shown, held_by,
+			(long long)(hr.held_us / 1000));
+		return gate_denial(g->phase, SLOT_REFUSE);
+	case HOLD_TIMEOUT:
+		if (o->pressure.refuse) {
+			*r = STATS_REFUSED;
+			log_msg(pamh, LOG_NOTICE,
+				"refused: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld "
+				"max_wait_ms=%lld",
+				who->service_shown, who->user_shown, who->rhost_shown, held_by,
+				(long long)(hr.held_us / 1000),
+				(long long)(o->slot.max_wait_us / 1000));
+			if (!g->silent)
+				pam_error(pamh, "The server is too busy at the moment. Please try "
+						"again later.");
+			return gate_denial(g->phase, SLOT_REFUSE);
+		}
+		log_msg(pamh, LOG_WARNING,
+			"held until max_wait: admitting: service=%s user=%s rhost=%s pressure=%s "
+			"pressure_ms=%lld max_wait_ms=%lld",
+			who->service_shown, who->user_shown, who->rhost_shown, held_by,
+			(long long)(hr.held_us / 1000), (long long)(o->slot.max_wait_us / 1000));
+		return PAM_IGNORE;
+	case HOLD_IN:
+	default:
+		if (hr.held_us > 0)
+			log_msg(pamh, LOG_NOTICE,
+				"held: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld",
+				who->service_shown, who->user_shown, who->rhost_shown, held_by,
+				(long long)(hr.held_us / 1000));
+		return PAM_IGNORE;
+	}
+}
+
 /* Tells the user and the log what became of the reservation, waits for an admitted slot,
    and returns what the phase returns. */
 static int gate_conclude(const struct gate_login *g, struct slot_result *res, enum slot_verdict v)
@@ -314,7 +378,8 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	const struct gate_who *who = g->who;
 	enum stats_result r = gate_result(g, res, v);
 	char wait_text[32];
-	int64_t since_us;
+	int64_t waited_us = 0;
+	int rc = PAM_IGNORE;
 
 	if (o->slot.dry_run)
 		return gate_dry_run(g, res, v, r);
@@ -327,7 +392,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 				"via=%s",
 				who->service_shown, who->user_shown, who->rhost_shown,
 				(long long)(res->wait_us / 1000), (long long)res->position, g->via);
-			since_us = fstime_mono_us();
+			waited_us = fstime_mono_us();
 			if (gate_wait(g, res) == QUEUE_ABANDONED) {
 				log_msg(pamh, LOG_NOTICE,
 					"abandoned: service=%s user=%s rhost=%s position=%lld via=%s",
@@ -336,18 +401,19 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 				gate_count(g, STATS_ABANDONED, 0);
 				return gate_denial(g->phase, SLOT_REFUSE);
 			}
-			gate_count(g, r, fstime_mono_us() - since_us);
-		} else {
-			if (o->debug)
-				log_msg(pamh, LOG_DEBUG,
-					"admitted: service=%s user=%s rhost=%s wait_ms=0 "
-					"position=%lld via=%s",
-					who->service_shown, who->user_shown, who->rhost_shown,
-					(long long)res->position, g->via);
-			gate_count(g, r, 0);
+			waited_us = fstime_mono_us() - waited_us;
+		} else if (o->debug) {
+			log_msg(pamh, LOG_DEBUG,
+				"admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
+				who->service_shown, who->user_shown, who->rhost_shown,
+				(long long)res->position, g->via);
 		}
-		gate_set_admitted(pamh, g->phase);
-		return PAM_IGNORE;
+		if (opt_pressure_on(o))
+			rc = gate_hold(g, &r, &waited_us);
+		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
+		if (rc == PAM_IGNORE)
+			gate_set_admitted(pamh, g->phase);
+		return rc;
 	case SLOT_REFUSE:
 		log_msg(pamh, LOG_NOTICE,
 			"refused: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
@@ -394,6 +460,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 		.who = &who,
 		.phase = phase,
 		.silent = (flags & PAM_SILENT) != 0,
+		.begun_us = fstime_mono_us(),
 	};
 	enum slot_verdict v;
 	int rc;

@@ -548,12 +548,12 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 
 EOF
 # The sections of further measurements (see the end of bench/measure.sh): bench/NAME-report.sh
-# prints the section of the raw results in RAWDIR/NAME.
+# prints the section of the raw results in RAWDIR/NAME (and may draw a picture next to PNG).
 for r in "$BENCH_DIR"/*-report.sh; do
 	[ -e "$r" ] || continue
 	name=$(basename "$r" -report.sh)
 	[ -d "$RAW/$name" ] || continue
-	bash "$r" "$RAW" || fail "$r"
+	bash "$r" "$RAW" "$PNG" "$PNG_LINK" || fail "$r"
 	echo
 done
 cat <<-EOF

@@ -35,12 +35,28 @@ static bool ref_template_ok(const char *t)
 	for (; *t != '\0'; t++) {
 		if ((unsigned char)*t <= ' ' || (unsigned char)*t >= 0x7f)
 			return false;
-		if (*t == '%' && (t[1] == '\0' || strchr("suh%", t[1]) == NULL))
+		if (*t == '%' && (t[1] == '\0' || strchr("suhH%", t[1]) == NULL))
 			return false;
 		if (*t == '%')
 			t++;
 	}
 	return true;
+}
+
+/* %H: this host's name, as gethostname gives it. */
+static const char *ref_host(void)
+{
+	static char host[HOST_NAME_MAX + 1];
+
+	if (host[0] == '\0' && gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	return host;
+}
+
+/* The value a template's %X stands for. */
+static const char *ref_value(char x, const char *service, const char *user, const char *rhost)
+{
+	return x == 's' ? service : x == 'u' ? user : x == 'h' ? rhost : x == 'H' ? ref_host() : NULL;
 }
 
 static bool ref_uses_user(const char *t)
@@ -75,7 +91,7 @@ static size_t ref_size(const char *t, const char *service, const char *user, con
 
 		if (*t == '%') {
 			t++;
-			v = *t == 's' ? service : *t == 'u' ? user : *t == 'h' ? rhost : NULL;
+			v = ref_value(*t, service, user, rhost);
 		}
 		n += v != NULL ? 3 * strlen(v) : 1;
 	}
@@ -101,7 +117,8 @@ static size_t ref_expand(const char *t, const char *service, const char *user, c
 			o = ref_put_value(o, user);
 			break;
 		case 'h':
-			o = ref_put_value(o, rhost);
+		case 'H':
+			o = ref_put_value(o, ref_value(*t, service, user, rhost));
 			break;
 		default:
 			*o++ = '%';
@@ -138,7 +155,7 @@ static void check_key_bytes(const char *t, const char *service, const char *user
 			continue;
 		}
 		t++;
-		v = *t == 's' ? service : *t == 'u' ? user : rhost;
+		v = ref_value(*t, service, user, rhost);
 		for (const unsigned char *p = (const unsigned char *)v; v != NULL && *p != '\0';
 		     p++) {
 			if (plain(*p)) {

@@ -4,7 +4,8 @@
 # BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).
 # Not part of "make check": nothing here is a timed assertion.
 #
-#   make bench           the full run, about 5 minutes on 2 cores: writes BENCHMARKS.md, the raw
+#   make bench           the full run, about 9 minutes on 2 cores (the logon storm of
+#                        bench/storm.sh about 4 of them): writes BENCHMARKS.md, the raw
 #                        results in build/bench/raw/
 #   make bench QUICK=1   a smoke run of about a minute, with fewer and shorter rounds: writes
 #                        build/bench/BENCHMARKS-quick.md (raw results in build/bench/raw-quick/),

@@ -2,8 +2,10 @@
 #include "flowslot/key.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flowslot/lslot.h"
 
@@ -27,8 +29,8 @@ int key_check_template(const char *tmpl, const char **why)
 		if (*p != '%')
 			continue;
 		p++;
-		if (*p == '\0' || strchr("suh%", *p) == NULL) {
-			*why = "'%' must be followed by s, u, h or %";
+		if (*p == '\0' || strchr("suhH%", *p) == NULL) {
+			*why = "'%' must be followed by s, u, h, H or %";
 			return -1;
 		}
 	}
@@ -97,7 +99,11 @@ int key_expand(const char *tmpl, const char *service, const char *user, const ch
 	       char *out, size_t outsz)
 {
 	struct key_sink k = { .out = out, .outsz = outsz, .hash = LSLOT_HASH_START };
+	char host[HOST_NAME_MAX + 1] = "";
 
+	if (strstr(tmpl, "%H") != NULL && gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
 	if (outsz == 0)
 		return -1;
 	out[0] = '\0';
@@ -115,6 +121,9 @@ int key_expand(const char *tmpl, const char *service, const char *user, const ch
 			break;
 		case 'h':
 			key_put_encoded(&k, rhost);
+			break;
+		case 'H':
+			key_put_encoded(&k, host);
 			break;
 		case '%':
 			key_put(&k, "%", 1);

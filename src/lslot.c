@@ -125,7 +125,7 @@ static bool lslot_prune_one(int dfd, const char *name)
 
 /* Counts the schedule files in dfd, after removing those whose time has passed if prune;
    -1 if the directory cannot be read. Other files (node.* of ncache.c) are not touched. */
-static int lslot_scan(int dfd, bool prune)
+static int lslot_scan(int dfd, const char *prefix, bool prune)
 {
 	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -138,7 +138,7 @@ static int lslot_scan(int dfd, bool prune)
 		return -1;
 	}
 	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, LSLOT_PREFIX, sizeof(LSLOT_PREFIX) - 1) != 0)
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
 			continue;
 		if (!prune || !lslot_prune_one(dfd, e->d_name))
 			n++;
@@ -150,37 +150,38 @@ static int lslot_scan(int dfd, bool prune)
 /* Before a new schedule file is made: prunes when there are many, and turns name into one
    of the shared schedules when too many are still live, so that the directory stays
    bounded whatever the number of keys. */
-static void lslot_make_room(int dfd, const char *key, char *name, size_t namesz)
+static void lslot_make_room(int dfd, const char *prefix, const char *key, char *name,
+			    size_t namesz)
 {
-	int n = lslot_scan(dfd, false);
+	int n = lslot_scan(dfd, prefix, false);
 
 	if (n >= LSLOT_PRUNE_AT)
-		n = lslot_scan(dfd, true);
+		n = lslot_scan(dfd, prefix, true);
 	if (n >= LSLOT_FILES_MAX)
-		snprintf(name, namesz, LSLOT_PREFIX "~shared.%02u",
+		snprintf(name, namesz, "%s~shared.%02u", prefix,
 			 (unsigned)(lslot_hash(LSLOT_HASH_START, key) % LSLOT_SHARED));
 }
 
 /* Opens the schedule file for key, named name (or a shared one, see lslot_make_room). */
-static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, const char *key,
+static int lslot_open_file(const pam_handle_t *pamh, int dfd, const struct lslot_call *call,
 			   char *name, size_t namesz)
 {
 	struct stat st;
 	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0 && errno == ENOENT) {
-		lslot_make_room(dfd, key, name, namesz);
+		lslot_make_room(dfd, call->prefix, call->key, name, namesz);
 		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	}
 	if (fd < 0) {
-		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", dir, name);
+		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", call->dir, name);
 		return -1;
 	}
 	/* No link at all: pruned since the open, which the caller sees after locking. */
 	if (fstat(fd, &st) != 0 || !trust_own_file(&st, 077)) {
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
-			dir, name, (unsigned)geteuid());
+			call->dir, name, (unsigned)geteuid());
 		close(fd);
 		return -1;
 	}
@@ -242,11 +243,13 @@ static int lslot_write_all(int fd, const char *text, size_t len)
 
 /* Opens and locks the schedule file for key, the one dir names once locked; -1 if none,
    logged. */
-static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const char *dir, const char *key,
+static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const struct lslot_call *call,
 			     char *name, size_t namesz)
 {
+	const char *dir = call->dir;
+
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
-		int fd = lslot_open_file(pamh, dfd, dir, key, name, namesz);
+		int fd = lslot_open_file(pamh, dfd, call, name, namesz);
 
 		if (fd < 0)
 			return -1;
@@ -277,8 +280,14 @@ static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struc
 		return SLOT_UNAVAILABLE;
 	}
 	free(text);
+	const int64_t window_us[] = {
+		[LSLOT_ADMIT_NEAR] = slot_commit_us(call->p),
+		[LSLOT_ADMIT_DUE] = 0,
+		[LSLOT_ADMIT_NEVER] = -1, /* a slot is never before now */
+	};
+
 	v = lqueue_step(&q, call->p, call->per_host, call->op, call->place, getpid(),
-			fstime_mono_us(), slot_commit_us(call->p), res);
+			fstime_mono_us(), window_us[call->admit], res);
 	if (q.changed && ((len = lqueue_write(&q, &out)) < 0 ||
 			  lslot_write_all(fd, out, (size_t)len) != 0))
 		v = SLOT_UNAVAILABLE;
@@ -287,17 +296,23 @@ static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struc
 	return v;
 }
 
-enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
+enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *given,
 			     struct slot_result *res)
 {
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
+	struct lslot_call c = *given;
+	const struct lslot_call *call = &c;
 	char name[NAME_MAX + 1];
 	int dfd, fd = -1;
 
 	lslot_file_name(call->key, name, sizeof(name));
+	if (c.prefix == NULL)
+		c.prefix = LSLOT_PREFIX;
+	else /* the same length as LSLOT_PREFIX, so the name fits as it did */
+		memcpy(name, c.prefix, sizeof(LSLOT_PREFIX) - 1);
 	dfd = lslot_open_dir(pamh, call->dir);
 	if (dfd >= 0)
-		fd = lslot_open_locked(pamh, dfd, call->dir, call->key, name, sizeof(name));
+		fd = lslot_open_locked(pamh, dfd, call, name, sizeof(name));
 	if (fd >= 0) {
 		verdict = lslot_step(call, fd, res);
 		if (verdict == SLOT_UNAVAILABLE)

@@ -29,6 +29,15 @@ void opt_defaults(struct opt *o)
 	o->countdown_us = 15 * US_PER_S;
 	o->fallback = OPT_FALLBACK_LOCAL;
 	strcpy(o->state_dir, "/run/pam_flowslot");
+	strcpy(o->pressure.dir, "/proc/pressure");
+}
+
+bool opt_pressure_on(const struct opt *o)
+{
+	for (int r = 0; r < PRESSURE_RES_N; r++)
+		if (o->pressure.limit_ppm[r] > 0)
+			return true;
+	return false;
 }
 
 void opt_wipe(struct opt *o)
@@ -238,6 +247,38 @@ static int opt_set_per_host(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_pressure(struct opt *o, const char *v, const char **why)
+{
+	return pressure_parse_spec(v, o->pressure.limit_ppm, why);
+}
+
+static int opt_set_pressure_dir(struct opt *o, const char *v, const char **why)
+{
+	if (v[0] != '/') {
+		*why = "must be an absolute path";
+		return -1;
+	}
+	if (strlen(v) > OPT_DIR_MAX) {
+		*why = "longer than 255 bytes";
+		return -1;
+	}
+	strcpy(o->pressure.dir, v);
+	return 0;
+}
+
+static int opt_set_pressure_timeout(struct opt *o, const char *v, const char **why)
+{
+	if (strcmp(v, "admit") == 0)
+		o->pressure.refuse = false;
+	else if (strcmp(v, "refuse") == 0)
+		o->pressure.refuse = true;
+	else {
+		*why = "must be admit or refuse";
+		return -1;
+	}
+	return 0;
+}
+
 /* conf= itself is read by opt_parse before anything else; here it is only checked. */
 static int opt_set_conf(struct opt *o, const char *v, const char **why)
 {
@@ -271,6 +312,9 @@ static const struct opt_setter {
 	{ "sync_replicas=", opt_set_sync_replicas, false },
 	{ "per_host=", opt_set_per_host, false },
 	{ "conf=", opt_set_conf, false },
+	{ "pressure=", opt_set_pressure, false },
+	{ "pressure_dir=", opt_set_pressure_dir, false },
+	{ "pressure_timeout=", opt_set_pressure_timeout, false },
 };
 
 static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)

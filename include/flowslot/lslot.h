@@ -17,6 +17,14 @@
 #define LSLOT_FILES_MAX 256
 #define LSLOT_SHARED 16
 
+/* How near its time a login first in line is admitted: within SLOT_COMMIT_US (a schedule),
+   only once its time has come (the pressure hold's line), or not at all (a place kept). */
+enum lslot_admit {
+	LSLOT_ADMIT_NEAR,
+	LSLOT_ADMIT_DUE,
+	LSLOT_ADMIT_NEVER,
+};
+
 /* What one call on a per-host schedule asks: as rslot_call, on the file for key in dir. */
 struct lslot_call {
 	const char *dir;
@@ -25,6 +33,8 @@ struct lslot_call {
 	int per_host;
 	enum slot_op op;
 	const struct slot_place *place;
+	const char *prefix; /* of the file's name, as long as "slot.": NULL for "slot." */
+	enum lslot_admit admit;
 };
 
 /* Asks the queue of the schedule kept in a file under dir (created 0700 when missing), as

@@ -10,6 +10,7 @@
 
 #include <security/pam_modules.h>
 
+#include "flowslot/pressure.h"
 #include "flowslot/slot.h"
 #include "flowslot/url.h"
 
@@ -31,6 +32,13 @@ enum opt_fallback {
 	OPT_FALLBACK_CLOSED,
 };
 
+/* The pressure hold (src/hold.c). */
+struct opt_pressure {
+	int64_t limit_ppm[PRESSURE_RES_N]; /* 0: not watched; all 0: no hold */
+	char dir[OPT_DIR_MAX + 1];
+	bool refuse; /* pressure_timeout=refuse */
+};
+
 struct opt {
 	struct url url;
 	char key[OPT_KEY_MAX + 1]; /* the template, before expansion */
@@ -44,12 +52,16 @@ struct opt {
 	bool has_sentinel_password;
 	int sync_replicas; /* 0: do not wait for replicas */
 	int per_host;	   /* places one remote host may hold at once; 0: no limit */
+	struct opt_pressure pressure;
 	bool max_wait_set; /* false: the default, which depends on the phase */
 	bool quiet;
 	bool debug;
 	int errors;	    /* bad options seen; any sends the login to the fallback */
 	const char *origin; /* "file:line" of the option being set; NULL: a module argument */
 };
+
+/* Whether o asks for the pressure hold. */
+bool opt_pressure_on(const struct opt *o);
 
 /* Fills o with the defaults. */
 void opt_defaults(struct opt *o);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flowslot/key.h"
 #include "flowslot/opt.h"
@@ -255,6 +256,33 @@ static void test_expand_bad_template(void **state)
 }
 
 /* Redis Cluster's hash slots: the spec's CRC16 check value, a known key, and its tag rules. */
+/* %H is this host's name, encoded as the other fields are. */
+static void test_expand_host(void **state)
+{
+	char host[256] = "", want[3 * 256 + 16] = "f:", out[KEY_BUF];
+	const char *why = NULL;
+	size_t n = 2;
+
+	(void)state;
+	assert_int_equal(key_check_template("flowslot:%H", &why), 0);
+	assert_int_equal(key_check_template("%s@%H:%u", &why), 0);
+	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+	assert_true(host[0] != '\0');
+	for (const unsigned char *p = (const unsigned char *)host; *p != '\0'; p++) {
+		if (strchr("._:@-", *p) != NULL || (*p >= '0' && *p <= '9') ||
+		    (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
+			want[n++] = (char)*p;
+		else
+			n += (size_t)snprintf(want + n, sizeof(want) - n, "%%%02X", *p);
+	}
+	snprintf(want + n, sizeof(want) - n, ":sshd");
+	assert_true(key_expand("f:%H:%s", "sshd", "u", "h", out, sizeof(out)) > 0);
+	assert_string_equal(out, want);
+	/* %%H stays a literal "%H". */
+	assert_true(key_expand("%%H", NULL, NULL, NULL, out, sizeof(out)) > 0);
+	assert_string_equal(out, "%H");
+}
+
 static void test_hash_slot(void **state)
 {
 	(void)state;
@@ -282,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_expand_sizes),
 		cmocka_unit_test(test_expand_huge_user),
 		cmocka_unit_test(test_expand_bad_template),
+		cmocka_unit_test(test_expand_host),
 		cmocka_unit_test(test_hash_slot),
 	};
 

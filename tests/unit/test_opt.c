@@ -186,6 +186,11 @@ static void test_defaults(void **state)
 	assert_int_equal(o.countdown_us, 15 * US_PER_S);
 	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
 	assert_string_equal(o.state_dir, "/run/pam_flowslot");
+	assert_false(opt_pressure_on(&o));
+	for (int r = 0; r < PRESSURE_RES_N; r++)
+		assert_int_equal(o.pressure.limit_ppm[r], 0);
+	assert_string_equal(o.pressure.dir, "/proc/pressure");
+	assert_false(o.pressure.refuse);
 	assert_false(o.quiet);
 	assert_false(o.debug);
 	assert_false(o.slot.dry_run);
@@ -206,6 +211,9 @@ static void test_parse_every_option(void **state)
 		"countdown=0",
 		"sentinel_password=s%nt",
 		"sync_replicas=16",
+		"pressure=cpu:40,io:12.5,memory:100",
+		"pressure_dir=/srv/psi",
+		"pressure_timeout=refuse",
 		"quiet",
 		"debug",
 		"dry_run",
@@ -218,6 +226,8 @@ static void test_parse_every_option(void **state)
 		"burst=1000",
 		"max_wait=0",
 		"timeout=60s",
+		"pressure=io:0.0001",
+		"pressure_timeout=admit",
 	};
 	struct opt o;
 
@@ -242,6 +252,12 @@ static void test_parse_every_option(void **state)
 	assert_string_equal(o.sentinel_password, "s%nt");
 	assert_true(o.has_sentinel_password);
 	assert_int_equal(o.sync_replicas, 16);
+	assert_true(opt_pressure_on(&o));
+	assert_int_equal(o.pressure.limit_ppm[PRESSURE_CPU], 400000);
+	assert_int_equal(o.pressure.limit_ppm[PRESSURE_IO], 125000);
+	assert_int_equal(o.pressure.limit_ppm[PRESSURE_MEMORY], 1000000);
+	assert_string_equal(o.pressure.dir, "/srv/psi");
+	assert_true(o.pressure.refuse);
 	assert_true(o.quiet);
 	assert_true(o.debug);
 	assert_true(o.slot.dry_run);
@@ -265,6 +281,11 @@ static void test_parse_every_option(void **state)
 	assert_int_equal(o.slot.burst, 1000);
 	assert_int_equal(o.slot.max_wait_us, 0);
 	assert_int_equal(o.timeout_us, 60 * US_PER_S);
+	assert_int_equal(o.pressure.limit_ppm[PRESSURE_CPU], 0);
+	assert_int_equal(o.pressure.limit_ppm[PRESSURE_IO], 1);
+	assert_int_equal(o.pressure.limit_ppm[PRESSURE_MEMORY], 0);
+	assert_false(o.pressure.refuse);
+	assert_string_equal(o.pressure.dir, "/proc/pressure");
 	/* opt_parse starts from the defaults again. */
 	assert_false(o.quiet);
 	assert_false(o.debug);
@@ -341,6 +362,29 @@ static void test_set_bad_values(void **state)
 		"sync_replicas=-1",
 		"sync_replicas=one",
 		"sentinel_password=",
+		"pressure=",
+		"pressure=cpu",
+		"pressure=cpu:",
+		"pressure=cpu:0",
+		"pressure=cpu:0.0000",
+		"pressure=cpu:100.01",
+		"pressure=cpu:101",
+		"pressure=cpu:40,cpu:50",
+		"pressure=disk:10",
+		"pressure=CPU:40",
+		"pressure=cpu:40,",
+		"pressure=cpu:40;io:5",
+		"pressure=cpu:1.23456",
+		"pressure=cpu:-1",
+		"pressure=cpu: 40",
+		"pressure=cpu:40%",
+		"pressure=cpu:1e1",
+		"pressure=cpu:.5",
+		"pressure=cpu:5.",
+		"pressure_dir=relative",
+		"pressure_dir=",
+		"pressure_timeout=wait",
+		"pressure_timeout=",
 		long_key,
 		long_dir,
 		"foo=1",
@@ -375,6 +419,9 @@ static void test_set_bad_values(void **state)
 	assert_int_equal(opt_set(&o, NULL, "fallback=closed"), 0);
 	assert_int_equal(opt_set(&o, NULL, "state_dir=/srv/fs"), 0);
 	assert_int_equal(opt_set(&o, NULL, "countdown=5s"), 0);
+	assert_int_equal(opt_set(&o, NULL, "pressure=memory:7,cpu:3"), 0);
+	assert_int_equal(opt_set(&o, NULL, "pressure_dir=/srv/psi"), 0);
+	assert_int_equal(opt_set(&o, NULL, "pressure_timeout=refuse"), 0);
 	assert_int_equal(o.errors, 0);
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {

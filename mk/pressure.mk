@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/pressure.sh: the pressure hold (pressure=) on fake PSI files and on /proc/pressure.
+.PHONY: check-pressure
+CHECK_EXTRA += check-pressure
+
+check-pressure: pam_flowslot.so
+	bash tests/pressure.sh
