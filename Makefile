@@ -145,26 +145,26 @@ deps:
 	sh tests/deps.sh
 
 install: pam_flowslot.so
-	install -d -m 0755 $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(DOCDIR) \
-		$(DESTDIR)$(PAMCONFIGDIR)
-	install -m 0644 pam_flowslot.so $(DESTDIR)$(PAMDIR)/pam_flowslot.so
-	install -m 0644 pam_flowslot.8 $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8
-	install -m 0644 pam_flowslot.conf.5 $(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5
-	install -m 0644 etc/pam.d/flowslot-example $(DESTDIR)$(DOCDIR)/pam.d-example
-	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot $(DESTDIR)$(DOCDIR)/
-	install -m 0644 etc/security/pam_flowslot.conf $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example
-	install -m 0644 etc/stunnel/flowslot-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf
-	install -m 0644 etc/pam-configs/flowslot $(DESTDIR)$(PAMCONFIGDIR)/flowslot
+	install -d -m 0755 "$(DESTDIR)$(PAMDIR)" "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man5" \
+		"$(DESTDIR)$(DOCDIR)" \
+		"$(DESTDIR)$(PAMCONFIGDIR)"
+	install -m 0644 pam_flowslot.so "$(DESTDIR)$(PAMDIR)/pam_flowslot.so"
+	install -m 0644 pam_flowslot.8 "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8"
+	install -m 0644 pam_flowslot.conf.5 "$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5"
+	install -m 0644 etc/pam.d/flowslot-example "$(DESTDIR)$(DOCDIR)/pam.d-example"
+	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot "$(DESTDIR)$(DOCDIR)/"
+	install -m 0644 etc/security/pam_flowslot.conf "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example"
+	install -m 0644 etc/stunnel/flowslot-redis.conf "$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf"
+	install -m 0644 etc/pam-configs/flowslot "$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
 
 uninstall:
-	rm -f $(DESTDIR)$(PAMDIR)/pam_flowslot.so $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8 \
-		$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5 \
-		$(DESTDIR)$(DOCDIR)/pam.d-example $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example \
-		$(DESTDIR)$(DOCDIR)/sshd-flowslot $(DESTDIR)$(DOCDIR)/login-flowslot \
-		$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf \
-		$(DESTDIR)$(PAMCONFIGDIR)/flowslot
-	-rmdir $(DESTDIR)$(DOCDIR)
+	rm -f "$(DESTDIR)$(PAMDIR)/pam_flowslot.so" "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8" \
+		"$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5" \
+		"$(DESTDIR)$(DOCDIR)/pam.d-example" "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example" \
+		"$(DESTDIR)$(DOCDIR)/sshd-flowslot" "$(DESTDIR)$(DOCDIR)/login-flowslot" \
+		"$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf" \
+		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
+	-rmdir "$(DESTDIR)$(DOCDIR)"
 
 clean:
 	rm -rf build pam_flowslot.so

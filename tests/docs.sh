@@ -93,7 +93,7 @@ check "the debug trace names the version ($(grep -o 'version [^ ]*: auth' "$TMP/
 	grep -qF "version $version: auth" "$TMP/v1.err"
 
 # make install honours DESTDIR and PAMDIR, with the modes a distribution expects.
-dest=$TMP/dest
+dest="$TMP/dest dir" # a DESTDIR with a space, as a package built under such a checkout has
 make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make install puts the module in PAMDIR, mode 0644" \
 	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
