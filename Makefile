@@ -1,6 +1,6 @@
 # pam_flowslot: a PAM module that staggers logins.
 #
-#   make                 build pam_flowslot.so
+#   make                 build pam_flowslot.so and flowslotctl
 #   make check           install what the tests need (as root, with apt) and run them all
 #   make demo            six logins through a private Redis, one second apart
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
@@ -22,12 +22,14 @@ CMOCKA_CFLAGS = $(shell $(PKG_CONFIG) --cflags cmocka)
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 PAMDIR = $(shell $(PKG_CONFIG) --variable=libdir pam)/security
 PREFIX ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
+VERSION = 0.9.0
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
 PAMCONFIGDIR ?= $(PREFIX)/share/pam-configs
 
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARNINGS) -Iinclude -Ibuild \
-	     $(PAM_CFLAGS) $(CFLAGS)
+	     -DFLOWSLOT_VERSION=\"$(VERSION)\" $(PAM_CFLAGS) $(CFLAGS)
 LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-z,relro \
 		 -Wl,-z,now
 
@@ -42,13 +44,20 @@ UNIT_TESTS = build/test_opt build/test_conf build/test_key build/test_countdown 
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
-all: pam_flowslot.so
+all: pam_flowslot.so flowslotctl
 
 pam_flowslot.so: build/pam_flowslot.o $(LIB_OBJS) pam_flowslot.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_MODULE) $(LDFLAGS) -o $@ build/pam_flowslot.o $(LIB_OBJS) \
 		$(PAM_LIBS)
 
 build/pam_flowslot.o: pam_flowslot.c $(HEADERS) | build
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The admin tool: the module's own objects, no second copy of the parser or the Redis code.
+flowslotctl: build/flowslotctl.o $(LIB_OBJS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ build/flowslotctl.o $(LIB_OBJS) $(PAM_LIBS)
+
+build/flowslotctl.o: flowslotctl.c $(HEADERS) | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 build/%.o: src/%.c $(HEADERS) | build
@@ -124,12 +133,16 @@ demo-run: all
 deps:
 	sh tests/deps.sh
 
-install: pam_flowslot.so
+install: pam_flowslot.so flowslotctl
 	install -d -m 0755 $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(SBINDIR) \
 		$(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(PAMCONFIGDIR)
 	install -m 0644 pam_flowslot.so $(DESTDIR)$(PAMDIR)/pam_flowslot.so
 	install -m 0644 pam_flowslot.8 $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8
+	install -m 0755 flowslotctl $(DESTDIR)$(SBINDIR)/flowslotctl
+	install -m 0644 flowslotctl.8 $(DESTDIR)$(MANDIR)/man8/flowslotctl.8
+	install -m 0644 etc/profile.d/flowslot-wait.sh $(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh
 	install -m 0644 pam_flowslot.conf.5 $(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5
 	install -m 0644 etc/pam.d/flowslot-example $(DESTDIR)$(DOCDIR)/pam.d-example
 	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot $(DESTDIR)$(DOCDIR)/
@@ -139,6 +152,8 @@ install: pam_flowslot.so
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_flowslot.so $(DESTDIR)$(MANDIR)/man8/pam_flowslot.8 \
+		$(DESTDIR)$(SBINDIR)/flowslotctl $(DESTDIR)$(MANDIR)/man8/flowslotctl.8 \
+		$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh \
 		$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5 \
 		$(DESTDIR)$(DOCDIR)/pam.d-example $(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example \
 		$(DESTDIR)$(DOCDIR)/sshd-flowslot $(DESTDIR)$(DOCDIR)/login-flowslot \
@@ -147,4 +162,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR)
 
 clean:
-	rm -rf build pam_flowslot.so
+	rm -rf build pam_flowslot.so flowslotctl
