@@ -38,6 +38,8 @@ enum gate_phase {
 
 /* The pam_set_data name that marks a handle as admitted; its data is the phase. */
 #define GATE_ADMITTED "pam_flowslot_admitted"
+/* The PAM environment variable that tells the session its login went through the gate. */
+#define GATE_ENV "FLOWSLOT_ADMITTED"
 
 static const char *const gate_phase_name[] = {
 	[GATE_AUTH] = "auth",
@@ -115,11 +117,20 @@ static const char *gate_admitted_in(pam_handle_t *pamh)
 	return gate_phase_name[*(const enum gate_phase *)data];
 }
 
-/* Marks the handle as admitted. Should that fail (no memory), a later phase waits again:
-   better a second wait than none. */
+/* Marks the handle as admitted, and tells the session so in the PAM environment
+   (FLOWSLOT_ADMITTED=phase), for etc/profile.d/flowslot-wait.sh not to wait a second time.
+   Should either fail (no memory), a later phase waits again: better a second wait than none. */
 static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase)
 {
+	static const char *const marker[] = {
+		[GATE_AUTH] = GATE_ENV "=auth",
+		[GATE_ACCOUNT] = GATE_ENV "=account",
+		[GATE_SESSION] = GATE_ENV "=session",
+	};
 	enum gate_phase *data = malloc(sizeof(*data));
+
+	if (pam_putenv(pamh, marker[phase]) != PAM_SUCCESS)
+		log_msg(pamh, LOG_WARNING, "cannot set %s in the PAM environment", GATE_ENV);
 
 	if (data == NULL)
 		return;
