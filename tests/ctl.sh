@@ -52,6 +52,15 @@ bg_wait
 "$CTL" "$C" "$R" key=c1 interval=3s status > "$TMP/status2.out" 2>&1
 check "status once they are in: 'waiting: 0'" grep -q '^waiting: *0$' "$TMP/status2.out"
 
+# 1b. status writes nothing: a place whose lease ran out, which any reservation would drop,
+# is left as it was (and not counted).
+rcli r zadd c1x 0 s:1:1 5 w:aa:-:- 10000000000000001 l:aa:-:- > /dev/null
+before=$(rcli r zrange c1x 0 -1 withscores)
+"$CTL" "$C" "$R" key=c1x status > "$TMP/status-x.out" 2>&1
+after=$(rcli r zrange c1x 0 -1 withscores)
+check "status changes nothing on Redis, and counts no place whose lease ran out" \
+	sh -c "[ '$before' = '$after' ] && [ \$(printf '%s' '$before' | wc -l) = 5 ] && grep -q '^waiting: *0\$' '$TMP/status-x.out'"
+
 # 2. reset with waiters: four logins 4 s apart (three wait: 4, 8 and 12 s). After the reset the
 # schedule is empty; a login that comes then is not held by the old queue (it would wait 16 s);
 # the old waiters hold places anew at their next renewal, and all go in.
