@@ -52,12 +52,15 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 		snprintf(out + o, outsz - o, "~%016" PRIx64, lslot_hash(LSLOT_HASH_START, key));
 }
 
-/* Opens dir, creating it, and checks that only we can write there. */
-static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
+/* Opens dir, creating it when create, and checks that only we can write there. A directory
+   missing and not to be created is not logged: -1 with errno ENOENT. */
+static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create)
 {
 	const char *why;
-	int dfd = trust_open_dir(dir, true, &why);
+	int dfd = trust_open_dir(dir, create, &why);
 
+	if (dfd < 0 && !create && errno == ENOENT)
+		return -1;
 	if (dfd < 0 && errno == EPERM)
 		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why,
 			(unsigned)geteuid());
@@ -163,11 +166,14 @@ static void lslot_make_room(int dfd, const char *key, char *name, size_t namesz)
 
 /* Opens the schedule file for key, named name (or a shared one, see lslot_make_room). */
 static int lslot_open_file(const pam_handle_t *pamh, int dfd, const char *dir, const char *key,
-			   char *name, size_t namesz)
+			   char *name, size_t namesz, bool peek)
 {
 	struct stat st;
 	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
+	/* peek creates nothing: a schedule with no file is an empty one. */
+	if (fd < 0 && errno == ENOENT && peek)
+		return -1;
 	if (fd < 0 && errno == ENOENT) {
 		lslot_make_room(dfd, key, name, namesz);
 		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -243,10 +249,10 @@ static int lslot_write_all(int fd, const char *text, size_t len)
 /* Opens and locks the schedule file for key, the one dir names once locked; -1 if none,
    logged. */
 static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const char *dir, const char *key,
-			     char *name, size_t namesz)
+			     char *name, size_t namesz, bool peek)
 {
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
-		int fd = lslot_open_file(pamh, dfd, dir, key, name, namesz);
+		int fd = lslot_open_file(pamh, dfd, dir, key, name, namesz, peek);
 
 		if (fd < 0)
 			return -1;
@@ -287,17 +293,37 @@ static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struc
 	return v;
 }
 
+/* peek on a schedule that has no file (nor directory): an empty queue. */
+static enum slot_verdict lslot_peek_empty(const struct lslot_call *call, struct slot_result *res)
+{
+	struct lqueue q;
+	enum slot_verdict v;
+
+	if (lqueue_read(&q, "") != 0)
+		return SLOT_UNAVAILABLE;
+	v = lqueue_step(&q, call->p, call->per_host, SLOT_PEEK, call->place, getpid(),
+			fstime_mono_us(), SLOT_COMMIT_US, res);
+	lqueue_free(&q);
+	return v;
+}
+
 enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
 			     struct slot_result *res)
 {
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
+	const bool peek = call->op == SLOT_PEEK;
 	char name[NAME_MAX + 1];
 	int dfd, fd = -1;
 
 	lslot_file_name(call->key, name, sizeof(name));
-	dfd = lslot_open_dir(pamh, call->dir);
+	dfd = lslot_open_dir(pamh, call->dir, !peek);
 	if (dfd >= 0)
-		fd = lslot_open_locked(pamh, dfd, call->dir, call->key, name, sizeof(name));
+		fd = lslot_open_locked(pamh, dfd, call->dir, call->key, name, sizeof(name), peek);
+	if (fd < 0 && peek && errno == ENOENT) {
+		if (dfd >= 0)
+			close(dfd);
+		return lslot_peek_empty(call, res);
+	}
 	if (fd >= 0) {
 		verdict = lslot_step(call, fd, res);
 		if (verdict == SLOT_UNAVAILABLE)

@@ -167,6 +167,9 @@ check "url=local status: 'waiting: 2', the file named, nothing written" \
 	sh -c "[ $? = 0 ] && grep -q '^waiting: *2\$' '$TMP/local.out' &&
 		grep -q '^backend: *local $TMP/ls/slot.c6\$' '$TMP/local.out' && [ '$before' = \"\$(md5sum < '$TMP/ls/slot.c6')\" ]"
 bg_wait
+"$CTL" "$C" url=local state_dir="$TMP/nothing" key=c6 status > "$TMP/local-none.out" 2>&1
+check "url=local status with no state_dir yet: an empty schedule, and nothing created" \
+	sh -c "[ $? = 0 ] && grep -q '^waiting: *0\$' '$TMP/local-none.out' && [ ! -e '$TMP/nothing' ]"
 
 # 7. The module tells the session it went through the gate: FLOWSLOT_ADMITTED in the PAM
 # environment (pam_exec passes it to its command), for the profile.d snippet.
