@@ -55,7 +55,8 @@ struct ctl {
 	const char *service; /* --service, for %s in the key; NULL: none */
 	bool json;
 	char key[OPT_KEY_MAX + 1];
-	char where[OPT_HOST_MAX + OPT_DIR_MAX + OPT_MASTER_MAX + 64]; /* the backend that answered, or failed */
+	char where[OPT_HOST_MAX + OPT_DIR_MAX + OPT_MASTER_MAX +
+		   64]; /* the backend that answered, or failed */
 };
 
 struct ctl_command {
@@ -205,9 +206,12 @@ static enum slot_verdict ctl_call(struct ctl *c, enum slot_op op, const struct s
 	enum slot_verdict v;
 
 	if (c->o.url.backend == OPT_BACKEND_LOCAL) {
-		const struct lslot_call call = { .dir = c->o.state_dir, .key = c->key,
-						 .p = &c->o.slot, .per_host = c->o.per_host,
-						 .op = op, .place = pl };
+		const struct lslot_call call = { .dir = c->o.state_dir,
+						 .key = c->key,
+						 .p = &c->o.slot,
+						 .per_host = c->o.per_host,
+						 .op = op,
+						 .place = pl };
 
 		ctl_local_where(c);
 		return lslot_call(NULL, &call, res);
@@ -404,9 +408,12 @@ static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
 static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot_result *res,
 			 bool local)
 {
-	const struct queue_login l = { .o = &c->o, .argc = c->args.n,
-				       .argv = c->args.v, .key = c->key,
-				       .place = pl, .local = local };
+	const struct queue_login l = { .o = &c->o,
+				       .argc = c->args.n,
+				       .argv = c->args.v,
+				       .key = c->key,
+				       .place = pl,
+				       .local = local };
 	struct sigaction sa = { .sa_handler = ctl_on_signal };
 	struct hangup_watch w = { .n = 1, .events = { POLLIN } };
 	struct countdown cd;
@@ -516,7 +523,8 @@ static const struct ctl_command *ctl_read_args(struct ctl *c, int argc, char **a
 			goto out;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			c->json = true;
-		} else if ((strcmp(argv[i], "--service") == 0 || strcmp(argv[i], "--pam-dir") == 0)) {
+		} else if ((strcmp(argv[i], "--service") == 0 ||
+			    strcmp(argv[i], "--pam-dir") == 0)) {
 			if (i + 1 == argc) {
 				fprintf(stderr, "flowslotctl: %s needs a value\n", argv[i]);
 				goto out;

@@ -29,9 +29,8 @@ void countdown_format(int64_t us, char *buf, size_t bufsz)
 }
 
 /* One line to the user: the conversation, or the caller's say. */
-__attribute__((format(printf, 3, 4))) static void countdown_say(const struct countdown *c,
-								 enum countdown_kind kind,
-								 const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+countdown_say(const struct countdown *c, enum countdown_kind kind, const char *fmt, ...)
 {
 	char text[160];
 	va_list ap;
@@ -57,12 +56,13 @@ static void countdown_tell(struct countdown *c, const struct slot_result *res, b
 		return;
 	countdown_format(res->wait_us, left, sizeof(left));
 	if (res->position <= 1)
-		countdown_say(c, COUNTDOWN_TELL, "Login queue: you are %snext; your turn in about %s.",
-			 moved ? "now " : "", left);
+		countdown_say(c, COUNTDOWN_TELL,
+			      "Login queue: you are %snext; your turn in about %s.",
+			      moved ? "now " : "", left);
 	else
 		countdown_say(c, COUNTDOWN_TELL,
 			      "Login queue: you are %snumber %lld; your turn in about %s.",
-			 moved ? "now " : "", (long long)res->position, left);
+			      moved ? "now " : "", (long long)res->position, left);
 }
 
 void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
@@ -76,8 +76,8 @@ void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, b
 	countdown_tell(c, res, false);
 }
 
-void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg,
-			 int64_t step_us, bool talk, const struct slot_result *res)
+void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg, int64_t step_us,
+			 bool talk, const struct slot_result *res)
 {
 	c->pamh = NULL;
 	c->say = say;

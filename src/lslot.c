@@ -285,8 +285,8 @@ static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struc
 	free(text);
 	v = lqueue_step(&q, call->p, call->per_host, call->op, call->place, getpid(),
 			fstime_mono_us(), SLOT_COMMIT_US, res);
-	if (call->op != SLOT_PEEK && q.changed && ((len = lqueue_write(&q, &out)) < 0 ||
-			  lslot_write_all(fd, out, (size_t)len) != 0))
+	if (call->op != SLOT_PEEK && q.changed &&
+	    ((len = lqueue_write(&q, &out)) < 0 || lslot_write_all(fd, out, (size_t)len) != 0))
 		v = SLOT_UNAVAILABLE;
 	free(out);
 	lqueue_free(&q);

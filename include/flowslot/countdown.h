@@ -45,8 +45,8 @@ void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, b
 		     const struct slot_result *res);
 
 /* countdown_start, telling through say(say_arg, ...) rather than the conversation. */
-void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg,
-			 int64_t step_us, bool talk, const struct slot_result *res);
+void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg, int64_t step_us,
+			 bool talk, const struct slot_result *res);
 
 /* The CLOCK_MONOTONIC time of the next step message for a slot at deadline_us, or INT64_MAX
    when none is due. */

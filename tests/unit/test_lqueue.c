@@ -259,9 +259,9 @@ static void test_peek_reset(void **state)
 	q.changed = 0;
 	before = text_of(&q);
 	res.waiting = res.since_us = -2;
-	assert_int_equal(lqueue_step(&q, &P, 0, SLOT_PEEK, &late, getpid(), NOW + 4 * S,
-				     SLOT_COMMIT_US, &res),
-			 SLOT_QUEUED);
+	assert_int_equal(
+	    lqueue_step(&q, &P, 0, SLOT_PEEK, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
+	    SLOT_QUEUED);
 	assert_int_equal(res.waiting, 3);
 	assert_int_equal(res.wait_us, 5 * T - 4 * S); /* behind B (admitted) and C, D, E */
 	assert_int_equal(res.position, 5);
@@ -272,9 +272,9 @@ static void test_peek_reset(void **state)
 	free(after);
 	free(before);
 
-	assert_int_equal(lqueue_step(&q, &P, 0, SLOT_RESET, &late, getpid(), NOW + 4 * S,
-				     SLOT_COMMIT_US, &res),
-			 SLOT_QUEUED);
+	assert_int_equal(
+	    lqueue_step(&q, &P, 0, SLOT_RESET, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
+	    SLOT_QUEUED);
 	assert_int_equal(res.waiting, 3); /* what it held */
 	assert_int_equal(q.n_waiters, 0);
 	assert_int_equal(q.changed, 1);
