@@ -199,23 +199,28 @@ static const char *ctl_fallback(const struct opt *o)
 }
 
 /* One call on the configured backend, as a login makes it (no fallback). */
+static enum slot_verdict ctl_call_local(struct ctl *c, enum slot_op op, const struct slot_place *pl,
+					struct slot_result *res)
+{
+	const struct lslot_call call = { .dir = c->o.state_dir,
+					 .key = c->key,
+					 .p = &c->o.slot,
+					 .per_host = c->o.per_host,
+					 .op = op,
+					 .place = pl };
+
+	ctl_local_where(c);
+	return lslot_call(NULL, &call, res);
+}
+
 static enum slot_verdict ctl_call(struct ctl *c, enum slot_op op, const struct slot_place *pl,
 				  struct slot_result *res)
 {
 	char node[OPT_HOST_MAX + 32];
 	enum slot_verdict v;
 
-	if (c->o.url.backend == OPT_BACKEND_LOCAL) {
-		const struct lslot_call call = { .dir = c->o.state_dir,
-						 .key = c->key,
-						 .p = &c->o.slot,
-						 .per_host = c->o.per_host,
-						 .op = op,
-						 .place = pl };
-
-		ctl_local_where(c);
-		return lslot_call(NULL, &call, res);
-	}
+	if (c->o.url.backend == OPT_BACKEND_LOCAL)
+		return ctl_call_local(c, op, pl, res);
 	v = rslot_call_at(NULL, &c->o, op, c->key, pl, res, node, sizeof(node));
 	if (c->o.url.backend == OPT_BACKEND_SENTINEL)
 		snprintf(c->where, sizeof(c->where), "sentinel master %s: %s", c->o.url.master,
@@ -237,8 +242,10 @@ static int ctl_call_or_say(struct ctl *c, enum slot_op op, struct slot_result *r
 	}
 	if (ctl_call(c, op, &none, res) == SLOT_UNAVAILABLE) {
 		fprintf(stderr, "flowslotctl: %s: unusable (the error is above); %s\n", c->where,
-			c->o.url.backend == OPT_BACKEND_LOCAL ? "a login would go in without a wait"
-							      : ctl_fallback(&c->o));
+			c->o.url.backend != OPT_BACKEND_LOCAL ? ctl_fallback(&c->o)
+			: c->o.fallback == OPT_FALLBACK_CLOSED
+			    ? "fallback=closed: a login would be refused"
+			    : "a login would go in without a wait");
 		return 1;
 	}
 	return 0;
@@ -385,23 +392,48 @@ static void ctl_place(struct slot_place *pl)
 	pl->host[0] = '\0';
 }
 
-/* Reserves as a login does, the failure policy included; local says where the place is. */
+/* On the per-host schedule, as the module's gate_reserve_local: when even that cannot be
+   used, go on without a wait, unless fallback=closed. */
+static enum slot_verdict ctl_reserve_local(struct ctl *c, const struct slot_place *pl,
+					   struct slot_result *res)
+{
+	enum slot_verdict v = ctl_call_local(c, SLOT_RESERVE, pl, res);
+
+	if (v != SLOT_UNAVAILABLE || c->o.fallback == OPT_FALLBACK_CLOSED)
+		return v;
+	fprintf(stderr, "flowslotctl: local schedule unusable: going on without a wait\n");
+	res->wait_us = 0;
+	return SLOT_ADMIT;
+}
+
+/* Reserves as a login does (the module's gate_reserve), the failure policy included; local
+   says whether the place is on the per-host schedule. */
 static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
 				     struct slot_result *res, bool *local)
 {
-	enum slot_verdict v = SLOT_UNAVAILABLE;
+	const bool configured = c->o.errors == 0;
+	enum slot_verdict v;
 
-	*local = c->o.url.backend == OPT_BACKEND_LOCAL;
-	if (c->o.errors == 0 && (v = ctl_call(c, SLOT_RESERVE, pl, res)) != SLOT_UNAVAILABLE)
-		return v;
-	if (*local || c->o.fallback == OPT_FALLBACK_OPEN)
-		return SLOT_ADMIT;
-	if (c->o.fallback == OPT_FALLBACK_CLOSED)
-		return SLOT_UNAVAILABLE;
 	*local = true;
-	c->o.url.backend = OPT_BACKEND_LOCAL;
-	v = ctl_call(c, SLOT_RESERVE, pl, res);
-	return v == SLOT_UNAVAILABLE ? SLOT_ADMIT : v;
+	if (configured && c->o.url.backend == OPT_BACKEND_LOCAL)
+		return ctl_reserve_local(c, pl, res);
+	if (configured) {
+		*local = false;
+		if ((v = ctl_call(c, SLOT_RESERVE, pl, res)) != SLOT_UNAVAILABLE)
+			return v;
+	}
+	switch (c->o.fallback) {
+	case OPT_FALLBACK_OPEN:
+		fprintf(stderr, "flowslotctl: fallback=open: going on without a wait\n");
+		res->wait_us = 0;
+		return SLOT_ADMIT;
+	case OPT_FALLBACK_CLOSED:
+		return SLOT_UNAVAILABLE;
+	case OPT_FALLBACK_LOCAL:
+	default:
+		*local = true;
+		return ctl_reserve_local(c, pl, res);
+	}
 }
 
 /* Waits for the held place; a signal (Ctrl-C, a hang-up) gives it back. */

@@ -133,6 +133,14 @@ check "wait with stderr not a terminal: plain lines" \
 	sh -c "head -1 '$TMP/wait-plain.err' | grep -q '^Login queue: you are next; your turn in about' &&
 		tail -1 '$TMP/wait-plain.err' | grep -q '^Login queue: your turn now.\$' && ! grep -q \$'\r' '$TMP/wait-plain.err'"
 
+# wait with Redis down applies the failure policy as a login would.
+"$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=300ms state_dir="$TMP/wl" key=c4l wait 2> "$TMP/wait-down.err"
+check "wait, Redis down, fallback=local: goes on, through the per-host schedule" \
+	sh -c "[ $? = 0 ] && [ -f '$TMP/wl/slot.c4l' ]"
+"$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=300ms fallback=closed key=c4l wait 2> "$TMP/wait-closed.err"
+check "... and with fallback=closed, exit 1, saying so" \
+	sh -c "[ $? = 1 ] && grep -q 'unavailable (fallback=closed)' '$TMP/wait-closed.err'"
+
 # 5. --service: the options of the first pam_flowslot line, through @include and substack.
 mkdir "$TMP/pamd"
 printf 'auth required pam_env.so\n@include common-gate\nauth required pam_unix.so\n' > "$TMP/pamd/svc5"
