@@ -40,6 +40,7 @@
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
+--   redis-cli --eval slot.lua myschedule , peek 7000000 1 60000000 0 a "" "" 0 5000000 0
 
 local K = KEYS[1]
 local op = ARGV[1]
