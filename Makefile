@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # pam_flowslot: a PAM module that staggers logins.
 #
-#   make                 build pam_flowslot.so
+#   make                 build pam_flowslot.so and flowslotctl
 #   make check           install what the tests need (as root, with apt) and run them all
 #   make demo            six logins through a private Redis, one second apart
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
@@ -27,6 +27,7 @@ CMOCKA_CFLAGS = $(shell $(PKG_CONFIG) --cflags cmocka)
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 PAMDIR = $(shell $(PKG_CONFIG) --variable=libdir pam)/security
 PREFIX ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/pam_flowslot
 PAMCONFIGDIR ?= $(PREFIX)/share/pam-configs
@@ -49,13 +50,20 @@ UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
-all: pam_flowslot.so
+all: pam_flowslot.so flowslotctl
 
 pam_flowslot.so: build/pam_flowslot.o $(LIB_OBJS) pam_flowslot.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_MODULE) $(LDFLAGS) -o $@ build/pam_flowslot.o $(LIB_OBJS) \
 		$(PAM_LIBS)
 
 build/pam_flowslot.o: pam_flowslot.c $(HEADERS) Makefile | build
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The admin tool: the module's own objects, no second copy of the parser or the Redis code.
+flowslotctl: build/flowslotctl.o $(LIB_OBJS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ build/flowslotctl.o $(LIB_OBJS) $(PAM_LIBS)
+
+build/flowslotctl.o: flowslotctl.c $(HEADERS) | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 build/%.o: src/%.c $(HEADERS) | build
@@ -115,8 +123,8 @@ check:
 # to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.
 CHECK_EXTRA =
 include mk/sanitize.mk
-include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/tls.mk \
-	mk/ha.mk mk/deb.mk
+include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
+	mk/tls.mk mk/ha.mk mk/deb.mk
 include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)
@@ -144,12 +152,16 @@ demo-run: all
 deps:
 	sh tests/deps.sh
 
-install: pam_flowslot.so
+install: pam_flowslot.so flowslotctl
 	install -d -m 0755 "$(DESTDIR)$(PAMDIR)" "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man5" \
+		"$(DESTDIR)$(SBINDIR)" \
 		"$(DESTDIR)$(DOCDIR)" \
 		"$(DESTDIR)$(PAMCONFIGDIR)"
 	install -m 0644 pam_flowslot.so "$(DESTDIR)$(PAMDIR)/pam_flowslot.so"
 	install -m 0644 pam_flowslot.8 "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8"
+	install -m 0755 flowslotctl "$(DESTDIR)$(SBINDIR)/flowslotctl"
+	install -m 0644 flowslotctl.8 "$(DESTDIR)$(MANDIR)/man8/flowslotctl.8"
+	install -m 0644 etc/profile.d/flowslot-wait.sh "$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh"
 	install -m 0644 pam_flowslot.conf.5 "$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5"
 	install -m 0644 etc/pam.d/flowslot-example "$(DESTDIR)$(DOCDIR)/pam.d-example"
 	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot "$(DESTDIR)$(DOCDIR)/"
@@ -159,6 +171,8 @@ install: pam_flowslot.so
 
 uninstall:
 	rm -f "$(DESTDIR)$(PAMDIR)/pam_flowslot.so" "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8" \
+		"$(DESTDIR)$(SBINDIR)/flowslotctl" "$(DESTDIR)$(MANDIR)/man8/flowslotctl.8" \
+		"$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh" \
 		"$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5" \
 		"$(DESTDIR)$(DOCDIR)/pam.d-example" "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example" \
 		"$(DESTDIR)$(DOCDIR)/sshd-flowslot" "$(DESTDIR)$(DOCDIR)/login-flowslot" \
@@ -167,4 +181,4 @@ uninstall:
 	-rmdir "$(DESTDIR)$(DOCDIR)"
 
 clean:
-	rm -rf build pam_flowslot.so
+	rm -rf build pam_flowslot.so flowslotctl

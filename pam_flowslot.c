@@ -41,6 +41,8 @@ enum gate_phase {
 
 /* The pam_set_data name that marks a handle as admitted; its data is the phase. */
 #define GATE_ADMITTED "pam_flowslot_admitted"
+/* The PAM environment variable that tells the session its login went through the gate. */
+#define GATE_ENV "FLOWSLOT_ADMITTED"
 
 static const char *const gate_phase_name[] = {
 	[GATE_AUTH] = "auth",
@@ -119,11 +121,21 @@ static const char *gate_admitted_in(pam_handle_t *pamh)
 	return gate_phase_name[*(const enum gate_phase *)data];
 }
 
-/* Marks the handle as admitted. Should that fail (no memory), a later phase waits again:
-   better a second wait than none. */
-static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase)
+/* Marks the handle as admitted, and, when it waited its turn (not in dry_run), tells the
+   session so in the PAM environment (FLOWSLOT_ADMITTED=phase), for
+   etc/profile.d/flowslot-wait.sh not to wait a second time. Should either fail (no memory), a
+   later phase waits again: better a second wait than none. */
+static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool tell_session)
 {
+	static const char *const marker[] = {
+		[GATE_AUTH] = GATE_ENV "=auth",
+		[GATE_ACCOUNT] = GATE_ENV "=account",
+		[GATE_SESSION] = GATE_ENV "=session",
+	};
 	enum gate_phase *data = malloc(sizeof(*data));
+
+	if (tell_session && pam_putenv(pamh, marker[phase]) != PAM_SUCCESS)
+		log_msg(pamh, LOG_WARNING, "cannot set %s in the PAM environment", GATE_ENV);
 
 	if (data == NULL)
 		return;
@@ -303,7 +315,7 @@ static int gate_dry_run(const struct gate_login *g, const struct slot_result *re
 			"dry_run: service=%s user=%s rhost=%s would_meet_failure_policy via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, g->via);
 	gate_count(g, r, r == STATS_WAITED ? res->wait_us : 0);
-	gate_set_admitted(pamh, g->phase);
+	gate_set_admitted(pamh, g->phase, false);
 	return PAM_IGNORE;
 }
 
@@ -412,7 +424,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			rc = gate_hold(g, &r, &waited_us);
 		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
 		if (rc == PAM_IGNORE)
-			gate_set_admitted(pamh, g->phase);
+			gate_set_admitted(pamh, g->phase, true);
 		return rc;
 	case SLOT_REFUSE:
 		log_msg(pamh, LOG_NOTICE,

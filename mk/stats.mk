@@ -4,8 +4,5 @@
 .PHONY: check-stats
 CHECK_EXTRA += check-stats
 
-build/stats_dump: tests/stats_dump.c $(LIB_OBJS) $(HEADERS) | build
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(PAM_LIBS)
-
-check-stats: pam_flowslot.so build/stats_dump
+check-stats: pam_flowslot.so flowslotctl
 	bash tests/stats.sh

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/countdown.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include <security/pam_ext.h>
@@ -28,6 +29,22 @@ void countdown_format(int64_t us, char *buf, size_t bufsz)
 		snprintf(buf, bufsz, "%lld s", (long long)((us + 999999) / 1000000));
 }
 
+/* One line to the user: the conversation, or the caller's say. */
+__attribute__((format(printf, 3, 4))) static void
+countdown_say(const struct countdown *c, enum countdown_kind kind, const char *fmt, ...)
+{
+	char text[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (c->say != NULL)
+		c->say(c->say_arg, kind, text);
+	else
+		pam_info(c->pamh, "%s", text);
+}
+
 /* Tells the place and the wait in full, and counts the steps from there. */
 static void countdown_tell(struct countdown *c, const struct slot_result *res, bool moved)
 {
@@ -40,17 +57,32 @@ static void countdown_tell(struct countdown *c, const struct slot_result *res, b
 		return;
 	countdown_format(res->wait_us, left, sizeof(left));
 	if (res->position <= 1)
-		pam_info(c->pamh, "Login queue: you are %snext; your turn in about %s.",
-			 moved ? "now " : "", left);
+		countdown_say(c, COUNTDOWN_TELL,
+			      "Login queue: you are %snext; your turn in about %s.",
+			      moved ? "now " : "", left);
 	else
-		pam_info(c->pamh, "Login queue: you are %snumber %lld; your turn in about %s.",
-			 moved ? "now " : "", (long long)res->position, left);
+		countdown_say(c, COUNTDOWN_TELL,
+			      "Login queue: you are %snumber %lld; your turn in about %s.",
+			      moved ? "now " : "", (long long)res->position, left);
 }
 
 void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
 		     const struct slot_result *res)
 {
 	c->pamh = pamh;
+	c->say = NULL;
+	c->say_arg = NULL;
+	c->step_us = step_us;
+	c->talk = talk;
+	countdown_tell(c, res, false);
+}
+
+void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg, int64_t step_us,
+			 bool talk, const struct slot_result *res)
+{
+	c->pamh = NULL;
+	c->say = say;
+	c->say_arg = say_arg;
 	c->step_us = step_us;
 	c->talk = talk;
 	countdown_tell(c, res, false);
@@ -74,7 +106,7 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 	if (c->talk && c->next_mark_us > 0) {
 		countdown_format(left_us < c->next_mark_us ? left_us : c->next_mark_us, left,
 				 sizeof(left));
-		pam_info(c->pamh, "Login queue: about %s to go.", left);
+		countdown_say(c, COUNTDOWN_STEP, "Login queue: about %s to go.", left);
 	}
 	c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
 }
@@ -88,5 +120,5 @@ void countdown_update(struct countdown *c, const struct slot_result *res)
 void countdown_turn(const struct countdown *c)
 {
 	if (c->talk)
-		pam_info(c->pamh, "Login queue: your turn now.");
+		countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
 }

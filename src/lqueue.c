@@ -239,6 +239,29 @@ static enum slot_verdict lqueue_answer(struct slot_result *res, enum slot_verdic
 	return v;
 }
 
+/* peek and reset, as slot.lua's: what a login now would get, holding nothing, and the live
+   waiters. reset then empties the queue; its waiters hold places anew at their renewal. */
+static enum slot_verdict lqueue_view(struct lqueue *q, const struct lqueue_clock *c,
+				     enum slot_op op, int64_t window_us, struct slot_result *res)
+{
+	int64_t start_us = lqueue_start(c, q->n_waiters);
+	enum slot_verdict v = SLOT_QUEUED;
+
+	if (start_us - c->now_us > c->p->max_wait_us)
+		v = SLOT_REFUSE;
+	else if (start_us - c->now_us <= window_us && (q->n_waiters == 0 || start_us == c->now_us))
+		v = SLOT_ADMIT;
+	res->waiting = (int64_t)q->n_waiters;
+	res->since_us = q->at_us > 0 && q->at_us <= c->now_us ? c->now_us - q->at_us : -1;
+	lqueue_answer(res, v, start_us - c->now_us, lqueue_position(c, q->n_waiters), c->now_us);
+	if (op == SLOT_RESET) {
+		q->n_waiters = q->n_ghosts = 0;
+		q->tat_us = q->at_us = 0;
+		q->changed = 1;
+	}
+	return v;
+}
+
 enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int per_host,
 			      enum slot_op op, const struct slot_place *place, pid_t pid,
 			      int64_t now_us, int64_t window_us, struct slot_result *res)
@@ -258,6 +281,8 @@ enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int
 		q->changed = 1;
 	}
 	lqueue_purge(q, now_us);
+	if (op == SLOT_PEEK || op == SLOT_RESET)
+		return lqueue_view(q, &c, op, window_us, res);
 	self = lqueue_find(q, place->id);
 	if (op == SLOT_LEAVE) {
 		if (self >= 0)

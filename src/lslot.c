@@ -53,12 +53,15 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 		snprintf(out + o, outsz - o, "~%016" PRIx64, lslot_hash(LSLOT_HASH_START, key));
 }
 
-/* Opens dir, creating it, and checks that only we can write there. */
-static int lslot_open_dir(const pam_handle_t *pamh, const char *dir)
+/* Opens dir, creating it when create, and checks that only we can write there. A directory
+   missing and not to be created is not logged: -1 with errno ENOENT. */
+static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create)
 {
 	const char *why;
-	int dfd = trust_open_dir(dir, true, &why);
+	int dfd = trust_open_dir(dir, create, &why);
 
+	if (dfd < 0 && !create && errno == ENOENT)
+		return -1;
 	if (dfd < 0 && errno == EPERM)
 		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why,
 			(unsigned)geteuid());
@@ -164,11 +167,14 @@ static void lslot_make_room(int dfd, const char *prefix, const char *key, char *
 
 /* Opens the schedule file for key, named name (or a shared one, see lslot_make_room). */
 static int lslot_open_file(const pam_handle_t *pamh, int dfd, const struct lslot_call *call,
-			   char *name, size_t namesz)
+			   char *name, size_t namesz, bool peek)
 {
 	struct stat st;
 	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
+	/* peek creates nothing: a schedule with no file is an empty one. */
+	if (fd < 0 && errno == ENOENT && peek)
+		return -1;
 	if (fd < 0 && errno == ENOENT) {
 		lslot_make_room(dfd, call->prefix, call->key, name, namesz);
 		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -244,12 +250,12 @@ static int lslot_write_all(int fd, const char *text, size_t len)
 /* Opens and locks the schedule file for key, the one dir names once locked; -1 if none,
    logged. */
 static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const struct lslot_call *call,
-			     char *name, size_t namesz)
+			     char *name, size_t namesz, bool peek)
 {
 	const char *dir = call->dir;
 
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
-		int fd = lslot_open_file(pamh, dfd, call, name, namesz);
+		int fd = lslot_open_file(pamh, dfd, call, name, namesz, peek);
 
 		if (fd < 0)
 			return -1;
@@ -288,10 +294,24 @@ static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struc
 
 	v = lqueue_step(&q, call->p, call->per_host, call->op, call->place, getpid(),
 			fstime_mono_us(), window_us[call->admit], res);
-	if (q.changed && ((len = lqueue_write(&q, &out)) < 0 ||
-			  lslot_write_all(fd, out, (size_t)len) != 0))
+	if (call->op != SLOT_PEEK && q.changed &&
+	    ((len = lqueue_write(&q, &out)) < 0 || lslot_write_all(fd, out, (size_t)len) != 0))
 		v = SLOT_UNAVAILABLE;
 	free(out);
+	lqueue_free(&q);
+	return v;
+}
+
+/* peek on a schedule that has no file (nor directory): an empty queue. */
+static enum slot_verdict lslot_peek_empty(const struct lslot_call *call, struct slot_result *res)
+{
+	struct lqueue q;
+	enum slot_verdict v;
+
+	if (lqueue_read(&q, "") != 0)
+		return SLOT_UNAVAILABLE;
+	v = lqueue_step(&q, call->p, call->per_host, SLOT_PEEK, call->place, getpid(),
+			fstime_mono_us(), slot_commit_us(call->p), res);
 	lqueue_free(&q);
 	return v;
 }
@@ -302,6 +322,7 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
 	struct lslot_call c = *given;
 	const struct lslot_call *call = &c;
+	const bool peek = call->op == SLOT_PEEK;
 	char name[NAME_MAX + 1];
 	int dfd, fd = -1;
 
@@ -310,9 +331,14 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 		c.prefix = LSLOT_PREFIX;
 	else /* the same length as LSLOT_PREFIX, so the name fits as it did */
 		memcpy(name, c.prefix, sizeof(LSLOT_PREFIX) - 1);
-	dfd = lslot_open_dir(pamh, call->dir);
+	dfd = lslot_open_dir(pamh, call->dir, !peek);
 	if (dfd >= 0)
-		fd = lslot_open_locked(pamh, dfd, call, name, sizeof(name));
+		fd = lslot_open_locked(pamh, dfd, call, name, sizeof(name), peek);
+	if (fd < 0 && peek && errno == ENOENT) {
+		if (dfd >= 0)
+			close(dfd);
+		return lslot_peek_empty(call, res);
+	}
 	if (fd >= 0) {
 		verdict = lslot_step(call, fd, res);
 		if (verdict == SLOT_UNAVAILABLE)

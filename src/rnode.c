@@ -248,6 +248,8 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 		[SLOT_RESERVE] = "reserve",
 		[SLOT_RENEW] = "renew",
 		[SLOT_LEAVE] = "leave",
+		[SLOT_PEEK] = "peek",
+		[SLOT_RESET] = "reset",
 	};
 	const struct opt *o = call->o;
 	const struct slot_params *p = &o->slot;

@@ -21,6 +21,40 @@
    a host comes back to the seeds within a minute, at the cost of one redirect a minute. */
 #define RSLOT_SLOT_CACHE_S 60
 
+/* Reads peek's and reset's {verdict, wait_us, position, waiting, since_us}. */
+static int rslot_read_view(const redisReply *r, struct slot_result *res, const char **why)
+{
+	static const enum slot_verdict verdicts[] = {
+		[0] = SLOT_REFUSE,
+		[1] = SLOT_ADMIT,
+		[2] = SLOT_QUEUED,
+	};
+	long long v[5];
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+		*why = "not an array of five";
+		return -1;
+	}
+	for (size_t i = 0; i < 5; i++) {
+		if (r->element[i]->type != REDIS_REPLY_INTEGER) {
+			*why = "not an array of integers";
+			return -1;
+		}
+		v[i] = r->element[i]->integer;
+	}
+	if (v[0] < 0 || v[0] > 2 || v[1] < 0 || v[1] > SLOT_HORIZON_MAX_US || v[2] < 1 ||
+	    v[2] > RSLOT_POSITION_MAX || v[3] < 0 || v[3] > RSLOT_POSITION_MAX || v[4] < -1) {
+		*why = "values out of range";
+		return -1;
+	}
+	res->verdict = verdicts[v[0]];
+	res->wait_us = v[1];
+	res->position = v[2];
+	res->waiting = v[3];
+	res->since_us = v[4];
+	return 0;
+}
+
 int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_params *p,
 		     struct slot_result *res, const char **why)
 {
@@ -33,6 +67,8 @@ int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_par
 	long long verdict, wait_us, position;
 	bool ok;
 
+	if (op == SLOT_PEEK || op == SLOT_RESET)
+		return rslot_read_view(r, res, why);
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
 		*why = "not an array of three";
 		return -1;
@@ -223,6 +259,13 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res)
 {
+	return rslot_call_at(pamh, o, op, key, place, res, NULL, 0);
+}
+
+enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
+				const char *key, const struct slot_place *place,
+				struct slot_result *res, char *where, size_t wheresz)
+{
 	struct rnode_call call = { .pamh = pamh, .o = o, .key = key, .op = op, .place = place };
 	const struct rnode_target direct = { 0 };
 	enum rnode_step step;
@@ -241,6 +284,8 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 		step = rslot_try(&call, &direct, res, NULL);
 		break;
 	}
+	if (where != NULL)
+		snprintf(where, wheresz, "%s", call.where);
 	if (step != RNODE_DONE)
 		return SLOT_UNAVAILABLE;
 	res->deadline_us = call.replied_us + res->wait_us;

@@ -10,7 +10,8 @@
 --            GHOST + end      "g:WHO:ARRIVAL"      a place given up, that the same login tried
 --                                                  again takes back
 --          Times are server microseconds; an empty WHO or HOST is "-".
--- ARGV[1]  what to do: reserve, renew or leave
+-- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
+--          reset empties it
 -- ARGV[2]  interval in microseconds (T)
 -- ARGV[3]  burst (b): logins that may start together after a quiet spell
 -- ARGV[4]  max_wait in microseconds: a longer wait is refused and reserves nothing
@@ -29,12 +30,18 @@
 -- would pass max_wait; 3 refused, HOST holds per_host places already. position is 1 + the
 -- logins ahead, in the queue or admitted to go in later.
 --
+-- peek and reset return {verdict, wait_us, position, waiting, since_us}: what a login
+-- arriving now would get (as reserve, nothing held), the places held by live leases, and the
+-- time since the schedule was last written (the last admission), -1 for none. reset answers
+-- what the schedule held just before it emptied it.
+--
 -- The schedule is the virtual-scheduling form of GCRA on the server's own clock; a waiter's
 -- slot follows from its rank among the waiters alive now, so a place given up moves everyone
 -- behind it up.
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
+--   redis-cli --eval slot.lua myschedule , peek 7000000 1 60000000 0 a "" "" 0 5000000 0
 
 local K = KEYS[1]
 local op = ARGV[1]
@@ -48,7 +55,7 @@ local host = ARGV[8] ~= '' and ARGV[8] or '-'
 local per_host = tonumber(ARGV[9])
 local lease = tonumber(ARGV[10])
 local window = tonumber(ARGV[11])
-if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave') or not interval or not burst or
+if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave' and op ~= 'peek' and op ~= 'reset') or not interval or not burst or
     not max_wait or not db or not id or not string.match(id, '^%w+$') or
     not string.match(who, '^[%w-]+$') or not string.match(host, '^[%w-]+$') or not per_host or
     not lease or not window or interval < 1 or burst < 1 or max_wait < 0 or lease < 1 or
@@ -110,8 +117,9 @@ else
   end
 end
 
+local reading = op == 'peek' or op == 'reset'
 local changed = false
-if from_string then
+if from_string and not reading then
   redis.call('DEL', K)
   changed = true
 end
@@ -129,7 +137,7 @@ local function set_schedule(new_tat)
   end
   changed = true
 end
-if stepped_back or (from_string and stored) then
+if not reading and (stepped_back or (from_string and stored)) then
   set_schedule(tat)
 end
 
@@ -249,6 +257,36 @@ local function save()
   end
 end
 
+-- The login first in line, or within the burst, whose slot is near is admitted now: it goes
+-- in at its slot, and the next one's slot follows from that one, not from when it renewed.
+local function due(rank, start)
+  return start - now <= window and (rank == 0 or start == now)
+end
+
+-- peek and reset: the live waiters (those whose lease runs), and what a login now would get.
+-- Nothing is written before reset's DEL, which leaves renewing waiters no place: each holds
+-- one anew at the back of the fresh queue at its next renewal, as a lease that ran out does.
+if reading then
+  local waiting, since = 0, -1
+  if not from_string then
+    waiting = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), '(' .. us(GHOST))
+  end
+  if at and stored then
+    since = math.max(now - at, 0)
+  end
+  local start = start_of(waiting)
+  local verdict = 2
+  if start - now > max_wait then
+    verdict = 0
+  elseif due(waiting, start) then
+    verdict = 1
+  end
+  if op == 'reset' and redis.call('EXISTS', K) == 1 then
+    redis.call('DEL', K)
+  end
+  return {verdict, start - now, position(waiting), waiting, since}
+end
+
 -- Drops the places whose lease ran out (the ghosts that nobody took back go in save()).
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now))) do
   give_up(string.sub(m, 3))
@@ -260,12 +298,6 @@ if op == 'leave' then
   give_up(self)
   save()
   return {1, 0, 1}
-end
-
--- The login first in line, or within the burst, whose slot is near is admitted now: it goes
--- in at its slot, and the next one's slot follows from that one, not from when it renewed.
-local function due(rank, start)
-  return start - now <= window and (rank == 0 or start == now)
 end
 
 if op == 'reserve' then

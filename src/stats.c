@@ -241,8 +241,7 @@ int stats_load(const char *state_dir, struct stats_table *t, const char **why)
 	return rc;
 }
 
-/* A label value, escaped as the exposition format says: \\, \" and \n. */
-static void stats_label(FILE *out, const char *v)
+void stats_label(FILE *out, const char *v)
 {
 	for (; *v != '\0'; v++) {
 		if (*v == '\\' || *v == '"')

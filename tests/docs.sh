@@ -39,8 +39,14 @@ conf5_opts=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 |
 	sed -nE '/^\.TP/{n; s/^\.BI? ([a-z_]+)(=| |$).*/\1/p}' | sort -u | tr '\n' ' ')
 check "pam_flowslot.conf(5) OPTIONS: every option but conf ($conf5_opts)" [ "$conf5_opts" = "$conf_opts" ]
 
+# flowslotctl(8) lists exactly the commands of the tool's table.
+ctl_code=$(sed -nE 's/^\s*\{ "([a-z]+)", ctl_[a-z_]+, ".*/\1/p' flowslotctl.c | sort | tr '\n' ' ')
+ctl_man=$(sed -n '/^\.SH COMMANDS/,/^\.SH/p' flowslotctl.8 |
+	sed -nE '/^\.TP/{n; s/^\.BR? ([a-z]+)( .*)?$/\1/p}' | sort | tr '\n' ' ')
+check "flowslotctl.8 COMMANDS match the tool's table ($ctl_man)" [ -n "$ctl_code" -a "$ctl_man" = "$ctl_code" ]
+
 # The man pages render without a warning.
-for page in pam_flowslot.8 pam_flowslot.conf.5; do
+for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
 	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "$page" 2>&1)
 	check "groff -ww renders $page without warnings" [ -z "$warnings" ]
 	# As man shows it in a terminal of 80 to 120 columns: man-db sets the line length to 78n
@@ -98,12 +104,15 @@ make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make install puts the module in PAMDIR, mode 0644" \
 	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
 check "make install puts the man pages in man8 and man5" \
-	test -f "$dest/usr/share/man/man8/pam_flowslot.8" -a -f "$dest/usr/share/man/man5/pam_flowslot.conf.5"
-modes=$(find "$dest" -type f -printf '%m\n' | sort -u | tr '\n' ' ')
-check "make install: every file mode 0644 ($modes)" [ "$modes" = "644 " ]
+	test -f "$dest/usr/share/man/man8/pam_flowslot.8" -a -f "$dest/usr/share/man/man5/pam_flowslot.conf.5" \
+	-a -f "$dest/usr/share/man/man8/flowslotctl.8"
+check "make install puts flowslotctl in SBINDIR, mode 0755" \
+	[ "$(stat -c %a "$dest/usr/sbin/flowslotctl" 2> /dev/null)" = 755 ]
+modes=$(find "$dest" -type f ! -path '*/sbin/*' -printf '%m\n' | sort -u | tr '\n' ' ')
+check "make install: every other file mode 0644 ($modes)" [ "$modes" = "644 " ]
 check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 9 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 12 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 

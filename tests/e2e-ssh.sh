@@ -210,4 +210,25 @@ y3_ms=$((($(cat "$TMP/y3.out") - T0) / 1000000))
 check "retry after a hang-up: back at its place, ahead of the login behind (${y2b_ms} ms, then ${y3_ms} ms)" \
 	sh -c "[ $(rc_of y2b)$(rc_of y3) = 00 ] && [ $y2b_ms -lt $y3_ms ] && [ $y2b_ms -lt 5000 ]"
 
+# 5. The session learns that its login went through the gate: FLOWSLOT_ADMITTED, set in the PAM
+# environment, reaches the shell (for etc/profile.d/flowslot-wait.sh not to wait again), from
+# the session phase and from keyboard-interactive auth, which sshd runs in a child of its own.
+start_sshd 120 "auth required @M url=unix://$TMP/r.sock key=mark interval=1s countdown=0" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @M url=unix://$TMP/r.sock key=mark2 interval=1s countdown=0" \
+	"session required @P/pam_permit.so" || exit 1
+ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 \
+	'echo "marker=$FLOWSLOT_ADMITTED"' > "$TMP/m1.out" 2> "$TMP/m1.err" < /dev/null
+check "publickey, gated in the session: the shell has FLOWSLOT_ADMITTED=session ($(cat "$TMP/m1.out"))" \
+	grep -qx 'marker=session' "$TMP/m1.out"
+start_sshd 120 "auth required @M url=unix://$TMP/r.sock key=mark3 interval=1s countdown=0" \
+	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"session required @P/pam_permit.so" || exit 1
+SSH_ASKPASS="$TMP/askpass" SSH_ASKPASS_REQUIRE=force DISPLAY=none \
+	ssh "${SSH_OPTS[@]}" -o PubkeyAuthentication=no -o PreferredAuthentications=keyboard-interactive \
+	-o NumberOfPasswordPrompts=1 -p "$PORT" root@127.0.0.1 'echo "marker=$FLOWSLOT_ADMITTED"' \
+	> "$TMP/m2.out" 2> "$TMP/m2.err" < /dev/null
+check "keyboard-interactive, gated in auth: FLOWSLOT_ADMITTED=auth reaches the shell ($(cat "$TMP/m2.out"))" \
+	grep -qx 'marker=auth' "$TMP/m2.out"
+
 finish

@@ -189,4 +189,20 @@ done
 check "everyone gone: no waiter left, and the keys expire with the last ghost" \
 	sh -c "[ $(waiting s qq) = 0 ] && [ $(rcli s pttl qq) -le 61000 ]"
 
+# peek reads without writing, on an empty key and a queue; reset empties the queue and answers
+# what it held.
+e=$(call peek pk 1000000 1 60000000)
+check "peek on no schedule: a login now goes in, none waiting, no admission yet ($e), no key made" \
+	sh -c "[ '$e' = '1 0 1 0 -1' ] && [ $(rcli s exists pk) = 0 ]"
+slot pk 2000000 1 60000000 > /dev/null
+slot pk 2000000 1 60000000 > /dev/null
+before=$(rcli s zrange pk 0 -1 withscores)
+p=$(call peek pk 2000000 1 60000000)
+check "peek on a queue of one: would be queued ~2T at place 2, one waiting ($p), nothing written" \
+	sh -c "echo '$p' | awk '{ exit !(\$1==2 && \$2>3900000 && \$2<=4000000 && \$3==2 && \$4==1 && \$5>=0) }' &&
+		[ \"\$(redis-cli -s '$TMP/s.sock' zrange pk 0 -1 withscores)\" = '$before' ]"
+r=$(call reset pk 2000000 1 60000000)
+check "reset: answers what it held ($r), and the key is gone" \
+	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s exists pk) = 0 ]"
+
 finish

@@ -8,15 +8,19 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's, with python3-prometheus-client; not another one on the PATH
-DUMP=$TREE/build/stats_dump
+CTL=$TREE/flowslotctl
 start_redis r || exit 1
 R="url=unix://$TMP/r.sock"
 PERMIT="auth required @P/pam_permit.so"
 
-# metrics STATE_DIR: the counters as the reference parser reads them, one sample a line:
-# "NAME KEY RESULT|LE DRY_RUN VALUE".
+# metrics STATE_DIR [OPTION...]: "flowslotctl metrics" as the reference parser reads it, one
+# sample a line: "NAME KEY RESULT|LE DRY_RUN VALUE". Without options, on the per-host file
+# schedule (which a look creates nothing for).
 metrics() {
-	"$DUMP" "$1" > "$TMP/metrics.txt" || return 1
+	local st=$1
+	shift
+	[ $# -gt 0 ] || set -- url=local
+	"$CTL" state_dir="$st" "$@" metrics > "$TMP/metrics.txt" || return 1
 	"$PY" - "$TMP/metrics.txt" << 'PYEOF'
 import sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -44,13 +48,20 @@ login c1 c alice
 login c2 c alice &
 c2pid=$!
 wait_for 10 grep -q 'queued: ' "$TMP/c2.err"
+# While one waits: the queue's gauges, read live from the schedule.
+metrics "$ST" "$R" key=cnt:alice interval=6s > "$TMP/m0" || not_ok "flowslotctl metrics or the parser failed: $(cat "$TMP/metrics.txt")"
+check "flowslot_queue_length{key=\"cnt:alice\"} is 1 while one waits ($(sample "$TMP/m0" flowslot_queue_length cnt:alice - no))" \
+	[ "$(sample "$TMP/m0" flowslot_queue_length cnt:alice - no)" = 1 ]
+check "flowslot_queue_wait_seconds: a new login would wait more than one interval ($(sample "$TMP/m0" flowslot_queue_wait_seconds cnt:alice - no))" \
+	"$PY" -c "import sys; sys.exit(not 6 < float('$(sample "$TMP/m0" flowslot_queue_wait_seconds cnt:alice - no)' or 0) <= 12)"
+check "flowslot_queue_up is 1" [ "$(sample "$TMP/m0" flowslot_queue_up cnt:alice - no)" = 1 ]
 login c3 cshort alice
 wait $c2pid
 login c4 cdown alice
 login c5 copen alice
 check "logins: admitted, waited, refused, closed, open ($(cat "$TMP"/c[1-5].rc | tr '\n' ' '))" \
 	[ "$(cat "$TMP"/c[1-5].rc | tr -d "\n")" = 00110 ]
-metrics "$ST" > "$TMP/m1" || not_ok "stats_dump or the parser failed: $(cat "$TMP/metrics.txt")"
+metrics "$ST" > "$TMP/m1" || not_ok "flowslotctl metrics or the parser failed: $(cat "$TMP/metrics.txt")"
 for want in admitted:1 waited:1 refused:1 unavailable:2 abandoned:0; do
 	got=$(sample "$TMP/m1" flowslot_logins_total 'cnt:%u' "${want%:*}" no)
 	check "flowslot_logins_total{key=\"cnt:%u\",result=\"${want%:*}\"} is ${want#*:} (${got:-absent})" \
@@ -82,7 +93,8 @@ check "counters file a symlink: admitted all the same, with a warning" \
 # dry_run_case NAME URL: on Redis or on the per-host file.
 dry_run_case() {
 	local dc=$1 url=$2 t0 took waits positions
-	service "$dc" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s dry_run countdown=1s" "$PERMIT"
+	service "$dc" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s dry_run countdown=1s" \
+		"auth optional @P/pam_exec.so log=$TMP/$dc.env /usr/bin/env" "$PERMIT"
 	service "${dc}real" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s max_wait=10s" "$PERMIT"
 	service "${dc}short" "auth requisite @M $url key=$dc state_dir=$TMP/st-$dc interval=5s max_wait=2s dry_run" "$PERMIT"
 	t0=$(now_ms)
@@ -109,7 +121,9 @@ dry_run_case() {
 	login "${dc}7" "${dc}short" short
 	check "$dc: a dry_run login over max_wait goes in, logged as would_refuse" \
 		sh -c "[ $(rc_of "${dc}7") = 0 ] && grep -q 'dry_run: .* would_refuse wait_ms=' '$TMP/${dc}7.err'"
-	metrics "$TMP/st-$dc" > "$TMP/m-$dc" || not_ok "$dc: stats_dump or the parser failed"
+	metrics "$TMP/st-$dc" > "$TMP/m-$dc" || not_ok "$dc: flowslotctl metrics or the parser failed"
+	check "$dc: a dry_run login tells the session nothing: no FLOWSLOT_ADMITTED, so the profile.d wait still runs" \
+		sh -c "[ -s '$TMP/$dc.env' ] && ! grep -q FLOWSLOT_ADMITTED '$TMP/$dc.env'"
 	check "$dc: counted under dry_run=\"yes\": 1 admitted, 4 waited, 1 refused; the real one refused" \
 		[ "$(sample "$TMP/m-$dc" flowslot_logins_total "$dc" admitted yes)" = 1 ] &&
 		[ "$(sample "$TMP/m-$dc" flowslot_logins_total "$dc" refused yes)" = 1 ] &&
@@ -125,8 +139,15 @@ service dryc "auth requisite @M url=unix://$TMP/none.sock key=dryc state_dir=$TM
 login dc1 dryc alice
 check "dry_run, fallback=closed and no Redis: let in, logged as would_meet_failure_policy" \
 	sh -c "[ $(rc_of dc1) = 0 ] && grep -q 'dry_run: .* would_meet_failure_policy' '$TMP/dc1.err' && ! grep -q 'unavailable. Please' '$TMP/dc1.out'"
-metrics "$TMP/st-dryc" > "$TMP/m-dryc" || not_ok "dryc: stats_dump or the parser failed"
+metrics "$TMP/st-dryc" > "$TMP/m-dryc" || not_ok "dryc: flowslotctl metrics or the parser failed"
 check "... counted unavailable under dry_run=\"yes\"" \
 	[ "$(sample "$TMP/m-dryc" flowslot_logins_total dryc unavailable yes)" = 1 ]
+
+# 5. metrics with the schedule out of reach: the counters all the same, and queue_up 0.
+"$CTL" state_dir="$ST" url=unix://$TMP/none.sock key=cnt:alice metrics > "$TMP/m5.txt" 2> "$TMP/m5.err"
+check "metrics, Redis down: exit 0, counters printed, flowslot_queue_up 0, why on stderr" \
+	sh -c "[ $? = 0 ] && grep -q '^flowslot_logins_total{key=\"cnt:%u\",result=\"admitted\"} 1' '$TMP/m5.txt' &&
+		grep -q '^flowslot_queue_up{key=\"cnt:alice\"} 0' '$TMP/m5.txt' && ! grep -q flowslot_queue_length '$TMP/m5.txt' &&
+		grep -q 'no queue gauges' '$TMP/m5.err'"
 
 finish

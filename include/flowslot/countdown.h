@@ -11,9 +11,20 @@
 
 #include "flowslot/slot.h"
 
+/* Where the countdown's lines go instead of pam_info (flowslotctl wait): one line of text
+   and what kind it is: a full telling, a step, or the turn. */
+enum countdown_kind {
+	COUNTDOWN_TELL,
+	COUNTDOWN_STEP,
+	COUNTDOWN_TURN,
+};
+typedef void countdown_say_fn(void *arg, enum countdown_kind kind, const char *text);
+
 /* What one waiting login has told its user so far. */
 struct countdown {
 	pam_handle_t *pamh;
+	countdown_say_fn *say; /* NULL: pam_info on pamh */
+	void *say_arg;
 	int64_t step_us;      /* between step messages; 0: none */
 	bool talk;	      /* false: tell nothing */
 	int64_t position;     /* the place last told */
@@ -33,6 +44,10 @@ void countdown_format(int64_t us, char *buf, size_t bufsz);
    false it tells nothing, now or later. A missing or failing conversation is ignored. */
 void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
 		     const struct slot_result *res);
+
+/* countdown_start, telling through say(say_arg, ...) rather than the conversation. */
+void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg, int64_t step_us,
+			 bool talk, const struct slot_result *res);
 
 /* The CLOCK_MONOTONIC time of the next step message for a slot at deadline_us, or INT64_MAX
    when none is due. */

@@ -50,7 +50,8 @@ long lqueue_write(const struct lqueue *q, char **out);
 
 /* One step of the queue at now_us, as slot.lua's op: reserve, renew or leave for place, held
    by process pid. Fills res (deadline_us included) and returns the verdict, as rslot_call.
-   window_us: how near its slot a login first in line is admitted (SLOT_COMMIT_US). */
+   window_us: how near its slot a login first in line is admitted (SLOT_COMMIT_US). SLOT_PEEK
+   and SLOT_RESET fill res as slot.lua's peek does; reset empties q. */
 enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int per_host,
 			      enum slot_op op, const struct slot_place *place, pid_t pid,
 			      int64_t now_us, int64_t window_us, struct slot_result *res);

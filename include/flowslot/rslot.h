@@ -4,6 +4,8 @@
 #ifndef FLOWSLOT_RSLOT_H
 #define FLOWSLOT_RSLOT_H
 
+#include <stddef.h>
+
 #include <hiredis/hiredis.h>
 #include <security/pam_modules.h>
 
@@ -17,6 +19,12 @@
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res);
+
+/* rslot_call, and the node that answered (or failed last) into where: "master 10.0.0.5:6379",
+   as the log names it. */
+enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
+				const char *key, const struct slot_place *place,
+				struct slot_result *res, char *where, size_t wheresz);
 
 /* Reads the script's reply {verdict, wait_us, position} to op into res (not deadline_us).
    Returns 0, or -1 with *why saying what is wrong with it. */

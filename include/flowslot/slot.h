@@ -40,6 +40,8 @@ enum slot_op {
 	SLOT_RESERVE, /* a slot now, or a place in the queue */
 	SLOT_RENEW,   /* keep the place; go in if its slot has come */
 	SLOT_LEAVE,   /* give the place up, for a retry of the same login to take back */
+	SLOT_PEEK,    /* read the schedule, changing nothing (flowslotctl status, check) */
+	SLOT_RESET,   /* empty the schedule; answers what it held, as SLOT_PEEK */
 };
 
 /* A login's place in the queue: who holds it, as the script keys it. */
@@ -54,6 +56,10 @@ struct slot_result {
 	int64_t wait_us;     /* from the decision to the slot; for a refusal, the wait refused */
 	int64_t position;    /* 1 + the logins to be admitted before this one */
 	int64_t deadline_us; /* CLOCK_MONOTONIC time of the slot, when admitted or queued */
+	/* SLOT_PEEK and SLOT_RESET only, whose verdict, wait and position are what a login
+	   arriving now would get, holding nothing: */
+	int64_t waiting;  /* places held by live waiters */
+	int64_t since_us; /* since the schedule was last written (an admission); -1: never */
 };
 
 /* The furthest ahead any settings can leave a schedule: max_wait (60 min) + burst (1000) *

@@ -77,6 +77,9 @@ int stats_load(const char *state_dir, struct stats_table *t, const char **why);
    flowslot_wait_seconds histogram, with HELP and TYPE. A caller may print more families after. */
 int stats_format(FILE *out, const struct stats_table *t);
 
+/* Writes v as a label value, escaped as the exposition format says: \\, \" and \n. */
+void stats_label(FILE *out, const char *v);
+
 /* stats_load, then stats_format. Returns 0, or -1 with *why set. */
 int stats_write_prometheus(FILE *out, const char *state_dir, const char **why);
 

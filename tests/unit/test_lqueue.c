@@ -246,6 +246,52 @@ static void five_logins(struct lqueue *q, struct slot_place pl[5])
 	assert_int_equal(q->tat_us, NOW + 2 * T); /* a place held moves no schedule */
 }
 
+/* peek reads without changing; reset empties, and the old waiters hold places anew, in the
+   order they renew, behind a login that came after the reset. */
+static void test_peek_reset(void **state)
+{
+	struct slot_place pl[5], late = place(9, "0f", "");
+	struct slot_result res;
+	struct lqueue q;
+	char *before, *after;
+
+	(void)state;
+	five_logins(&q, pl);
+	q.changed = 0;
+	before = text_of(&q);
+	res.waiting = res.since_us = -2;
+	assert_int_equal(
+	    lqueue_step(&q, &P, 0, SLOT_PEEK, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
+	    SLOT_QUEUED);
+	assert_int_equal(res.waiting, 3);
+	assert_int_equal(res.wait_us, 5 * T - 4 * S); /* behind B (admitted) and C, D, E */
+	assert_int_equal(res.position, 5);
+	assert_int_equal(res.since_us, 500 * MS);
+	after = text_of(&q);
+	assert_string_equal(after, before);
+	assert_int_equal(q.n_waiters, 3);
+	free(after);
+	free(before);
+
+	assert_int_equal(
+	    lqueue_step(&q, &P, 0, SLOT_RESET, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
+	    SLOT_QUEUED);
+	assert_int_equal(res.waiting, 3); /* what it held */
+	assert_int_equal(q.n_waiters, 0);
+	assert_int_equal(q.changed, 1);
+	/* A login after the reset is not held by the old queue. */
+	assert_int_equal(step(&q, SLOT_RESERVE, &late, NOW + 4100 * MS, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 0);
+	/* The old waiters come back at the back, in the order they renew. */
+	assert_int_equal(step(&q, SLOT_RENEW, &pl[4], NOW + 5 * S, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 1);
+	assert_int_equal(res.deadline_us, NOW + 4100 * MS + T);
+	assert_int_equal(step(&q, SLOT_RENEW, &pl[2], NOW + 5500 * MS, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 2);
+	assert_int_equal(res.deadline_us, NOW + 4100 * MS + 2 * T);
+	lqueue_free(&q);
+}
+
 static void test_commit_window(void **state)
 {
 	struct slot_place pl[5];
@@ -702,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_garbage_lines),
 		cmocka_unit_test(test_reserve_empty),
+		cmocka_unit_test(test_peek_reset),
 		cmocka_unit_test(test_commit_window),
 		cmocka_unit_test(test_renew),
 		cmocka_unit_test(test_leave),

@@ -737,6 +737,75 @@ static void test_connect_interrupted(void **state)
 	assert_int_equal(frees, 2);
 }
 
+/* peek and reset are answered {verdict, wait_us, position, waiting, since_us}, sent as
+   their op with the place's arguments. */
+static void test_peek_view(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	char where[64];
+
+	(void)state;
+	opts(&o);
+	serve("*5\r\n:2\r\n:9000000\r\n:3\r\n:2\r\n:1500\r\n");
+	assert_int_equal(rslot_call_at(NULL, &o, SLOT_PEEK, "flowslot:test", &place, &res, where,
+				       sizeof(where)),
+			 SLOT_QUEUED);
+	assert_int_equal(res.wait_us, 9000000);
+	assert_int_equal(res.position, 3);
+	assert_int_equal(res.waiting, 2);
+	assert_int_equal(res.since_us, 1500);
+	assert_non_null(strstr(sent(), "$4\r\npeek\r\n"));
+	assert_non_null(strstr(where, "redis "));
+}
+
+/* reset's answer reads as peek's; one of three, as to reserve, or out of range, is garbage. */
+static void test_view_replies(void **state)
+{
+	static const struct {
+		enum slot_op op;
+		size_t n;
+		long long v[5];
+		int want; /* -1: garbage */
+	} cases[] = {
+		{ SLOT_RESET, 5, { 1, 0, 1, 0, -1 }, SLOT_ADMIT },
+		{ SLOT_RESET, 5, { 0, 70000000, 12, 11, 5 }, SLOT_REFUSE },
+		{ SLOT_PEEK, 3, { 1, 0, 1 }, -1 },
+		{ SLOT_PEEK, 5, { 3, 0, 1, 0, 0 }, -1 },
+		{ SLOT_PEEK, 5, { 2, 10, 0, 0, 0 }, -1 },
+		{ SLOT_PEEK, 5, { 2, 10, 1, -1, 0 }, -1 },
+		{ SLOT_PEEK, 5, { 2, 10, 1, 0, -2 }, -1 },
+		{ SLOT_RESERVE, 5, { 1, 0, 1, 0, 0 }, -1 },
+	};
+	const struct slot_params p = { .interval_us = 1000, .max_wait_us = 5000, .burst = 1 };
+	redisReply e[5], *elems[5];
+	redisReply r = { .type = REDIS_REPLY_ARRAY, .element = elems };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+		const char *why = NULL;
+		int rc;
+
+		r.elements = cases[i].n;
+		for (size_t j = 0; j < 5; j++) {
+			e[j] = (redisReply){ .type = REDIS_REPLY_INTEGER, .integer = cases[i].v[j] };
+			elems[j] = &e[j];
+		}
+		rc = rslot_read_reply(&r, cases[i].op, &p, &res, &why);
+		if (cases[i].want < 0) {
+			if (rc != -1 || why == NULL)
+				fail_msg("case %zu was taken", i);
+			continue;
+		}
+		if (rc != 0)
+			fail_msg("case %zu refused: %s", i, why);
+		assert_int_equal(res.verdict, cases[i].want);
+		assert_int_equal(res.waiting, cases[i].v[3]);
+		assert_int_equal(res.since_us, cases[i].v[4]);
+	}
+}
+
 /* What each op may be answered, by rslot_read_reply's rules, with max_wait 5000 us. */
 static void test_read_reply_direct(void **state)
 {
@@ -878,6 +947,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wait_counts_queued_as_written, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commands_wiped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_interrupted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peek_view, setup, teardown),
+		cmocka_unit_test(test_view_replies),
 		cmocka_unit_test(test_read_reply_direct),
 		cmocka_unit_test(test_read_reply_dry_run),
 	};

@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flowslotctl: looks at and operates a pam_flowslot schedule, with the module's own option
+ * parser and backends (cf. faillock(8)).
+ *
+ *   flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] COMMAND [KEY]
+ *
+ * Each OPTION is a module argument, read as the module reads its own. A tool may take signals
+ * and write to the terminal: the module may not, so all of that stays here.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "flowslot/countdown.h"
+#include "flowslot/fstime.h"
+#include "flowslot/hangup.h"
+#include "flowslot/key.h"
+#include "flowslot/log.h"
+#include "flowslot/lslot.h"
+#include "flowslot/opt.h"
+#include "flowslot/queue.h"
+#include "flowslot/rslot.h"
+#include "flowslot/stats.h"
+
+#define CTL_ARGS_MAX 64
+#define CTL_INCLUDE_DEPTH 8
+#define CTL_PAM_DIR "/etc/pam.d"
+
+/* The module arguments in effect: those of --service's line, then the command line's. */
+struct ctl_args {
+	char *own[CTL_ARGS_MAX];
+	const char *v[CTL_ARGS_MAX]; /* the same, as opt_parse takes them */
+	int n;
+};
+
+/* One run of the tool. */
+struct ctl {
+	struct ctl_args args;
+	struct opt o;
+	const char *service; /* --service, for %s in the key; NULL: none */
+	bool json;
+	char key[OPT_KEY_MAX + 1];
+	char where[URL_HOST_MAX + OPT_DIR_MAX + URL_MASTER_MAX +
+		   64]; /* the backend that answered, or failed */
+};
+
+struct ctl_command {
+	const char *name;
+	int (*run)(struct ctl *c);
+	const char *usage;
+};
+
+static int ctl_add_arg(struct ctl_args *a, const char *arg)
+{
+	if (a->n == CTL_ARGS_MAX) {
+		fprintf(stderr, "flowslotctl: more than %d module arguments\n", CTL_ARGS_MAX);
+		return -1;
+	}
+	if ((a->own[a->n] = strdup(arg)) == NULL) {
+		perror("flowslotctl");
+		return -1;
+	}
+	a->v[a->n] = a->own[a->n];
+	a->n++;
+	return 0;
+}
+
+static void ctl_free_args(struct ctl_args *a)
+{
+	for (int i = 0; i < a->n; i++) {
+		explicit_bzero(a->own[i], strlen(a->own[i]));
+		free(a->own[i]);
+	}
+	a->n = 0;
+}
+
+/* Splits a PAM stack line into words in place; "[a b]" is one word (its brackets kept), as
+   libpam reads a control or an argument. Returns the number of words. */
+static int ctl_words(char *line, char **w, int max)
+{
+	int n = 0;
+	char *p = line;
+
+	while (n < max) {
+		p += strspn(p, " \t\r\n");
+		if (*p == '\0')
+			break;
+		w[n++] = p;
+		if (*p == '[') {
+			char *end = strchr(p, ']');
+
+			p = end != NULL ? end + 1 : p + strlen(p);
+		}
+		p += strcspn(p, " \t\r\n");
+		if (*p != '\0')
+			*p++ = '\0';
+	}
+	return n;
+}
+
+static int ctl_pam_file(const char *dir, const char *name, int depth, struct ctl_args *out);
+
+/* One line of a stack file: 1 when it is (or includes) pam_flowslot's, whose arguments go
+   into out; 0 when not; -1 on an error, said. */
+static int ctl_pam_line(const char *dir, char *line, int depth, struct ctl_args *out)
+{
+	char *w[CTL_ARGS_MAX + 3];
+	const char *module, *base;
+	int n;
+
+	line[strcspn(line, "#")] = '\0';
+	n = ctl_words(line, w, (int)(sizeof(w) / sizeof(w[0])));
+	if (n >= 2 && strcmp(w[0], "@include") == 0)
+		return ctl_pam_file(dir, w[1], depth + 1, out);
+	if (n < 3)
+		return 0;
+	if (strcmp(w[1], "include") == 0 || strcmp(w[1], "substack") == 0)
+		return ctl_pam_file(dir, w[2], depth + 1, out);
+	module = w[2];
+	base = strrchr(module, '/') != NULL ? strrchr(module, '/') + 1 : module;
+	if (strcmp(base, "pam_flowslot.so") != 0)
+		return 0;
+	for (int i = 3; i < n; i++) {
+		size_t len = strlen(w[i]);
+
+		/* "[url=redis://h:6379/0 x]": libpam's way to give an argument with blanks. */
+		if (w[i][0] == '[' && len >= 2 && w[i][len - 1] == ']') {
+			w[i][len - 1] = '\0';
+			w[i]++;
+		}
+		if (ctl_add_arg(out, w[i]) != 0)
+			return -1;
+	}
+	return 1;
+}
+
+/* Reads the first pam_flowslot line of dir/name, following @include, include and substack. */
+static int ctl_pam_file(const char *dir, const char *name, int depth, struct ctl_args *out)
+{
+	char path[PATH_MAX], line[4096];
+	FILE *f;
+	int found = 0;
+
+	if (depth > CTL_INCLUDE_DEPTH) {
+		fprintf(stderr, "flowslotctl: %s/%s: includes nested deeper than %d\n", dir, name,
+			CTL_INCLUDE_DEPTH);
+		return -1;
+	}
+	if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s", name);
+	else
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((f = fopen(path, "re")) == NULL) {
+		fprintf(stderr, "flowslotctl: cannot read %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (found == 0 && fgets(line, sizeof(line), f) != NULL)
+		found = ctl_pam_line(dir, line, depth, out);
+	fclose(f);
+	return found;
+}
+
+/* Describes the local schedule file for key into c->where. */
+static void ctl_local_where(struct ctl *c)
+{
+	char name[NAME_MAX + 1];
+
+	lslot_file_name(c->key, name, sizeof(name));
+	snprintf(c->where, sizeof(c->where), "local %s/%s", c->o.state_dir, name);
+}
+
+/* The fallback a login takes when its backend fails, in words. */
+static const char *ctl_fallback(const struct opt *o)
+{
+	switch (o->fallback) {
+	case OPT_FALLBACK_OPEN:
+		return "fallback=open: a login would go in without a wait";
+	case OPT_FALLBACK_CLOSED:
+		return "fallback=closed: a login would be refused";
+	case OPT_FALLBACK_LOCAL:
+	default:
+		return "fallback=local: a login would queue on this host's own schedule";
+	}
+}
+
+/* One call on the configured backend, as a login makes it (no fallback). */
+static enum slot_verdict ctl_call_local(struct ctl *c, enum slot_op op, const struct slot_place *pl,
+					struct slot_result *res)
+{
+	const struct lslot_call call = { .dir = c->o.state_dir,
+					 .key = c->key,
+					 .p = &c->o.slot,
+					 .per_host = c->o.per_host,
+					 .op = op,
+					 .place = pl };
+
+	ctl_local_where(c);
+	return lslot_call(NULL, &call, res);
+}
+
+static enum slot_verdict ctl_call(struct ctl *c, enum slot_op op, const struct slot_place *pl,
+				  struct slot_result *res)
+{
+	char node[URL_HOST_MAX + 32];
+	enum slot_verdict v;
+
+	if (c->o.url.backend == URL_BACKEND_LOCAL)
+		return ctl_call_local(c, op, pl, res);
+	v = rslot_call_at(NULL, &c->o, op, c->key, pl, res, node, sizeof(node));
+	if (c->o.url.backend == URL_BACKEND_SENTINEL)
+		snprintf(c->where, sizeof(c->where), "sentinel master %s: %s", c->o.url.master,
+			 node);
+	else
+		snprintf(c->where, sizeof(c->where), "%s", node);
+	return v;
+}
+
+/* A call that must reach the configured backend; says why not, and what a login would do. */
+static int ctl_call_or_say(struct ctl *c, enum slot_op op, struct slot_result *res)
+{
+	const struct slot_place none = { .id = "flowslotctl" };
+
+	if (c->o.errors > 0) {
+		fprintf(stderr, "flowslotctl: %d bad option%s (named above); %s\n", c->o.errors,
+			c->o.errors == 1 ? "" : "s", ctl_fallback(&c->o));
+		return 2;
+	}
+	if (ctl_call(c, op, &none, res) == SLOT_UNAVAILABLE) {
+		fprintf(stderr, "flowslotctl: %s: unusable (the error is above); %s\n", c->where,
+			c->o.url.backend != URL_BACKEND_LOCAL ? ctl_fallback(&c->o)
+			: c->o.fallback == OPT_FALLBACK_CLOSED
+			    ? "fallback=closed: a login would be refused"
+			    : "a login would go in without a wait");
+		return 1;
+	}
+	return 0;
+}
+
+/* Writes s as a JSON string. */
+static void ctl_json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static const char *ctl_verdict_name(enum slot_verdict v)
+{
+	return v == SLOT_ADMIT ? "admit" : v == SLOT_QUEUED ? "queue" : "refuse";
+}
+
+static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
+{
+	char wait[32], since[32];
+
+	if (c->json) {
+		printf("{\"key\": ");
+		ctl_json_str(c->key);
+		printf(", \"backend\": ");
+		ctl_json_str(c->where);
+		printf(", \"waiting\": %" PRId64 ", \"new_login\": {\"verdict\": \"%s\", "
+		       "\"wait_ms\": %" PRId64 ", \"position\": %" PRId64 "}, "
+		       "\"last_admission_ms_ago\": ",
+		       res->waiting, ctl_verdict_name(res->verdict), res->wait_us / 1000,
+		       res->position);
+		if (res->since_us < 0)
+			printf("null}\n");
+		else
+			printf("%" PRId64 "}\n", res->since_us / 1000);
+		return;
+	}
+	countdown_format(res->wait_us, wait, sizeof(wait));
+	countdown_format(res->since_us, since, sizeof(since));
+	printf("schedule:       %s\n", c->key);
+	printf("backend:        %s\n", c->where);
+	printf("waiting:        %" PRId64 "\n", res->waiting);
+	if (res->verdict == SLOT_REFUSE)
+		printf("new login:      refused (the wait, %s, is over max_wait)\n", wait);
+	else
+		printf("new login:      waits %s, number %" PRId64 "\n", wait, res->position);
+	printf("last admission: %s%s\n", res->since_us < 0 ? "none" : since,
+	       res->since_us < 0 ? "" : " ago");
+}
+
+static int ctl_status(struct ctl *c)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	int rc = ctl_call_or_say(c, SLOT_PEEK, &res);
+
+	if (rc == 0)
+		ctl_print_view(c, &res);
+	return rc;
+}
+
+static int ctl_reset(struct ctl *c)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	const struct passwd *pw = getpwuid(getuid());
+	const char *login = getlogin();
+	char name[64];
+	int rc = ctl_call_or_say(c, SLOT_RESET, &res);
+
+	if (rc != 0)
+		return rc;
+	log_escape(login != NULL ? login : pw != NULL ? pw->pw_name : "?", name, sizeof(name));
+	openlog("flowslotctl", LOG_PID, LOG_AUTHPRIV);
+	syslog(LOG_NOTICE, "reset: key=%s backend=%s waiting=%" PRId64 " by uid=%u login=%s",
+	       c->key, c->where, res.waiting, (unsigned)getuid(), name);
+	closelog();
+	printf("reset %s on %s: %" PRId64 " waiting login%s re-enter%s the queue afresh at "
+	       "%s next renewal\n",
+	       c->key, c->where, res.waiting, res.waiting == 1 ? "" : "s",
+	       res.waiting == 1 ? "s" : "", res.waiting == 1 ? "its" : "their");
+	return 0;
+}
+
+static int ctl_check(struct ctl *c)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	int rc = ctl_call_or_say(c, SLOT_PEEK, &res);
+
+	if (rc == 0)
+		printf("ok: a login would queue on %s (schedule %s, %" PRId64 " waiting)\n",
+		       c->where, c->key, res.waiting);
+	return rc;
+}
+
+/* metrics: the host's counters (src/stats.c), then the schedule's gauges read live. A schedule
+   that cannot be read leaves its gauges out (flowslot_queue_up 0, and why on stderr), so that
+   the counters still reach the collector; a bad option or counters file fails the command. */
+static int ctl_metrics(struct ctl *c)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	const struct slot_place none = { .id = "flowslotctl" };
+	const char *why;
+	bool up;
+
+	if (c->o.errors > 0) {
+		fprintf(stderr, "flowslotctl: %d bad option%s (named above)\n", c->o.errors,
+			c->o.errors == 1 ? "" : "s");
+		return 2;
+	}
+	if (stats_write_prometheus(stdout, c->o.state_dir, &why) != 0) {
+		fprintf(stderr, "flowslotctl: %s/%s: %s\n", c->o.state_dir, STATS_FILE, why);
+		return 1;
+	}
+	up = ctl_call(c, SLOT_PEEK, &none, &res) != SLOT_UNAVAILABLE;
+	if (!up)
+		fprintf(stderr, "flowslotctl: %s: unusable (the error is above): no queue gauges\n",
+			c->where);
+	printf("# HELP flowslot_queue_up Whether the schedule could be read just now.\n"
+	       "# TYPE flowslot_queue_up gauge\n"
+	       "flowslot_queue_up{key=\"");
+	stats_label(stdout, c->key);
+	printf("\"} %d\n", up);
+	if (up) {
+		printf("# HELP flowslot_queue_length Logins waiting in the schedule now.\n"
+		       "# TYPE flowslot_queue_length gauge\n"
+		       "flowslot_queue_length{key=\"");
+		stats_label(stdout, c->key);
+		printf("\"} %" PRId64 "\n", res.waiting);
+		printf("# HELP flowslot_queue_wait_seconds The wait a login arriving now would get.\n"
+		       "# TYPE flowslot_queue_wait_seconds gauge\n"
+		       "flowslot_queue_wait_seconds{key=\"");
+		stats_label(stdout, c->key);
+		printf("\"} %.3f\n", (double)res.wait_us / 1e6);
+	}
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+}
+
+/* wait: the terminal's line, and the pipe whose closing (by a signal) gives the place back. */
+static int ctl_stop_fd = -1;
+
+static void ctl_on_signal(int sig)
+{
+	(void)sig;
+	if (ctl_stop_fd >= 0) {
+		close(ctl_stop_fd);
+		ctl_stop_fd = -1;
+	}
+}
+
+/* The countdown on stderr: one line rewritten in place on a terminal, else plain lines. */
+static void ctl_say(void *arg, enum countdown_kind kind, const char *text)
+{
+	const bool *tty = arg;
+
+	if (*tty)
+		fprintf(stderr, "\r\033[K%s%s", text, kind == COUNTDOWN_TURN ? "\n" : "");
+	else
+		fprintf(stderr, "%s\n", text);
+}
+
+/* A place for this user on the schedule, as the module makes for a login. */
+static void ctl_place(struct slot_place *pl)
+{
+	unsigned char rnd[16];
+	const struct passwd *pw = getpwuid(getuid());
+	uint64_t h = LSLOT_HASH_START;
+	size_t n = 0;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		uint64_t a = (uint64_t)getpid(), b = (uint64_t)fstime_mono_us();
+
+		memcpy(rnd, &a, sizeof(a));
+		memcpy(rnd + sizeof(a), &b, sizeof(b));
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		n += (size_t)snprintf(pl->id + n, sizeof(pl->id) - n, "%02x", rnd[i]);
+	h = lslot_hash(lslot_hash(h, "flowslotctl"), "\x1f");
+	h = lslot_hash(h, pw != NULL ? pw->pw_name : "");
+	snprintf(pl->who, sizeof(pl->who), "%016" PRIx64, h);
+	pl->host[0] = '\0';
+}
+
+/* On the per-host schedule, as the module's gate_reserve_local: when even that cannot be
+   used, go on without a wait, unless fallback=closed. */
+static enum slot_verdict ctl_reserve_local(struct ctl *c, const struct slot_place *pl,
+					   struct slot_result *res)
+{
+	enum slot_verdict v = ctl_call_local(c, SLOT_RESERVE, pl, res);
+
+	if (v != SLOT_UNAVAILABLE || c->o.fallback == OPT_FALLBACK_CLOSED)
+		return v;
+	fprintf(stderr, "flowslotctl: local schedule unusable: going on without a wait\n");
+	res->wait_us = 0;
+	return SLOT_ADMIT;
+}
+
+/* Reserves as a login does (the module's gate_reserve), the failure policy included; local
+   says whether the place is on the per-host schedule. */
+static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
+				     struct slot_result *res, bool *local)
+{
+	const bool configured = c->o.errors == 0;
+	enum slot_verdict v;
+
+	*local = true;
+	if (configured && c->o.url.backend == URL_BACKEND_LOCAL)
+		return ctl_reserve_local(c, pl, res);
+	if (configured) {
+		*local = false;
+		if ((v = ctl_call(c, SLOT_RESERVE, pl, res)) != SLOT_UNAVAILABLE)
+			return v;
+	}
+	switch (c->o.fallback) {
+	case OPT_FALLBACK_OPEN:
+		fprintf(stderr, "flowslotctl: fallback=open: going on without a wait\n");
+		res->wait_us = 0;
+		return SLOT_ADMIT;
+	case OPT_FALLBACK_CLOSED:
+		return SLOT_UNAVAILABLE;
+	case OPT_FALLBACK_LOCAL:
+	default:
+		*local = true;
+		return ctl_reserve_local(c, pl, res);
+	}
+}
+
+/* Waits for the held place; a signal (Ctrl-C, a hang-up) gives it back. */
+static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot_result *res,
+			 bool local)
+{
+	const struct queue_login l = { .o = &c->o,
+				       .argc = c->args.n,
+				       .argv = c->args.v,
+				       .key = c->key,
+				       .place = pl,
+				       .local = local };
+	struct sigaction sa = { .sa_handler = ctl_on_signal };
+	struct hangup_watch w = { .n = 1, .events = { POLLIN } };
+	struct countdown cd;
+	bool tty = isatty(STDERR_FILENO) == 1;
+	int fds[2];
+	enum queue_end end;
+
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		perror("flowslotctl: pipe");
+		return 1;
+	}
+	for (int i = 0; i < HANGUP_FDS_MAX; i++)
+		w.fds[i] = -1;
+	w.fds[0] = fds[0];
+	ctl_stop_fd = fds[1];
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	countdown_start_say(&cd, ctl_say, &tty, tty ? 1000000 : c->o.countdown_us, !c->o.quiet,
+			    res);
+	end = queue_wait(&l, res, &w, &cd);
+	if (end == QUEUE_TURN)
+		countdown_turn(&cd);
+	else if (!c->o.quiet)
+		fprintf(stderr, "%sLogin queue: left; the place is given back.\n", tty ? "\n" : "");
+	hangup_watch_close(&w);
+	if (ctl_stop_fd >= 0)
+		close(ctl_stop_fd);
+	ctl_stop_fd = -1;
+	return end == QUEUE_TURN ? 0 : 130;
+}
+
+static int ctl_wait(struct ctl *c)
+{
+	struct slot_place pl;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	char wait[32];
+	bool local;
+
+	ctl_place(&pl);
+	switch (ctl_reserve(c, &pl, &res, &local)) {
+	case SLOT_ADMIT:
+	case SLOT_QUEUED:
+		if (res.verdict == SLOT_QUEUED || res.wait_us > 0)
+			return ctl_wait_turn(c, &pl, &res, local);
+		return 0;
+	case SLOT_REFUSE:
+		countdown_format(res.wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
+		fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
+		return 1;
+	case SLOT_REFUSE_HOST:
+		fprintf(stderr, "Too many logins from your address at the moment.\n");
+		return 1;
+	case SLOT_UNAVAILABLE:
+	default:
+		fprintf(stderr, "flowslotctl: the login queue is unavailable (fallback=closed)\n");
+		return 1;
+	}
+}
+
+static const struct ctl_command ctl_commands[] = {
+	{ "status", ctl_status, "status [KEY]   the schedule: waiting logins, the wait now" },
+	{ "reset", ctl_reset, "reset [KEY]    empty the schedule (logged)" },
+	{ "check", ctl_check, "check          try the options as a login would" },
+	{ "wait", ctl_wait, "wait [KEY]     take a place and wait, with a countdown" },
+	{ "metrics", ctl_metrics, "metrics [KEY]  the host's counters and the queue, for Prometheus" },
+};
+
+static void ctl_usage(FILE *f)
+{
+	fprintf(f, "usage: flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] "
+		   "COMMAND [KEY]\n"
+		   "OPTION: a pam_flowslot module argument (url=..., key=..., conf=...)\n"
+		   "commands:\n");
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+		fprintf(f, "  %s\n", ctl_commands[i].usage);
+}
+
+static const struct ctl_command *ctl_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+		if (strcmp(ctl_commands[i].name, name) == 0)
+			return &ctl_commands[i];
+	return NULL;
+}
+
+/* Reads the command line into c; returns the command, or NULL with rc set. */
+static const struct ctl_command *ctl_read_args(struct ctl *c, int argc, char **argv,
+					       const char **key, int *rc)
+{
+	const char *pam_dir = CTL_PAM_DIR;
+	struct ctl_args line = { .n = 0 };
+	const struct ctl_command *cmd = NULL;
+	int i = 1;
+
+	*rc = 2;
+	for (; i < argc && cmd == NULL; i++) {
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("flowslotctl %s\n", FLOWSLOT_VERSION);
+			*rc = 0;
+			goto out;
+		} else if (strcmp(argv[i], "--help") == 0) {
+			ctl_usage(stdout);
+			*rc = 0;
+			goto out;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			c->json = true;
+		} else if ((strcmp(argv[i], "--service") == 0 ||
+			    strcmp(argv[i], "--pam-dir") == 0)) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "flowslotctl: %s needs a value\n", argv[i]);
+				goto out;
+			}
+			if (argv[i][2] == 's')
+				c->service = argv[++i];
+			else
+				pam_dir = argv[++i];
+		} else if (strncmp(argv[i], "--", 2) == 0) {
+			fprintf(stderr, "flowslotctl: unknown option %s\n", argv[i]);
+			goto out;
+		} else if ((cmd = ctl_find(argv[i])) == NULL && ctl_add_arg(&line, argv[i]) != 0) {
+			goto out;
+		}
+	}
+	if (cmd == NULL) {
+		ctl_usage(stderr);
+		goto out;
+	}
+	*key = i < argc ? argv[i++] : NULL;
+	if (i < argc) {
+		fprintf(stderr, "flowslotctl: %s: too many arguments\n", cmd->name);
+		cmd = NULL;
+		goto out;
+	}
+	if (c->service != NULL) {
+		int found = ctl_pam_file(pam_dir, c->service, 0, &c->args);
+
+		if (found == 0)
+			fprintf(stderr, "flowslotctl: no pam_flowslot line in %s/%s\n", pam_dir,
+				c->service);
+		if (found != 1) {
+			cmd = NULL;
+			goto out;
+		}
+	}
+	for (int j = 0; j < line.n; j++)
+		if (ctl_add_arg(&c->args, line.v[j]) != 0) {
+			cmd = NULL;
+			goto out;
+		}
+	*rc = 0;
+out:
+	ctl_free_args(&line);
+	return *rc == 0 ? cmd : NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl c = { .args = { .n = 0 } };
+	const struct ctl_command *cmd;
+	const char *key = NULL, *why;
+	int rc;
+
+	cmd = ctl_read_args(&c, argc, argv, &key, &rc);
+	if (cmd == NULL) {
+		ctl_free_args(&c.args);
+		return rc;
+	}
+	opt_parse(&c.o, NULL, c.args.n, (const char **)c.args.v);
+	if (key != NULL && (strlen(key) > OPT_KEY_MAX || key[0] == '\0')) {
+		fprintf(stderr, "flowslotctl: KEY must be 1 to %d bytes\n", OPT_KEY_MAX);
+		rc = 2;
+	} else if (key != NULL) {
+		snprintf(c.key, sizeof(c.key), "%s", key);
+	} else if (key_check_template(c.o.key, &why) != 0) {
+		fprintf(stderr, "flowslotctl: key: %s\n", why);
+		rc = 2;
+	} else {
+		key_expand(c.o.key, c.service, NULL, NULL, c.key, sizeof(c.key));
+	}
+	if (rc == 0)
+		rc = cmd->run(&c);
+	opt_wipe(&c.o);
+	ctl_free_args(&c.args);
+	return rc;
+}

@@ -1,0 +1,200 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# flowslotctl against a private Redis and the per-host file: status while logins wait (and
+# --json), reset with waiters, check (good, bad options, Redis down), wait in tmux with the
+# screen read back, --service through a pam.d directory, and the module's FLOWSLOT_ADMITTED.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+CTL=$TREE/flowslotctl
+TMUX_SOCK="$TMP/tmux.sock"
+tmux_() { tmux -S "$TMUX_SOCK" "$@"; }
+trap 'tmux_ kill-server 2> /dev/null; cleanup' EXIT
+
+start_redis r || exit 1
+R="url=unix://$TMP/r.sock"
+# No configuration file of the host's: every run names its own (empty) one.
+: > "$TMP/empty.conf"
+C="conf=$TMP/empty.conf"
+
+bg_login() {
+	login "$1" "$2" "$3" 2> /dev/null &
+	BG="${BG:-} $!"
+}
+bg_wait() {
+	# shellcheck disable=SC2086 # a list of pids
+	wait $BG
+	BG=""
+}
+queued() { [ "$(grep -l 'queued: ' "$TMP"/"$1"*.err 2> /dev/null | wc -l)" -ge "$2" ]; }
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d" + sys.argv[1]))' "$1"; }
+
+# 1. status while logins wait: four logins 3 s apart, the last three wait.
+service c1 "auth requisite @M $R key=c1 interval=3s countdown=0 debug" "auth required @P/pam_permit.so"
+for u in s1 s2 s3 s4; do
+	bg_login "$u" c1 "$u"
+	sleep 0.1
+done
+wait_for 5 queued s 3
+"$CTL" "$C" "$R" key=c1 interval=3s status > "$TMP/status.out" 2> "$TMP/status.err"
+rc=$?
+in_redis=$(waiting r c1)
+check "status while three logins wait: exit 0, 'waiting: 3' (Redis holds $in_redis)" \
+	sh -c "[ $rc = 0 ] && grep -q '^waiting: *3\$' '$TMP/status.out' && [ '$in_redis' = 3 ]"
+check "... names the schedule and the Redis node" \
+	sh -c "grep -q '^schedule: *c1\$' '$TMP/status.out' && grep -q '^backend: *redis unix:$TMP/r.sock\$' '$TMP/status.out'"
+check "... a new login would be number 4, and the last admission was a moment ago" \
+	sh -c "grep -q '^new login: .*number 4\$' '$TMP/status.out' && grep -q '^last admission: .* ago\$' '$TMP/status.out'"
+"$CTL" "$C" "$R" key=c1 interval=3s --json status > "$TMP/status.json" 2>&1
+check "status --json is JSON (python3 -m json.tool)" sh -c "python3 -m json.tool '$TMP/status.json' > /dev/null"
+got="$(json_field "['waiting']" < "$TMP/status.json") $(json_field "['new_login']['position']" < "$TMP/status.json") $(json_field "['backend']" < "$TMP/status.json")"
+check "... with waiting 3, position 4 and the backend ($got)" [ "$got" = "3 4 redis unix:$TMP/r.sock" ]
+bg_wait
+"$CTL" "$C" "$R" key=c1 interval=3s status > "$TMP/status2.out" 2>&1
+check "status once they are in: 'waiting: 0'" grep -q '^waiting: *0$' "$TMP/status2.out"
+
+# 1b. status writes nothing: a place whose lease ran out, which any reservation would drop,
+# is left as it was (and not counted).
+rcli r zadd c1x 0 s:1:1 5 w:aa:-:- 10000000000000001 l:aa:-:- > /dev/null
+before=$(rcli r zrange c1x 0 -1 withscores)
+"$CTL" "$C" "$R" key=c1x status > "$TMP/status-x.out" 2>&1
+after=$(rcli r zrange c1x 0 -1 withscores)
+check "status changes nothing on Redis, and counts no place whose lease ran out" \
+	sh -c "[ '$before' = '$after' ] && [ \$(printf '%s' '$before' | wc -l) = 5 ] && grep -q '^waiting: *0\$' '$TMP/status-x.out'"
+
+# 2. reset with waiters: four logins 4 s apart (three wait: 4, 8 and 12 s). After the reset the
+# schedule is empty; a login that comes then is not held by the old queue (it would wait 16 s);
+# the old waiters hold places anew at their next renewal, and all go in.
+service c2 "auth requisite @M $R key=c2 interval=4s countdown=0 debug" "$STAMP" \
+	"auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+for u in t1 t2 t3 t4; do
+	bg_login "$u" c2 "$u"
+	sleep 0.1
+done
+wait_for 5 queued t 3
+"$CTL" "$C" "$R" key=c2 reset > "$TMP/reset.out" 2> "$TMP/reset.err"
+rc=$?
+left=$(rcli r exists c2)
+t0=$(now_ms)
+login tnew c2 tnew
+took=$(($(now_ms) - t0))
+check "reset with three waiters: exit 0, says 3, and the key is gone ($left)" \
+	sh -c "[ $rc = 0 ] && grep -q ': 3 waiting logins' '$TMP/reset.out' && [ '$left' = 0 ]"
+check "... a login after the reset is not held by the old queue (${took} ms, not 16 s)" \
+	sh -c "[ $(rc_of tnew) = 0 ] && [ $took -lt 9000 ]"
+wait_for 5 sh -c "[ \"\$(redis-cli -s '$TMP/r.sock' zcount c2 1 '(1e16')\" -ge 1 ]"
+check "... the old waiters hold places again after their renewal" [ "$?" = 0 ]
+bg_wait
+check "... and all of them go in ($(rc_of t2)$(rc_of t3)$(rc_of t4))" \
+	[ "$(rc_of t2)$(rc_of t3)$(rc_of t4)" = 000 ]
+
+# 3. check: a good configuration, bad options, Redis down.
+"$CTL" "$C" "$R" key=c3 check > "$TMP/check.out" 2>&1
+check "check, a good configuration: exit 0, 'ok'" \
+	sh -c "[ $? = 0 ] && grep -q '^ok: a login would queue on redis unix:' '$TMP/check.out'"
+"$CTL" "$C" "$R" interval=7x bogus check > "$TMP/check-bad.out" 2>&1
+rc=$?
+check "check, two bad options: exit $rc, each named" \
+	sh -c "[ $rc != 0 ] && grep -q 'bad value for interval: \"7x\"' '$TMP/check-bad.out' &&
+		grep -q 'unknown option \"bogus\"' '$TMP/check-bad.out' && grep -q '2 bad options' '$TMP/check-bad.out'"
+down=$(free_port)
+"$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=500ms check > "$TMP/check-down.out" 2>&1
+rc=$?
+check "check, Redis down: exit $rc, names 127.0.0.1:$down, the error and fallback=local" \
+	sh -c "[ $rc = 1 ] && grep -q '127.0.0.1:$down: cannot connect: Connection refused' '$TMP/check-down.out' &&
+		grep -q 'fallback=local' '$TMP/check-down.out'"
+"$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=500ms fallback=closed check > "$TMP/check-closed.out" 2>&1
+check "... and fallback=closed when so configured" \
+	sh -c "[ $? = 1 ] && grep -q 'fallback=closed: a login would be refused' '$TMP/check-closed.out'"
+
+# 4. wait in tmux: one line rewritten in place, the turn, and Ctrl-C giving the place back.
+W="$C $R key=c4 interval=5s"
+"$CTL" $W wait 2> /dev/null # takes the slot: the next one waits about 5 s
+tmux_ new-session -d -s w -x 100 -y 10 "$CTL $W wait; echo rc=\$?; sleep 60"
+sleep 2.5
+screen=$(tmux_ capture-pane -p -t w | grep -v '^$')
+check "wait on a terminal: one line, rewritten in place ($screen)" \
+	sh -c "[ \$(printf '%s\n' '$screen' | wc -l) = 1 ] && printf '%s\n' '$screen' | grep -q '^Login queue: about [0-9.]* s to go.\$'"
+wait_for 8 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t w | grep -q '^rc='"
+screen=$(tmux_ capture-pane -p -t w | grep -v '^$' | tr '\n' '|')
+check "... then 'your turn now' and exit 0 ($screen)" \
+	sh -c "printf '%s' '$screen' | grep -q '^Login queue: your turn now.|rc=0|\$'"
+"$CTL" $W wait 2> /dev/null
+tmux_ new-session -d -s i -x 100 -y 10 "$CTL $W wait; echo rc=\$?; sleep 60"
+wait_for 5 sh -c "[ \"\$(redis-cli -s '$TMP/r.sock' zcount c4 1 '(1e16')\" = 1 ]"
+tmux_ send-keys -t i C-c
+wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t i | grep -q '^rc='"
+screen=$(tmux_ capture-pane -p -t i | grep -v '^$' | tr '\n' '|')
+check "wait, Ctrl-C: the place is given back, exit 130 ($screen; $(waiting r c4) waiting)" \
+	sh -c "printf '%s' '$screen' | grep -q 'Login queue: left; the place is given back.|rc=130|' && [ $(waiting r c4) = 0 ]"
+"$CTL" $W wait 2> /dev/null
+"$CTL" $W wait 2> "$TMP/wait-plain.err"
+check "wait with stderr not a terminal: plain lines" \
+	sh -c "head -1 '$TMP/wait-plain.err' | grep -q '^Login queue: you are next; your turn in about' &&
+		tail -1 '$TMP/wait-plain.err' | grep -q '^Login queue: your turn now.\$' && ! grep -q \$'\r' '$TMP/wait-plain.err'"
+
+# wait with Redis down applies the failure policy as a login would.
+"$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=300ms state_dir="$TMP/wl" key=c4l wait 2> "$TMP/wait-down.err"
+check "wait, Redis down, fallback=local: goes on, through the per-host schedule" \
+	sh -c "[ $? = 0 ] && [ -f '$TMP/wl/slot.c4l' ]"
+"$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=300ms fallback=closed key=c4l wait 2> "$TMP/wait-closed.err"
+check "... and with fallback=closed, exit 1, saying so" \
+	sh -c "[ $? = 1 ] && grep -q 'unavailable (fallback=closed)' '$TMP/wait-closed.err'"
+
+# 5. --service: the options of the first pam_flowslot line, through @include and substack.
+mkdir "$TMP/pamd"
+printf 'auth required pam_env.so\n@include common-gate\nauth required pam_unix.so\n' > "$TMP/pamd/svc5"
+printf '# the gate\naccount substack gate-stack\n' > "$TMP/pamd/common-gate"
+printf 'account required pam_permit.so\naccount [success=ok default=ignore] %s %s key=svc-%%s interval=2s [countdown=3s]\n' \
+	"$MODULE" "$R" > "$TMP/pamd/gate-stack"
+"$CTL" "$C" --pam-dir "$TMP/pamd" --service svc5 status > "$TMP/svc.out" 2>&1
+check "--service through @include and substack: the line's key (%s the service) and url" \
+	sh -c "[ $? = 0 ] && grep -q '^schedule: *svc-svc5\$' '$TMP/svc.out' && grep -q '^backend: *redis unix:$TMP/r.sock\$' '$TMP/svc.out'"
+"$CTL" "$C" --pam-dir "$TMP/pamd" --service svc5 key=other status > "$TMP/svc2.out" 2>&1
+check "... options on the command line go on top" grep -q '^schedule: *other$' "$TMP/svc2.out"
+printf '@include common-missing\n' > "$TMP/pamd/svc6"
+"$CTL" "$C" --pam-dir "$TMP/pamd" --service svc6 status > "$TMP/svc6.out" 2>&1
+check "... a missing include is named by its path, exit 2" \
+	sh -c "[ $? = 2 ] && grep -q 'cannot read $TMP/pamd/common-missing: No such file' '$TMP/svc6.out'"
+printf 'auth required pam_permit.so\n' > "$TMP/pamd/svc7"
+"$CTL" "$C" --pam-dir "$TMP/pamd" --service svc7 status > "$TMP/svc7.out" 2>&1
+check "... a service without the module says so, exit 2" \
+	sh -c "[ $? = 2 ] && grep -q 'no pam_flowslot line in $TMP/pamd/svc7' '$TMP/svc7.out'"
+
+# 6. The local backend: status reads the file, names it, and changes nothing.
+L="url=local state_dir=$TMP/ls key=c6"
+service c6 "auth requisite @M $L interval=3s countdown=0 debug" "auth required @P/pam_permit.so"
+for u in u1 u2 u3; do
+	bg_login "$u" c6 "$u"
+	sleep 0.1
+done
+wait_for 5 queued u 2
+before=$(md5sum < "$TMP/ls/slot.c6")
+"$CTL" "$C" $L status > "$TMP/local.out" 2>&1
+check "url=local status: 'waiting: 2', the file named, nothing written" \
+	sh -c "[ $? = 0 ] && grep -q '^waiting: *2\$' '$TMP/local.out' &&
+		grep -q '^backend: *local $TMP/ls/slot.c6\$' '$TMP/local.out' && [ '$before' = \"\$(md5sum < '$TMP/ls/slot.c6')\" ]"
+bg_wait
+"$CTL" "$C" url=local state_dir="$TMP/nothing" key=c6 status > "$TMP/local-none.out" 2>&1
+check "url=local status with no state_dir yet: an empty schedule, and nothing created" \
+	sh -c "[ $? = 0 ] && grep -q '^waiting: *0\$' '$TMP/local-none.out' && [ ! -e '$TMP/nothing' ]"
+
+# 7. The module tells the session it went through the gate: FLOWSLOT_ADMITTED in the PAM
+# environment (pam_exec passes it to its command), for the profile.d snippet.
+service c7 "auth requisite @M $R key=c7 interval=1s countdown=0" \
+	"auth optional @P/pam_exec.so log=$TMP/c7.env /usr/bin/env" "auth required @P/pam_permit.so"
+login m1 c7 m1
+check "the module leaves FLOWSLOT_ADMITTED=auth in the PAM environment" \
+	grep -qx 'FLOWSLOT_ADMITTED=auth' "$TMP/c7.env"
+
+# 8. The profile.d snippet waits only without the marker.
+snippet() { # MARKER: runs the snippet on a terminal (tmux); prints the schedule's last write
+	tmux_ new-session -d -s "p$1" -x 100 -y 10 "env FLOWSLOT_ADMITTED='$1' FLOWSLOT_WAIT_ARGS='$C $R key=c8$1' PATH=$TREE:\$PATH sh -c '. $TREE/etc/profile.d/flowslot-wait.sh; echo started=\$FLOWSLOT_ADMITTED'; sleep 60"
+	wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t 'p$1' | grep -q '^started='"
+	rcli r exists "c8$1"
+}
+check "profile.d snippet: no wait after the module's marker" [ "$(snippet auth)" = 0 ]
+check "... and a wait without it" [ "$(snippet '')" = 1 ]
+
+finish
