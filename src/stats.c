@@ -162,8 +162,12 @@ static int stats_write(int fd, const struct stats_table *t, int i, bool whole)
 	const size_t head = offsetof(struct stats_table, rec);
 	const size_t at = head + (size_t)i * sizeof(t->rec[0]);
 
+	/* Whole: a file started afresh, cut to the table, or its tail would condemn it again. */
 	if (whole)
-		return pwrite(fd, t, sizeof(*t), 0) == (ssize_t)sizeof(*t) ? 0 : -1;
+		return pwrite(fd, t, sizeof(*t), 0) == (ssize_t)sizeof(*t) &&
+			       ftruncate(fd, (off_t)sizeof(*t)) == 0
+			   ? 0
+			   : -1;
 	if (pwrite(fd, t, head, 0) != (ssize_t)head ||
 	    pwrite(fd, &t->rec[i], sizeof(t->rec[i]), (off_t)at) != (ssize_t)sizeof(t->rec[i]))
 		return -1;

@@ -210,12 +210,21 @@ static void test_corrupt(void **state)
 
 	memset(junk, 'x', sizeof(junk));
 	assert_int_equal(mkdir(fx->state, 0700), 0);
-	/* Garbage, a table cut short, a key with no end, buckets that disagree with the count. */
-	for (int kind = 0; kind < 4; kind++) {
+	/* Garbage, a table cut short, a key with no end, buckets that disagree with the count,
+	   a table with more after it (another version's, say: started afresh, then read back). */
+	for (int kind = 0; kind < 5; kind++) {
 		stats_reset(t);
 		stats_count(t, "k", false, STATS_WAITED, 1 * S);
 		if (kind == 0) {
 			write_file(fx->file, junk, sizeof(junk), 0600);
+		} else if (kind == 4) {
+			char *longer = malloc(sizeof(*t) + sizeof(junk));
+
+			assert_non_null(longer);
+			memcpy(longer, t, sizeof(*t));
+			memcpy(longer + sizeof(*t), junk, sizeof(junk));
+			write_file(fx->file, longer, sizeof(*t) + sizeof(junk), 0600);
+			free(longer);
 		} else {
 			if (kind == 2)
 				memset(t->rec[0].key, 'a', sizeof(t->rec[0].key));
