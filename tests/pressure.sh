@@ -59,6 +59,7 @@ stamp_ms() { # USER: when its stamp was written, in wall-clock ms
 	awk -v u="$1" '$2 == u { printf "%.0f", $1 / 1e6 }' "$TMP/stamps"
 }
 # held_in KEY N: the hold's line for KEY holds N places.
+# held_in TEMPLATE N: N logins wait in the host's line for the key template.
 held_in() { [ "$(grep -c '^w ' "$TMP/st/hold.$1" 2> /dev/null)" = "$2" ]; }
 stamped() { grep -q " $1\$" "$TMP/stamps" 2> /dev/null; }
 
@@ -94,18 +95,20 @@ check "... and the user was told why they wait" \
 	grep -q 'Login queue: the server is busy; you go in when it settles (waiting [0-9.]* s so far)\.' \
 	"$TMP/b1.out"
 
-# 3. Several held logins go in in arrival order, interval apart: no herd, no overtaking.
-gate p3 "interval=1s countdown=0 pressure=io:30 pressure_dir=$PSI"
+# 3. Several held logins go in in arrival order, interval apart: no herd, no overtaking. Each
+# user has a schedule of its own (key=p3:%u), and still they share the host's one line.
+service p3 "auth requisite @M url=local state_dir=$TMP/st key=p3:%u interval=1s countdown=0 pressure=io:30 pressure_dir=$PSI" \
+	"$STAMP" "auth required @P/pam_permit.so"
 rm -f "$TMP/stamps"
 rate io 80
 sleep 2.5
 for i in 1 2 3 4; do
 	bg_login "c$i" p3
-	wait_for 10 held_in p3 "$i"
+	wait_for 10 held_in p3:%u "$i"
 done
-check "four logins held in the line" held_in p3 4
+check "four logins, each on a schedule of its own, held in one line" held_in p3:%u 4
 all_held=0
-held_in p3 4 && all_held=1
+held_in p3:%u 4 && all_held=1
 rate io 0
 bg_wait
 order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')

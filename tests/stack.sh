@@ -43,6 +43,17 @@ check "a repeated pam_authenticate on one handle: one decision ($(decisions p2))
 	[ "$(decisions p2)" = 1 ]
 check "... which queued behind alice's slot" grep -q 'queued: .*user=bob' "$TMP/p2.err"
 
+# 1b. A dry run's admission in auth does not let a real gate in account through: the handle's
+# mark says it was a dry run. Behind a login that took the schedule's slot, account's gate
+# (max_wait 1 s) refuses.
+service dryph "auth requisite @M $R key=dp interval=20s dry_run" "auth required @P/pam_permit.so" \
+	"account requisite @M $R key=dp interval=20s max_wait=1s" "account required @P/pam_permit.so"
+service dpfirst "auth requisite @M $R key=dp interval=20s" "auth required @P/pam_permit.so"
+login dp0 dpfirst carol
+login_ops dp1 dryph dave authenticate acct_mgmt
+check "auth in dry_run, then a real account gate on one handle: account still gates (refused)" \
+	sh -c "[ $(rc_of dp1) != 0 ] && grep -q 'refused: .*user=dave' '$TMP/dp1.err'"
+
 # 2. The user name for key=%u: a conversation that asks to be resumed gets PAM_INCOMPLETE
 # and nothing is reserved until it answers; one that fails reserves nothing at all.
 service resume "auth requisite @M $R key=rs:%u interval=3s" "auth required @P/pam_permit.so"

@@ -143,7 +143,22 @@ metrics "$TMP/st-dryc" > "$TMP/m-dryc" || not_ok "dryc: flowslotctl metrics or t
 check "... counted unavailable under dry_run=\"yes\"" \
 	[ "$(sample "$TMP/m-dryc" flowslot_logins_total dryc unavailable yes)" = 1 ]
 
-# 5. metrics with the schedule out of reach: the counters all the same, and queue_up 0.
+# 5. A dry_run login on a schedule where real logins wait: it cannot take a fixed slot behind
+# them, and gives back the place it was given, rather than stand ahead of later real logins
+# until its lease ran out. (On Redis: the per-host file drops a place whose process is gone.)
+service shr "auth requisite @M $R state_dir=$TMP/st-shr key=shr interval=6s countdown=0" "$PERMIT"
+service shrdry "auth requisite @M $R state_dir=$TMP/st-shr key=shr interval=6s dry_run" "$PERMIT"
+login sh1 shr a
+login sh2 shr b &
+sh2pid=$!
+wait_for 10 grep -q 'queued: ' "$TMP/sh2.err"
+login sh3 shrdry c
+"$CTL" "$R" key=shr interval=6s status > "$TMP/shr.status" 2>&1
+check "dry_run behind a real waiter: let in at once, and leaves one waiter, not two ($(grep waiting: "$TMP/shr.status"))" \
+	sh -c "[ $(rc_of sh3) = 0 ] && grep -q '^waiting: *1\$' '$TMP/shr.status'"
+wait $sh2pid
+
+# 6. metrics with the schedule out of reach: the counters all the same, and queue_up 0.
 "$CTL" state_dir="$ST" url=unix://$TMP/none.sock key=cnt:alice metrics > "$TMP/m5.txt" 2> "$TMP/m5.err"
 check "metrics, Redis down: exit 0, counters printed, flowslot_queue_up 0, why on stderr" \
 	sh -c "[ $? = 0 ] && grep -q '^flowslot_logins_total{key=\"cnt:%u\",result=\"admitted\"} 1' '$TMP/m5.txt' &&
