@@ -111,35 +111,44 @@ static void gate_free_data(pam_handle_t *pamh, void *data, int error_status)
 	free(data);
 }
 
-/* The phase in which this handle was admitted, or NULL. */
-static const char *gate_admitted_in(pam_handle_t *pamh)
+/* What the handle's mark says: the phase that admitted it, and whether only a dry run did. */
+struct gate_mark {
+	enum gate_phase phase;
+	bool dry_run;
+};
+
+/* The phase in which this handle was admitted, or NULL. A dry run's admission lets only
+   another dry run through: a real gate in a later phase still gates. */
+static const char *gate_admitted_in(pam_handle_t *pamh, bool dry_run)
 {
 	const void *data;
+	const struct gate_mark *m;
 
 	if (pam_get_data(pamh, GATE_ADMITTED, &data) != PAM_SUCCESS || data == NULL)
 		return NULL;
-	return gate_phase_name[*(const enum gate_phase *)data];
+	m = data;
+	return !m->dry_run || dry_run ? gate_phase_name[m->phase] : NULL;
 }
 
 /* Marks the handle as admitted, and, when it waited its turn (not in dry_run), tells the
    session so in the PAM environment (FLOWSLOT_ADMITTED=phase), for
    etc/profile.d/flowslot-wait.sh not to wait a second time. Should either fail (no memory), a
    later phase waits again: better a second wait than none. */
-static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool tell_session)
+static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool dry_run)
 {
 	static const char *const marker[] = {
 		[GATE_AUTH] = GATE_ENV "=auth",
 		[GATE_ACCOUNT] = GATE_ENV "=account",
 		[GATE_SESSION] = GATE_ENV "=session",
 	};
-	enum gate_phase *data = malloc(sizeof(*data));
+	struct gate_mark *data = malloc(sizeof(*data));
 
-	if (tell_session && pam_putenv(pamh, marker[phase]) != PAM_SUCCESS)
+	if (!dry_run && pam_putenv(pamh, marker[phase]) != PAM_SUCCESS)
 		log_msg(pamh, LOG_WARNING, "cannot set %s in the PAM environment", GATE_ENV);
 
 	if (data == NULL)
 		return;
-	*data = phase;
+	*data = (struct gate_mark){ .phase = phase, .dry_run = dry_run };
 	if (pam_set_data(pamh, GATE_ADMITTED, data, gate_free_data) != PAM_SUCCESS)
 		free(data);
 }
@@ -284,8 +293,10 @@ static void gate_count(const struct gate_login *g, enum stats_result r, int64_t 
 	stats_record(g->q.pamh, o->state_dir, o->key, o->slot.dry_run, r, wait_us);
 }
 
-/* dry_run: logs what would have become of the login, and lets it through at once. Its place
-   was taken as a fixed slot (slot_commit_us), so later logins see the queue that would be. */
+/* dry_run: logs what would have become of the login, and lets it through at once. Its slot
+   was taken as a fixed one (slot_commit_us), so later logins see the queue that would be;
+   behind real waiters on a shared schedule it could only hold a place, which it gives back
+   rather than keep it ahead of real logins until its lease ran out. */
 static int gate_dry_run(const struct gate_login *g, const struct slot_result *res,
 			enum slot_verdict v, enum stats_result r)
 {
@@ -314,8 +325,10 @@ static int gate_dry_run(const struct gate_login *g, const struct slot_result *re
 		log_msg(pamh, LOG_NOTICE,
 			"dry_run: service=%s user=%s rhost=%s would_meet_failure_policy via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, g->via);
+	if (v == SLOT_QUEUED)
+		queue_leave(&g->q);
 	gate_count(g, r, r == STATS_WAITED ? res->wait_us : 0);
-	gate_set_admitted(pamh, g->phase, false);
+	gate_set_admitted(pamh, g->phase, true);
 	return PAM_IGNORE;
 }
 
@@ -327,7 +340,9 @@ static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *
 	pam_handle_t *pamh = g->q.pamh;
 	const struct opt *o = g->q.o;
 	const struct gate_who *who = g->who;
-	const struct hold_login h = { .pamh = pamh, .o = o, .key = g->q.key,
+	/* One line per key template, not per expanded key: pressure is the host's, and logins
+	   of different users (key=...%u) must still go in one by one. */
+	const struct hold_login h = { .pamh = pamh, .o = o, .key = o->key,
 				      .place = g->q.place, .talk = !g->silent && !o->quiet,
 				      .begun_us = g->begun_us,
 				      .deadline_us = g->begun_us + o->slot.max_wait_us };
@@ -424,7 +439,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			rc = gate_hold(g, &r, &waited_us);
 		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
 		if (rc == PAM_IGNORE)
-			gate_set_admitted(pamh, g->phase, true);
+			gate_set_admitted(pamh, g->phase, false);
 		return rc;
 	case SLOT_REFUSE:
 		log_msg(pamh, LOG_NOTICE,
@@ -465,14 +480,13 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	struct slot_place place;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	char key[OPT_KEY_MAX + 1];
-	const char *admitted_in = gate_admitted_in(pamh);
+	const char *admitted_in;
 	struct gate_login g = {
 		.q = { .pamh = pamh, .o = &o, .argc = argc, .argv = argv, .key = key,
 		       .place = &place },
 		.who = &who,
 		.phase = phase,
 		.silent = (flags & PAM_SILENT) != 0,
-		.begun_us = fstime_mono_us(),
 	};
 	enum slot_verdict v;
 	int rc;
@@ -480,6 +494,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	opt_parse(&o, pamh, argc, argv);
 	if (o.debug)
 		log_msg(pamh, LOG_DEBUG, "version %s: %s", FLOWSLOT_VERSION, gate_phase_name[phase]);
+	admitted_in = gate_admitted_in(pamh, o.slot.dry_run);
 	if (admitted_in != NULL) {
 		if (o.debug)
 			log_msg(pamh, LOG_DEBUG, "%s: admitted already in %s: no second wait",
@@ -501,6 +516,8 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	}
 	key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key));
 	gate_place(&who, &place);
+	/* max_wait counts from here: not the time the user took to type a name. */
+	g.begun_us = fstime_mono_us();
 	v = gate_reserve(pamh, &o, key, &place, &res, &g.via);
 	g.q.local = strcmp(g.via, "local") == 0;
 	/* The password is not kept through the wait: each renewal reads it afresh. */

@@ -33,6 +33,13 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	return v;
 }
 
+void queue_leave(const struct queue_login *l)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+
+	queue_call(l, SLOT_LEAVE, &res);
+}
+
 /* Renews the place: true while it is still held (res updated), false when the login may go
    in (admitted, or Redis lost: at the last slot it gave). */
 static bool queue_renew(const struct queue_login *l, struct slot_result *res,
@@ -54,7 +61,6 @@ static bool queue_renew(const struct queue_login *l, struct slot_result *res,
 		log_msg(l->pamh, LOG_WARNING,
 			"queue: the place cannot be renewed: going in at the last slot given, in %s",
 			left);
-		res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
 		return false;
 	}
 }
@@ -79,10 +85,8 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 		if (held)
 			wake_us = queue_min(wake_us, renew_us);
 		if (hangup_wait_until(w, wake_us)) {
-			struct slot_result gone = { .verdict = SLOT_UNAVAILABLE };
-
 			if (held)
-				queue_call(l, SLOT_LEAVE, &gone);
+				queue_call(l, SLOT_LEAVE, res);
 			return QUEUE_ABANDONED;
 		}
 		countdown_tick(cd, res->deadline_us, fstime_mono_us());
