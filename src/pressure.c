@@ -192,10 +192,11 @@ static int pressure_slurp(const char *dir, const char *name, char *buf, const ch
 	return 0;
 }
 
-/* Reads the watched resources now. */
-static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
+/* Reads the watched resources now; returns how many could be read. */
+static int pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 {
 	char text[PRESSURE_FILE_MAX], dir_shown[128];
+	int got = 0;
 
 	s->at_us = fstime_mono_us();
 	for (int r = 0; r < PRESSURE_RES_N; r++) {
@@ -205,8 +206,10 @@ static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 		if (g->limit_ppm[r] == 0)
 			continue;
 		if (pressure_slurp(g->dir, pressure_res_name[r], text, &why) == 0 &&
-		    pressure_parse_file(text, (enum pressure_res)r, &s->total_us[r], &why) == 0)
+		    pressure_parse_file(text, (enum pressure_res)r, &s->total_us[r], &why) == 0) {
+			got++;
 			continue;
+		}
 		s->total_us[r] = -1;
 		if (g->warned & (1u << r))
 			continue;
@@ -215,6 +218,7 @@ static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 			log_escape(g->dir, dir_shown, sizeof(dir_shown)), pressure_res_name[r],
 			why);
 	}
+	return got;
 }
 
 /* Opens and locks this pressure_dir's store in state_dir; -1 if it cannot be used (it is
@@ -335,7 +339,12 @@ void pressure_measure(struct pressure_gauge *g, int64_t share_ppm[PRESSURE_RES_N
 	struct pressure_sample now, base = g->last;
 	bool have_base;
 
-	pressure_read(g, &now);
+	if (pressure_read(g, &now) == 0) {
+		/* Nothing to measure (a host without PSI): no second reading, no sleep. */
+		for (int r = 0; r < PRESSURE_RES_N; r++)
+			share_ppm[r] = -1;
+		return;
+	}
 	have_base = g->have_last && pressure_usable(&base, &now);
 	have_base = pressure_exchange(g, &now, &base, have_base);
 	if (!have_base) {

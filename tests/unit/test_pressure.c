@@ -20,6 +20,18 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The measurement's sleeps, counted (linked with --wrap=fstime_sleep_until), then slept. */
+static int sleeps;
+
+void __real_fstime_sleep_until(int64_t deadline_us);
+void __wrap_fstime_sleep_until(int64_t deadline_us);
+
+void __wrap_fstime_sleep_until(int64_t deadline_us)
+{
+	sleeps++;
+	__real_fstime_sleep_until(deadline_us);
+}
+
 static void test_spec_good(void **state)
 {
 	int64_t ppm[PRESSURE_RES_N];
@@ -270,6 +282,29 @@ static void test_measure_bad_files(void **state)
 	assert_int_equal(pressure_over(limit, share), -1);
 }
 
+/* A host without PSI: every watched file missing. Each is reported once, and the login
+   neither sleeps for a second reading nor stores a sample. */
+static void test_measure_nothing_readable(void **state)
+{
+	const struct fx *fx = *state;
+	const int64_t limit[PRESSURE_RES_N] = { 100000, 0, 100000 };
+	struct pressure_gauge g = { .dir = fx->dir, .state_dir = fx->state, .limit_ppm = limit };
+	int64_t share[PRESSURE_RES_N];
+	char path[200];
+
+	assert_int_equal(mkdir(fx->state, 0700), 0);
+	sleeps = 0;
+	pressure_measure(&g, share);
+	pressure_measure(&g, share);
+	assert_int_equal(sleeps, 0);
+	for (int r = 0; r < PRESSURE_RES_N; r++)
+		assert_int_equal(share[r], -1);
+	assert_int_equal(g.warned, (1u << PRESSURE_CPU) | (1u << PRESSURE_MEMORY));
+	snprintf(path, sizeof(path), "%s/pressure.%016" PRIx64, fx->state,
+		 lslot_hash(LSLOT_HASH_START, fx->dir));
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_over),
 		cmocka_unit_test_setup_teardown(test_measure_uses_store, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_measure_bad_files, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_measure_nothing_readable, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
