@@ -512,8 +512,9 @@ static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot
 	end = queue_wait(&l, res, &w, &cd);
 	if (end == QUEUE_TURN)
 		countdown_turn(&cd);
-	else if (!c->o.quiet)
-		fprintf(stderr, "%sLogin queue: left; the place is given back.\n", tty ? "\n" : "");
+	else if (!c->o.quiet) /* a fixed slot (admitted, to go in later) stays taken */
+		fprintf(stderr, "%sLogin queue: left%s\n", tty ? "\n" : "",
+			res->verdict == SLOT_QUEUED ? "; the place is given back." : ".");
 	hangup_watch_close(&w);
 	if (ctl_stop_fd >= 0)
 		close(ctl_stop_fd);
