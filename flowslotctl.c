@@ -388,16 +388,60 @@ static int ctl_metrics(struct ctl *c)
 	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 }
 
-/* wait: the terminal's line, and the pipe whose closing (by a signal) gives the place back. */
-static int ctl_stop_fd = -1;
+/* wait: the write end of a pipe whose read end the wait watches. Only the handler closes it
+   (a hang-up on the read end then ends the wait) and sets it to -1; the main path takes it
+   back with the signals blocked, so that no descriptor is closed twice. */
+static volatile sig_atomic_t ctl_stop_fd = -1;
+
+static const int ctl_stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 static void ctl_on_signal(int sig)
 {
+	int fd = ctl_stop_fd, saved = errno;
+
 	(void)sig;
-	if (ctl_stop_fd >= 0) {
-		close(ctl_stop_fd);
+	if (fd >= 0) {
 		ctl_stop_fd = -1;
+		close(fd);
 	}
+	errno = saved;
+}
+
+/* Catches the stop signals before the place is taken; returns the pipe's read end, or -1. */
+static int ctl_stop_open(void)
+{
+	struct sigaction sa = { .sa_handler = ctl_on_signal, .sa_flags = SA_RESTART };
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		perror("flowslotctl: pipe");
+		return -1;
+	}
+	ctl_stop_fd = fds[1];
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(ctl_stop_signals) / sizeof(ctl_stop_signals[0]); i++)
+		sigaddset(&sa.sa_mask, ctl_stop_signals[i]);
+	for (size_t i = 0; i < sizeof(ctl_stop_signals) / sizeof(ctl_stop_signals[0]); i++)
+		sigaction(ctl_stop_signals[i], &sa, NULL);
+	return fds[0];
+}
+
+/* Closes the pipe: the write end only if no signal did. The handlers stay, doing nothing. */
+static void ctl_stop_close(int rd)
+{
+	sigset_t stop, old;
+	int fd;
+
+	sigemptyset(&stop);
+	for (size_t i = 0; i < sizeof(ctl_stop_signals) / sizeof(ctl_stop_signals[0]); i++)
+		sigaddset(&stop, ctl_stop_signals[i]);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	fd = ctl_stop_fd;
+	ctl_stop_fd = -1;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (fd >= 0)
+		close(fd);
+	close(rd);
 }
 
 /* The countdown on stderr: one line rewritten in place on a terminal, else plain lines. */
@@ -477,9 +521,10 @@ static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
 	}
 }
 
-/* Waits for the held place; a signal (Ctrl-C, a hang-up) gives it back. */
+/* Waits for the slot; a signal (Ctrl-C, a hang-up), which closed stop's other end, gives
+   back a place held. */
 static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot_result *res,
-			 bool local)
+			 bool local, int stop)
 {
 	const struct queue_login l = { .o = &c->o,
 				       .argc = c->args.n,
@@ -487,66 +532,59 @@ static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot
 				       .key = c->key,
 				       .place = pl,
 				       .local = local };
-	struct sigaction sa = { .sa_handler = ctl_on_signal };
 	struct hangup_watch w = { .n = 1, .events = { POLLIN } };
 	struct countdown cd;
 	bool tty = isatty(STDERR_FILENO) == 1;
-	int fds[2];
 	enum queue_end end;
 
-	if (pipe2(fds, O_CLOEXEC) != 0) {
-		perror("flowslotctl: pipe");
-		return 1;
-	}
 	for (int i = 0; i < HANGUP_FDS_MAX; i++)
 		w.fds[i] = -1;
-	w.fds[0] = fds[0];
-	ctl_stop_fd = fds[1];
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGQUIT, &sa, NULL);
+	w.fds[0] = stop; /* closed by ctl_stop_close, not hangup_watch_close */
 	countdown_start_say(&cd, ctl_say, &tty, tty ? 1000000 : c->o.countdown_us, !c->o.quiet,
 			    res);
 	end = queue_wait(&l, res, &w, &cd);
 	if (end == QUEUE_TURN)
 		countdown_turn(&cd);
-	else if (!c->o.quiet)
-		fprintf(stderr, "%sLogin queue: left; the place is given back.\n", tty ? "\n" : "");
-	hangup_watch_close(&w);
-	if (ctl_stop_fd >= 0)
-		close(ctl_stop_fd);
-	ctl_stop_fd = -1;
+	else if (!c->o.quiet) /* a fixed slot (admitted, to go in later) stays taken */
+		fprintf(stderr, "%sLogin queue: left%s\n", tty ? "\n" : "",
+			res->verdict == SLOT_QUEUED ? "; the place is given back." : ".");
 	return end == QUEUE_TURN ? 0 : 130;
 }
 
+/* The signals are caught before the place is taken: one that comes during the reservation
+   gives the place back as soon as it is known. */
 static int ctl_wait(struct ctl *c)
 {
 	struct slot_place pl;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	char wait[32];
 	bool local;
+	int stop = ctl_stop_open(), rc = 1;
 
+	if (stop < 0)
+		return 1;
 	ctl_place(&pl);
 	switch (ctl_reserve(c, &pl, &res, &local)) {
 	case SLOT_ADMIT:
 	case SLOT_QUEUED:
+		rc = 0;
 		if (res.verdict == SLOT_QUEUED || res.wait_us > 0)
-			return ctl_wait_turn(c, &pl, &res, local);
-		return 0;
+			rc = ctl_wait_turn(c, &pl, &res, local, stop);
+		break;
 	case SLOT_REFUSE:
 		countdown_format(res.wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
 		fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
-		return 1;
+		break;
 	case SLOT_REFUSE_HOST:
 		fprintf(stderr, "Too many logins from your address at the moment.\n");
-		return 1;
+		break;
 	case SLOT_UNAVAILABLE:
 	default:
 		fprintf(stderr, "flowslotctl: the login queue is unavailable (fallback=closed)\n");
-		return 1;
+		break;
 	}
+	ctl_stop_close(stop);
+	return rc;
 }
 
 static const struct ctl_command ctl_commands[] = {

@@ -192,10 +192,11 @@ static int pressure_slurp(const char *dir, const char *name, char *buf, const ch
 	return 0;
 }
 
-/* Reads the watched resources now. */
-static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
+/* Reads the watched resources now; returns how many could be read. */
+static int pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 {
 	char text[PRESSURE_FILE_MAX], dir_shown[128];
+	int got = 0;
 
 	s->at_us = fstime_mono_us();
 	for (int r = 0; r < PRESSURE_RES_N; r++) {
@@ -205,8 +206,10 @@ static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 		if (g->limit_ppm[r] == 0)
 			continue;
 		if (pressure_slurp(g->dir, pressure_res_name[r], text, &why) == 0 &&
-		    pressure_parse_file(text, (enum pressure_res)r, &s->total_us[r], &why) == 0)
+		    pressure_parse_file(text, (enum pressure_res)r, &s->total_us[r], &why) == 0) {
+			got++;
 			continue;
+		}
 		s->total_us[r] = -1;
 		if (g->warned & (1u << r))
 			continue;
@@ -215,6 +218,7 @@ static void pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
 			log_escape(g->dir, dir_shown, sizeof(dir_shown)), pressure_res_name[r],
 			why);
 	}
+	return got;
 }
 
 /* Opens and locks this pressure_dir's store in state_dir; -1 if it cannot be used (it is
@@ -249,29 +253,52 @@ static int pressure_store_open(const struct pressure_gauge *g)
 	return fd;
 }
 
-/* Reads the store's samples ("AT CPU IO MEMORY" lines) into s; returns how many. */
+/* One store line "AT CPU IO MEMORY" (its newline cut off) into x; -1 when malformed or out
+   of range: AT a time (>= 0), each total a count (>= 0) or -1 for none. */
+static int pressure_store_line(const char *line, struct pressure_sample *x)
+{
+	int64_t v[1 + PRESSURE_RES_N];
+	const char *p = line;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		bool minus;
+
+		if (i > 0 && *p++ != ' ')
+			return -1;
+		minus = i > 0 && *p == '-';
+		p = pressure_number(p + minus, 0, false, &v[i]);
+		if (p == NULL || (minus && v[i] != 1))
+			return -1;
+		if (minus)
+			v[i] = -1;
+	}
+	if (*p != '\0')
+		return -1;
+	x->at_us = v[0];
+	memcpy(x->total_us, v + 1, sizeof(x->total_us));
+	return 0;
+}
+
+/* Reads the store's samples (one line each) into s; returns how many. A store that is not
+   wholly as pressure_store_write leaves it counts as none. */
 static int pressure_store_read(int fd, struct pressure_sample s[PRESSURE_STORED])
 {
 	char buf[PRESSURE_STORED * 96];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	const char *p = buf;
+	char *p = buf, *nl;
 	int k = 0;
 
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	while (k < PRESSURE_STORED && *p != '\0') {
-		struct pressure_sample x;
-		char *end;
-
-		errno = 0;
-		x.at_us = strtoll(p, &end, 10);
-		for (int r = 0; r < PRESSURE_RES_N && end != p; r++)
-			x.total_us[r] = strtoll(p = end, &end, 10);
-		if (errno != 0 || end == p || *end != '\n')
-			break;
-		s[k++] = x;
-		p = end + 1;
+	if (strlen(buf) != (size_t)n)
+		return 0;
+	for (; *p != '\0'; p = nl + 1) {
+		if ((nl = strchr(p, '\n')) == NULL || k == PRESSURE_STORED)
+			return 0;
+		*nl = '\0';
+		if (pressure_store_line(p, &s[k++]) != 0)
+			return 0;
 	}
 	return k;
 }
@@ -335,7 +362,12 @@ void pressure_measure(struct pressure_gauge *g, int64_t share_ppm[PRESSURE_RES_N
 	struct pressure_sample now, base = g->last;
 	bool have_base;
 
-	pressure_read(g, &now);
+	if (pressure_read(g, &now) == 0) {
+		/* Nothing to measure (a host without PSI): no second reading, no sleep. */
+		for (int r = 0; r < PRESSURE_RES_N; r++)
+			share_ppm[r] = -1;
+		return;
+	}
 	have_base = g->have_last && pressure_usable(&base, &now);
 	have_base = pressure_exchange(g, &now, &base, have_base);
 	if (!have_base) {

@@ -61,6 +61,7 @@ static bool queue_renew(const struct queue_login *l, struct slot_result *res,
 		log_msg(l->pamh, LOG_WARNING,
 			"queue: the place cannot be renewed: going in at the last slot given, in %s",
 			left);
+		res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
 		return false;
 	}
 }
@@ -85,8 +86,10 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 		if (held)
 			wake_us = queue_min(wake_us, renew_us);
 		if (hangup_wait_until(w, wake_us)) {
+			struct slot_result gone = { .verdict = SLOT_UNAVAILABLE };
+
 			if (held)
-				queue_call(l, SLOT_LEAVE, res);
+				queue_call(l, SLOT_LEAVE, &gone);
 			return QUEUE_ABANDONED;
 		}
 		countdown_tick(cd, res->deadline_us, fstime_mono_us());

@@ -134,6 +134,36 @@ check "wait with stderr not a terminal: plain lines" \
 	sh -c "head -1 '$TMP/wait-plain.err' | grep -q '^Login queue: you are next; your turn in about' &&
 		tail -1 '$TMP/wait-plain.err' | grep -q '^Login queue: your turn now.\$' && ! grep -q \$'\r' '$TMP/wait-plain.err'"
 
+# A fixed slot (first in line, its slot under 2 s off: admitted at once, to go in then) has no
+# place to give back, and wait does not say it gave one back.
+W="$C $R key=c4f interval=1900ms"
+"$CTL" $W wait 2> /dev/null
+"$CTL" $W wait 2> "$TMP/wait-fixed.err" &
+pid=$!
+wait_for 5 grep -q '^Login queue: ' "$TMP/wait-fixed.err"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "wait interrupted in a fixed slot: exit $rc, 'left.', no place said given back" \
+	sh -c "[ $rc = 130 ] && tail -1 '$TMP/wait-fixed.err' | grep -q '^Login queue: left\.\$' &&
+		! grep -q 'given back' '$TMP/wait-fixed.err'"
+
+# A signal while the reservation is on its way (Redis stopped): the place it then gets is
+# given back, not left to hold the queue until its lease ends.
+W="$C $R key=c4r interval=5s timeout=10s"
+"$CTL" $W wait 2> /dev/null
+kill -STOP "$(cat "$TMP/r.pid")"
+"$CTL" $W wait 2> "$TMP/wait-reserving.err" &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+sleep 0.5
+kill -CONT "$(cat "$TMP/r.pid")"
+wait "$pid"
+rc=$?
+check "wait, a signal during the reservation: exit $rc, the place given back ($(waiting r c4r) waiting)" \
+	sh -c "[ $rc = 130 ] && grep -q 'given back' '$TMP/wait-reserving.err' && [ $(waiting r c4r) = 0 ]"
+
 # wait with Redis down applies the failure policy as a login would.
 "$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=300ms state_dir="$TMP/wl" key=c4l wait 2> "$TMP/wait-down.err"
 check "wait, Redis down, fallback=local: goes on, through the per-host schedule" \

@@ -65,7 +65,8 @@ struct pressure_gauge {
    least PRESSURE_GAP_US old: this login's last one, else one stored by another login at most
    PRESSURE_AGE_MAX_US old, else one taken now after which it sleeps PRESSURE_GAP_US. Stores
    its own sample for the others. A file that cannot be used is reported once, at
-   LOG_WARNING, and counts as no pressure. */
+   LOG_WARNING, and counts as no pressure; when no watched file can be used, it neither
+   sleeps nor stores. */
 void pressure_measure(struct pressure_gauge *g, int64_t share_ppm[PRESSURE_RES_N]);
 
 /* The resource at or above its limit with the largest share relative to it, or -1. */

@@ -28,14 +28,16 @@ enum queue_end {
 	QUEUE_ABANDONED, /* the user went away; the place was given back */
 };
 
+/* Gives the place l holds back, as a waiter that leaves does. */
+void queue_leave(const struct queue_login *l);
+
 /* Waits for the slot that res describes. For a place held (SLOT_QUEUED) it renews
    the place every SLOT_RENEW_US, follows it as it moves up, and asks to go in at its slot;
    should its backend be lost meanwhile it logs that once and goes in at the last slot it was
    given, never later, and does not queue elsewhere. It tells the user as cd says, and ends early when w sees them go, giving the
-   place back. */
-/* Gives the place l holds back, as a waiter that leaves does. */
-void queue_leave(const struct queue_login *l);
-
+   place back. res is left as the place stood: after QUEUE_ABANDONED, verdict SLOT_QUEUED
+   when a held place was given back, SLOT_ADMIT when there was only a fixed slot, which stays
+   taken. */
 enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd);
 

@@ -20,6 +20,18 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The measurement's sleeps, counted (linked with --wrap=fstime_sleep_until), then slept. */
+static int sleeps;
+
+void __real_fstime_sleep_until(int64_t deadline_us);
+void __wrap_fstime_sleep_until(int64_t deadline_us);
+
+void __wrap_fstime_sleep_until(int64_t deadline_us)
+{
+	sleeps++;
+	__real_fstime_sleep_until(deadline_us);
+}
+
 static void test_spec_good(void **state)
 {
 	int64_t ppm[PRESSURE_RES_N];
@@ -270,6 +282,79 @@ static void test_measure_bad_files(void **state)
 	assert_int_equal(pressure_over(limit, share), -1);
 }
 
+/* A store not wholly as the logins write it is no stored reading: the login reads twice (no
+   pressure in an unchanged file), and writes back only its own samples. Each garbled store
+   holds a reading that would otherwise be a base (300 ms stalled 500 ms ago). */
+static void test_measure_garbled_store(void **state)
+{
+	/* Each the text before and after the time. */
+	static const char *const garbled[][2] = {
+		{ "", " 1000000\n-1 -1\n" }, /* a short line: strtoll would go on to the next */
+		{ "", " 1000000 -1 -1\ngarbage\n" },
+		{ "", " 1000000 -7 -1\n" }, /* a total below -1 (none) */
+		{ " ", " 1000000 -1 -1\n" },
+		{ "+", " 1000000 -1 -1\n" },
+		{ "", " 1000000 -1 -1\n\n" },
+	};
+	const struct fx *fx = *state;
+	const int64_t limit[PRESSURE_RES_N] = { 100000, 0, 0 };
+	char path[200];
+
+	fx_total(fx, "cpu", 1000000 + 300000);
+	assert_int_equal(mkdir(fx->state, 0700), 0);
+	snprintf(path, sizeof(path), "%s/pressure.%016" PRIx64, fx->state,
+		 lslot_hash(LSLOT_HASH_START, fx->dir));
+	for (size_t i = 0; i < ARRAY_SIZE(garbled); i++) {
+		struct pressure_gauge g = { .dir = fx->dir,
+					    .state_dir = fx->state,
+					    .limit_ppm = limit };
+		int64_t share[PRESSURE_RES_N];
+		long long at, cpu, io, mem;
+		int lines = 0;
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fprintf(f, "%s%" PRId64 "%s", garbled[i][0], fstime_mono_us() - 500000,
+			garbled[i][1]);
+		assert_int_equal(fclose(f), 0);
+		assert_int_equal(chmod(path, 0600), 0);
+		pressure_measure(&g, share);
+		if (share[PRESSURE_CPU] != 0)
+			fail_msg("store %zu used: share %" PRId64 " ppm", i, share[PRESSURE_CPU]);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		for (; fscanf(f, "%lld %lld %lld %lld", &at, &cpu, &io, &mem) == 4; lines++)
+			if (cpu != 1300000 || io != -1 || mem != -1)
+				fail_msg("store %zu: its line kept (%lld %lld %lld)", i, cpu, io, mem);
+		assert_true(feof(f));
+		assert_int_equal(lines, 2);
+		fclose(f);
+	}
+}
+
+/* A host without PSI: every watched file missing. Each is reported once, and the login
+   neither sleeps for a second reading nor stores a sample. */
+static void test_measure_nothing_readable(void **state)
+{
+	const struct fx *fx = *state;
+	const int64_t limit[PRESSURE_RES_N] = { 100000, 0, 100000 };
+	struct pressure_gauge g = { .dir = fx->dir, .state_dir = fx->state, .limit_ppm = limit };
+	int64_t share[PRESSURE_RES_N];
+	char path[200];
+
+	assert_int_equal(mkdir(fx->state, 0700), 0);
+	sleeps = 0;
+	pressure_measure(&g, share);
+	pressure_measure(&g, share);
+	assert_int_equal(sleeps, 0);
+	for (int r = 0; r < PRESSURE_RES_N; r++)
+		assert_int_equal(share[r], -1);
+	assert_int_equal(g.warned, (1u << PRESSURE_CPU) | (1u << PRESSURE_MEMORY));
+	snprintf(path, sizeof(path), "%s/pressure.%016" PRIx64, fx->state,
+		 lslot_hash(LSLOT_HASH_START, fx->dir));
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +366,8 @@ int main(void)
 		cmocka_unit_test(test_over),
 		cmocka_unit_test_setup_teardown(test_measure_uses_store, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_measure_bad_files, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_measure_nothing_readable, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_measure_garbled_store, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
