@@ -40,9 +40,4 @@ esac
 say "rendering $OUT from $RAW"
 bash "$TOP/bench/report.sh" "$RAW" "$PNG" "$PNG_LINK" > "$OUT.tmp" || fail "rendering $OUT"
 mv "$OUT.tmp" "$OUT"
-<<<<<<< HEAD
 say "done: $OUT"
-=======
-bash "$TOP/bench/storm.sh" "$OUT" || fail "the logon storm (bench/storm.sh)"
-say "done in ${ELAPSED} s: $OUT${PNG_NOTE:+ and $PNG}"
->>>>>>> pressure

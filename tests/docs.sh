@@ -66,6 +66,12 @@ example=$(grep -v SPDX-License-Identifier etc/pam.d/flowslot-example | grep -c -
 check "README shows etc/pam.d/flowslot-example line for line" \
 	[ "$example" -eq "$(grep -vc SPDX-License-Identifier etc/pam.d/flowslot-example)" ]
 
+# No merge left its conflict markers in a tracked text file.
+if git -C "$TOP" rev-parse --git-dir > /dev/null 2>&1; then
+	marked=$(git -C "$TOP" grep -lIE '^(<<<<<<<|>>>>>>>) ' 2> /dev/null | tr '\n' ' ')
+	check "no merge conflict markers in the tree${marked:+ (in: $marked)}" [ -z "$marked" ]
+fi
+
 # Every tracked source file names its licence in an SPDX line near its top, in its own
 # comment syntax: C and headers, shell, Lua, Python, make, the linker map, valgrind
 # suppressions, the man pages, the example configuration, CI and debian/rules. (Not the
