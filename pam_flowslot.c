@@ -39,7 +39,7 @@ enum gate_phase {
 	GATE_SESSION,
 };
 
-/* The pam_set_data name that marks a handle as admitted; its data is the phase. */
+/* The pam_set_data name that marks a handle as admitted; its data is a struct gate_mark. */
 #define GATE_ADMITTED "pam_flowslot_admitted"
 /* The PAM environment variable that tells the session its login went through the gate. */
 #define GATE_ENV "FLOWSLOT_ADMITTED"
