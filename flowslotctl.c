@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -458,19 +457,10 @@ static void ctl_say(void *arg, enum countdown_kind kind, const char *text)
 /* A place for this user on the schedule, as the module makes for a login. */
 static void ctl_place(struct slot_place *pl)
 {
-	unsigned char rnd[16];
 	const struct passwd *pw = getpwuid(getuid());
 	uint64_t h = LSLOT_HASH_START;
-	size_t n = 0;
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		uint64_t a = (uint64_t)getpid(), b = (uint64_t)fstime_mono_us();
-
-		memcpy(rnd, &a, sizeof(a));
-		memcpy(rnd + sizeof(a), &b, sizeof(b));
-	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		n += (size_t)snprintf(pl->id + n, sizeof(pl->id) - n, "%02x", rnd[i]);
+	slot_place_id(pl);
 	h = lslot_hash(lslot_hash(h, "flowslotctl"), "\x1f");
 	h = lslot_hash(h, pw != NULL ? pw->pw_name : "");
 	snprintf(pl->who, sizeof(pl->who), "%016" PRIx64, h);

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <security/pam_ext.h>
@@ -158,19 +157,9 @@ static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool dr
 static void gate_place(const struct gate_who *who, struct slot_place *place)
 {
 	static const char *const sep = "\x1f";
-	unsigned char rnd[16];
 	uint64_t h = LSLOT_HASH_START;
-	size_t n = 0;
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		/* No entropy yet (early boot): the pid and the time still tell attempts apart. */
-		uint64_t a = (uint64_t)getpid(), b = (uint64_t)fstime_mono_us();
-
-		memcpy(rnd, &a, sizeof(a));
-		memcpy(rnd + sizeof(a), &b, sizeof(b));
-	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		n += (size_t)snprintf(place->id + n, sizeof(place->id) - n, "%02x", rnd[i]);
+	slot_place_id(place);
 	h = lslot_hash(lslot_hash(h, who->service ? who->service : ""), sep);
 	h = lslot_hash(lslot_hash(h, who->user ? who->user : ""), sep);
 	h = lslot_hash(h, who->rhost ? who->rhost : "");

@@ -194,25 +194,6 @@ static int lslot_open_file(const pam_handle_t *pamh, int dfd, const struct lslot
 	return fd;
 }
 
-/* Takes the file's lock, waiting at most LSLOT_LOCK_WAIT_US: a holder that is stopped, or a
-   hung file system, must not hold every login with it. */
-static int lslot_lock(int fd)
-{
-	const int64_t deadline_us = fstime_mono_us() + LSLOT_LOCK_WAIT_US;
-	const struct timespec pause = { .tv_nsec = 1000000 };
-
-	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return -1;
-		if (fstime_mono_us() >= deadline_us) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		nanosleep(&pause, NULL);
-	}
-	return 0;
-}
-
 /* Reads the whole schedule file, bounded: its queue can hold LQUEUE_MAX waiters. */
 static char *lslot_read_all(int fd)
 {
@@ -259,7 +240,7 @@ static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const struct lsl
 
 		if (fd < 0)
 			return -1;
-		if (lslot_lock(fd) != 0) {
+		if (trust_lock(fd, LOCK_EX, LSLOT_LOCK_WAIT_US) != 0) {
 			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
 			close(fd);
 			return -1;

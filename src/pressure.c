@@ -20,7 +20,7 @@
 
 #define PRESSURE_FILE_MAX 512
 #define PRESSURE_STORE_PREFIX "pressure."
-#define PRESSURE_LOCK_TRIES 50
+#define PRESSURE_LOCK_WAIT_US 50000 /* the readings are a hint: not worth a longer wait */
 
 const char *const pressure_res_name[PRESSURE_RES_N] = {
 	[PRESSURE_CPU] = "cpu",
@@ -225,7 +225,6 @@ static int pressure_read(struct pressure_gauge *g, struct pressure_sample *s)
    only a shortcut, so nothing is said). */
 static int pressure_store_open(const struct pressure_gauge *g)
 {
-	const struct timespec pause = { .tv_nsec = 1000000 };
 	char name[64];
 	const char *why;
 	struct stat st;
@@ -243,12 +242,9 @@ static int pressure_store_open(const struct pressure_gauge *g)
 		close(fd);
 		return -1;
 	}
-	for (int i = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; i++) {
-		if ((errno != EWOULDBLOCK && errno != EINTR) || i == PRESSURE_LOCK_TRIES) {
-			close(fd);
-			return -1;
-		}
-		nanosleep(&pause, NULL);
+	if (trust_lock(fd, LOCK_EX, PRESSURE_LOCK_WAIT_US) != 0) {
+		close(fd);
+		return -1;
 	}
 	return fd;
 }

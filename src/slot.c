@@ -1,6 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/slot.h"
 
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "flowslot/fstime.h"
+
+void slot_place_id(struct slot_place *p)
+{
+	unsigned char rnd[16];
+	size_t n = 0;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		uint64_t a = (uint64_t)getpid(), b = (uint64_t)fstime_mono_us();
+
+		memcpy(rnd, &a, sizeof(a));
+		memcpy(rnd + sizeof(a), &b, sizeof(b));
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		n += (size_t)snprintf(p->id + n, sizeof(p->id) - n, "%02x", rnd[i]);
+}
+
 int64_t slot_recover(int64_t now_us, int64_t tat_us, int64_t at_us)
 {
 	if (at_us <= 0 || tat_us < at_us)

@@ -101,25 +101,6 @@ int stats_count(struct stats_table *t, const char *tmpl, bool dry_run, enum stat
 	return i;
 }
 
-/* Takes the file's lock, waiting at most STATS_LOCK_WAIT_US: a stopped holder must not hold
-   every login with it. */
-static int stats_lock(int fd, int op)
-{
-	const int64_t deadline_us = fstime_mono_us() + STATS_LOCK_WAIT_US;
-	const struct timespec pause = { .tv_nsec = 1000000 };
-
-	while (flock(fd, op | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return -1;
-		if (fstime_mono_us() >= deadline_us) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		nanosleep(&pause, NULL);
-	}
-	return 0;
-}
-
 /* Opens the counters file in dfd with flags, checked and locked with op. */
 static int stats_open(int dfd, int flags, int op, const char **why)
 {
@@ -136,7 +117,7 @@ static int stats_open(int dfd, int flags, int op, const char **why)
 		errno = EPERM;
 		return -1;
 	}
-	if (stats_lock(fd, op) != 0) {
+	if (trust_lock(fd, op, STATS_LOCK_WAIT_US) != 0) {
 		*why = "cannot lock the counters file";
 		close(fd);
 		return -1;

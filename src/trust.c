@@ -4,7 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "flowslot/fstime.h"
 
 int trust_open_dir(const char *dir, bool create, const char **why)
 {
@@ -63,4 +67,21 @@ int trust_open_root_file(const char *path, bool secret, struct stat *st, const c
 	close(fd);
 	errno = EPERM;
 	return -1;
+}
+
+int trust_lock(int fd, int op, int64_t wait_us)
+{
+	const int64_t deadline_us = fstime_mono_us() + wait_us;
+	const struct timespec pause = { .tv_nsec = 1000000 };
+
+	while (flock(fd, op | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (fstime_mono_us() >= deadline_us) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return 0;
 }

@@ -51,6 +51,10 @@ struct slot_place {
 	char host[17]; /* a hash of the remote host, "" for none: for per_host */
 };
 
+/* Fills p->id with 128 random bits for a new attempt (with no entropy yet, at early boot, the
+   pid and the time, which still tell attempts apart). */
+void slot_place_id(struct slot_place *p);
+
 struct slot_result {
 	enum slot_verdict verdict;
 	int64_t wait_us;     /* from the decision to the slot; for a refusal, the wait refused */

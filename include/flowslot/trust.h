@@ -6,6 +6,7 @@
 #define FLOWSLOT_TRUST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 /* Opens dir (a directory, not a symlink) if it is owned by the effective uid and writable by
@@ -24,5 +25,10 @@ bool trust_own_file(const struct stat *st, mode_t forbidden);
    readable by no one else either. Returns an O_CLOEXEC descriptor and its stat, or -1 with
    *why; errno is ENOENT for a missing file, EPERM for one refused. */
 int trust_open_root_file(const char *path, bool secret, struct stat *st, const char **why);
+
+/* Takes fd's flock (op: LOCK_EX or LOCK_SH), waiting at most wait_us: a holder that is
+   stopped, or a hung file system, must not hold every login with it. Returns 0, or -1 with
+   errno (ETIMEDOUT when the wait ran out). */
+int trust_lock(int fd, int op, int64_t wait_us);
 
 #endif
