@@ -38,7 +38,9 @@ int64_t slot_commit_us(const struct slot_params *p);
 /* What a login asks of the queue on Redis (src/slot.lua). */
 enum slot_op {
 	SLOT_RESERVE, /* a slot now, or a place in the queue */
-	SLOT_RENEW,   /* keep the place; go in if its slot has come */
+	SLOT_RENEW,   /* keep the place; go in if its slot has come. Its max_wait_us is what is
+			 left of the login's max_wait: a slot further off refuses it (SLOT_REFUSE)
+			 and its place goes, leaving nothing to take back */
 	SLOT_LEAVE,   /* give the place up, for a retry of the same login to take back */
 	SLOT_PEEK,    /* read the schedule, changing nothing (flowslotctl status, check) */
 	SLOT_RESET,   /* empty the schedule; answers what it held, as SLOT_PEEK */
@@ -60,9 +62,14 @@ struct slot_result {
 	int64_t wait_us;     /* from the decision to the slot; for a refusal, the wait refused */
 	int64_t position;    /* 1 + the logins to be admitted before this one */
 	int64_t deadline_us; /* CLOCK_MONOTONIC time of the slot, when admitted or queued */
+	/* The settings the schedule decided by (its own: the strictest seen since it was made),
+	   which may differ from the caller's; 0 when the backend did not say. */
+	int64_t sched_interval_us;
+	int64_t sched_burst;
 	/* SLOT_PEEK and SLOT_RESET only, whose verdict, wait and position are what a login
 	   arriving now would get, holding nothing: */
-	int64_t waiting;  /* places held by live waiters */
+	int64_t waiting;  /* logins not gone in yet: live places, and those admitted to go in
+			     later (within the commit window) */
 	int64_t since_us; /* since the schedule was last written (an admission); -1: never */
 };
 
