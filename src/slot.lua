@@ -424,9 +424,10 @@ if op == 'reserve' then
     forget_ghost(ghost)
   end
   if due(rank, start) then
+    local pos = position(rank)
     admit(now)
     save()
-    return reply(1, start - now, position(rank))
+    return reply(1, start - now, pos)
   end
   hold(arrival, ghost ~= nil)
   save()
@@ -457,10 +458,11 @@ if start - now > max_wait then
   return reply(0, start - now, position(rank))
 end
 if due(rank, start) then
+  local pos = position(rank)
   admit(now)
   drop(self)
   save()
-  return reply(1, start - now, position(rank))
+  return reply(1, start - now, pos)
 end
 save()
 return reply(2, start - now, position(rank))
