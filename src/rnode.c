@@ -301,7 +301,7 @@ static bool rnode_is_error(const redisReply *r, const char *code)
 static int rnode_read_wait(struct rnode_call *call, const redisReply *script)
 {
 	/* Admitted, or holding a place: both were written. */
-	bool admitted = script->type == REDIS_REPLY_ARRAY && script->elements == 3 &&
+	bool admitted = script->type == REDIS_REPLY_ARRAY && script->elements >= 3 &&
 			script->element[0]->type == REDIS_REPLY_INTEGER &&
 			(script->element[0]->integer == 1 || script->element[0]->integer == 2);
 	redisReply *r = NULL;

@@ -21,7 +21,42 @@
    a host comes back to the seeds within a minute, at the cost of one redirect a minute. */
 #define RSLOT_SLOT_CACHE_S 60
 
-/* Reads peek's and reset's {verdict, wait_us, position, waiting, since_us}. */
+/* The most a schedule's own settings can be: interval 60 min, burst 1000. */
+#define RSLOT_INTERVAL_MAX_US INT64_C(3600000000)
+#define RSLOT_BURST_MAX 1000
+
+/* Reads a reply of n integers into v, or of n + 2 whose last two are the schedule's own
+   interval and burst (0 when not given: a script before they were). */
+static int rslot_read_ints(const redisReply *r, size_t n, long long *v, struct slot_result *res,
+			   const char **why)
+{
+	if (r->type != REDIS_REPLY_ARRAY || (r->elements != n && r->elements != n + 2)) {
+		*why = "not an array of the expected length";
+		return -1;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_INTEGER) {
+			*why = "not an array of integers";
+			return -1;
+		}
+		if (i < n)
+			v[i] = r->element[i]->integer;
+	}
+	res->sched_interval_us = res->sched_burst = 0;
+	if (r->elements == n)
+		return 0;
+	res->sched_interval_us = r->element[n]->integer;
+	res->sched_burst = r->element[n + 1]->integer;
+	if (res->sched_interval_us < 1 || res->sched_interval_us > RSLOT_INTERVAL_MAX_US ||
+	    res->sched_burst < 1 || res->sched_burst > RSLOT_BURST_MAX) {
+		*why = "the schedule's settings out of range";
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads peek's and reset's {verdict, wait_us, position, waiting, since_us[, interval,
+   burst]}. */
 static int rslot_read_view(const redisReply *r, struct slot_result *res, const char **why)
 {
 	static const enum slot_verdict verdicts[] = {
@@ -31,17 +66,8 @@ static int rslot_read_view(const redisReply *r, struct slot_result *res, const c
 	};
 	long long v[5];
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
-		*why = "not an array of five";
+	if (rslot_read_ints(r, 5, v, res, why) != 0)
 		return -1;
-	}
-	for (size_t i = 0; i < 5; i++) {
-		if (r->element[i]->type != REDIS_REPLY_INTEGER) {
-			*why = "not an array of integers";
-			return -1;
-		}
-		v[i] = r->element[i]->integer;
-	}
 	if (v[0] < 0 || v[0] > 2 || v[1] < 0 || v[1] > SLOT_HORIZON_MAX_US || v[2] < 1 ||
 	    v[2] > RSLOT_POSITION_MAX || v[3] < 0 || v[3] > RSLOT_POSITION_MAX || v[4] < -1) {
 		*why = "values out of range";
@@ -64,38 +90,29 @@ int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_par
 		[2] = SLOT_QUEUED,
 		[3] = SLOT_REFUSE_HOST,
 	};
-	long long verdict, wait_us, position;
+	long long v[3], verdict, wait_us, position;
 	bool ok;
 
 	if (op == SLOT_PEEK || op == SLOT_RESET)
 		return rslot_read_view(r, res, why);
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
-		*why = "not an array of three";
+	if (rslot_read_ints(r, 3, v, res, why) != 0)
 		return -1;
-	}
-	for (size_t i = 0; i < 3; i++) {
-		if (r->element[i]->type != REDIS_REPLY_INTEGER) {
-			*why = "not an array of integers";
-			return -1;
-		}
-	}
-	verdict = r->element[0]->integer;
-	wait_us = r->element[1]->integer;
-	position = r->element[2]->integer;
+	verdict = v[0];
+	wait_us = v[1];
+	position = v[2];
 	/* A queue that others built may be longer than this login's own settings allow, but
-	   never further ahead than the script lets any schedule be. Only a reservation is
-	   refused, and only one that holds a place waits. */
+	   never further ahead than the script lets any schedule be. A reservation, and a
+	   renewal past what is left of max_wait, is refused; only a place within it waits. */
 	switch (verdict) {
 	case 0:
-		ok = op == SLOT_RESERVE && wait_us > p->max_wait_us;
+		ok = (op == SLOT_RESERVE || op == SLOT_RENEW) && wait_us > p->max_wait_us;
 		break;
 	case 1: /* admitted, to go in at most the commit window later; a leave is done */
 		ok = op == SLOT_LEAVE ? wait_us == 0
-				      : wait_us <= slot_commit_us(p) &&
-						(op != SLOT_RESERVE || wait_us <= p->max_wait_us);
+				      : wait_us <= slot_commit_us(p) && wait_us <= p->max_wait_us;
 		break;
 	case 2:
-		ok = op != SLOT_LEAVE && (op == SLOT_RENEW || wait_us <= p->max_wait_us);
+		ok = op != SLOT_LEAVE && wait_us <= p->max_wait_us;
 		break;
 	case 3:
 		ok = op == SLOT_RESERVE && wait_us == 0;

@@ -2,42 +2,61 @@
 -- pam_flowslot: one schedule's queue of live waiters, atomically.
 --
 -- KEYS[1]  the schedule: one sorted set, so that Redis Cluster never splits it, even
---          mid-migration, and every lookup stays logarithmic. Its members, by score:
---            0                "s:TAT:AT"           the next admission time, and the server time
---                                                  it was written
---            arrival          "w:ID:WHO:HOST"      a waiter's place, ranked by arrival
---            LEASE + end      "l:ID:WHO:HOST"      that place's lease
---            GHOST + end      "g:WHO:ARRIVAL"      a place given up, that the same login tried
---                                                  again takes back
---          Times are server microseconds; an empty WHO or HOST is "-".
+--          mid-migration. Its members, by score (H(x) is 48 bits of x's SHA-1):
+--            0                 "s:TAT:AT:OFF:INTERVAL:BURST:ADMITTED"  the next admission
+--                              time; the schedule's clock at its last write, and how far that
+--                              clock runs ahead of the server's TIME; the schedule's own
+--                              interval and burst; the last admission (0: none)
+--            arrival           "w:ID:WHO:HOST" a waiter's place, ranked by arrival; with ":t"
+--                              after it when the place was taken back from a ghost
+--            LEASE + end       "l:ID:WHO:HOST" that place's lease
+--            GHOST + end       "g:WHO:ARRIVAL:LEFT:HOST:F"  a place given up (at LEFT), that the
+--                              same login tried again takes back; F 1: only its own renewal may
+--          and the indexes that keep every lookup logarithmic, below 0:
+--            -(1 + H(HOST))    "h:HOST:ID"     the places of a HOST
+--            -(2^49 + H(HOST)) "i:HOST:WHO"    the ghosts of a HOST
+--            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:F"  WHO's ghost
+--          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
 --          reset empties it
--- ARGV[2]  interval in microseconds (T)
--- ARGV[3]  burst (b): logins that may start together after a quiet spell
--- ARGV[4]  max_wait in microseconds: a longer wait is refused and reserves nothing
+-- ARGV[2]  interval in microseconds (T), as the caller has it: the schedule keeps its own
+-- ARGV[3]  burst (b): logins that may start together after a quiet spell, as ARGV[2]
+-- ARGV[4]  max_wait in microseconds: a longer wait is refused and reserves nothing; for renew,
+--          what is left of the login's max_wait: a place whose slot is further off goes
 -- ARGV[5]  the database, selected here so that a bad one fails before any write
 -- ARGV[6]  the place's id, unique to one login
 -- ARGV[7]  WHO: who is logging in (a hash of service, user and remote host), or ""
 -- ARGV[8]  HOST: the remote host (a hash), or ""
--- ARGV[9]  per_host: how many places one HOST may hold at once; 0 for no limit
+-- ARGV[9]  per_host: how many places and ghosts one HOST may hold at once; 0 for no limit
 -- ARGV[10] the lease, in microseconds: a place not renewed within it is given up
 -- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
 --          this far off is admitted now, to go in at its slot without another call
 --
--- Returns {verdict, wait_us, position}. verdict: 1 admitted: go in after wait_us (at most the
--- commit window), nothing is kept but the schedule; 2 queued: the place is held until the
--- lease ends, renew before then, and renew at the slot to be admitted; 0 refused, the wait
--- would pass max_wait; 3 refused, HOST holds per_host places already. position is 1 + the
--- logins ahead, in the queue or admitted to go in later.
+-- Returns {verdict, wait_us, position, interval, burst}. verdict: 1 admitted: go in after
+-- wait_us (at most the commit window), nothing is kept but the schedule; 2 queued: the place
+-- is held until the lease ends, renew before then, and renew at the slot to be admitted; 0
+-- refused, the wait would pass max_wait (for renew: the place is gone); 3 refused, HOST holds
+-- per_host places and ghosts already. position is 1 + the logins ahead, in the queue or
+-- admitted to go in later. interval and burst are the schedule's, which decided.
 --
--- peek and reset return {verdict, wait_us, position, waiting, since_us}: what a login
--- arriving now would get (as reserve, nothing held), the places held by live leases, and the
--- time since the schedule was last written (the last admission), -1 for none. reset answers
--- what the schedule held just before it emptied it.
+-- peek and reset return {verdict, wait_us, position, waiting, since_us, interval, burst}: what
+-- a login arriving now would get (as reserve, nothing held), the logins not gone in yet (live
+-- places, and those admitted to go in later), and the time since the last admission, -1 for
+-- none. reset answers what the schedule held just before it emptied it.
 --
--- The schedule is the virtual-scheduling form of GCRA on the server's own clock; a waiter's
--- slot follows from its rank among the waiters alive now, so a place given up moves everyone
--- behind it up.
+-- The rules (pam_flowslot(8), "The queue's promises"):
+-- - The schedule is the virtual-scheduling form of GCRA; a waiter's slot follows from its rank
+--   among the waiters alive now, so a place given up moves everyone behind it up.
+-- - One clock per schedule: the server's TIME plus an offset that is raised (never lowered)
+--   whenever TIME is not past the last write, so a clock step back reorders nothing and
+--   stretches no lease.
+-- - The schedule's interval and burst are the strictest seen since it was made (the longest
+--   interval, the smallest burst), until it goes quiet and expires, or is reset.
+-- - A ghost is taken back once, only by a retry that comes before anyone queued after it
+--   left (later, the retry goes to the back), and counts for per_host; ghosts are capped per
+--   HOST and per schedule. A renewal whose own lease ran out takes its ghost back whatever.
+-- - A place whose lease ran out while it was first in line and its slot had come counts as
+--   admitted: its login may have gone in without reaching the schedule.
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
@@ -66,21 +85,31 @@ if db ~= 0 then
   redis.call('SELECT', db)
 end
 
--- The score ranges of leases and ghosts, above any arrival (a 16-digit microsecond time).
+-- The score ranges of leases and ghosts, above any arrival (a 16-digit microsecond time), and
+-- of the indexes, below 0.
 local LEASE, GHOST = 1e16, 2e16
--- A place given up is remembered this long, so that the same login tried again takes it back.
-local GHOST_US = 60000000
+local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
+-- A place given up is remembered this long, so that the same login tried again takes it back;
+-- so many at most per HOST and per schedule.
+local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
+-- The furthest ahead any settings can leave a schedule (max_wait 60 min + burst 1000 *
+-- interval 60 min), and the furthest back a clock may step and the schedule still be ours.
+local HORIZON_MAX, STEP_MAX = 3600000000 * 1001, 400 * 86400000000
 
 -- Microseconds as Redis arguments: a Lua number would go as 14 significant digits.
 local function us(x)
   return string.format('%.0f', x)
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function index(base, name)
+  return us(-(base + tonumber(string.sub(redis.sha1hex(name), 1, 12), 16)))
+end
 
--- The stored schedule. An earlier version's (a string "tat at", or a bare "tat") is read, and
--- replaced by the sorted set on the first write.
+local t = redis.call('TIME')
+local server_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- The stored schedule, as fields. An earlier version's (a string "tat at", a bare "tat", or
+-- a member "s:TAT:AT") is read, and replaced on the first write.
 local stored, s_member
 local from_string = redis.call('TYPE', K).ok == 'string'
 if from_string then
@@ -88,66 +117,57 @@ if from_string then
 else
   s_member = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
   if s_member then
-    stored = string.gsub(string.sub(s_member, 3), ':', ' ')
+    stored = string.sub(s_member, 3)
+  end
+end
+local f = {}
+if stored then
+  for x in string.gmatch(stored, '[^: ]+') do
+    f[#f + 1] = tonumber(x) or -1
   end
 end
 
--- Staleness is read from the schedule alone, never from this login's settings: a login with a
--- shorter max_wait is refused by a long queue, it does not reset it. A clock that went back
--- since the write (a step, a failover to a master whose clock is behind) moves the schedule
--- back as far, and that is stored, so the queue keeps its length. A tat that has passed,
--- garbage, or one further ahead than any settings allow (max_wait 60 min + burst 1000 *
--- interval 60 min) starts it afresh. A bare "tat", as versions before 0.2 wrote it, is read
--- as written now.
-local horizon_max = 3600000000 * 1001
-local tat, at
-if stored then
-  local t1, a1 = string.match(stored, '^(%d+) ?(%d*)$')
-  tat, at = tonumber(t1), tonumber(a1) or now
+-- Garbage, or a schedule no settings could have left, is not ours: it starts afresh. The
+-- schedule's clock never runs behind its last write (AT).
+local tat_raw, at, off = f[1], f[2] or server_now, f[3] or 0
+local ours = tat_raw ~= nil and #f <= 6 and tat_raw >= 0 and at > 0 and off >= 0 and
+    tat_raw >= at and tat_raw - at <= HORIZON_MAX and at - server_now - off <= STEP_MAX
+if not ours then
+  tat_raw, at, off = nil, nil, 0
 end
-local stepped_back = at and at > now
-if not tat or not at or at <= 0 or tat < at then
-  tat = now
-else
-  if now < at then
-    tat = tat - (at - now)
-  end
-  if tat < now or tat - now > horizon_max then
-    tat = now
-  end
+local now = server_now + off
+if at and now <= at then
+  off = off + at + 1 - now
+  now = at + 1
+end
+tat_raw = tat_raw or now
+local tat = math.max(tat_raw, now)
+local admitted_at = f[6] or at or 0
+if #f == 1 then
+  admitted_at = 0
+end
+if f[4] and f[4] >= 1 and ours then
+  interval = math.max(interval, f[4])
+end
+if f[5] and f[5] >= 1 and ours then
+  burst = math.min(burst, f[5])
 end
 
 local reading = op == 'peek' or op == 'reset'
 local changed = false
-if from_string and not reading then
+if (from_string or (stored and not ours)) and not reading then
   redis.call('DEL', K)
+  s_member = nil
   changed = true
 end
 
--- Every write adds before it removes: a key that went empty and came back would be a new key,
--- which a cluster node refuses to make while its slot migrates.
-local function set_schedule(new_tat)
-  local m = 's:' .. us(new_tat) .. ':' .. us(now)
-  if m ~= s_member then
-    redis.call('ZADD', K, 0, m)
-    if s_member then
-      redis.call('ZREM', K, s_member)
-    end
-    s_member = m
-  end
-  changed = true
-end
-if not reading and (stepped_back or (from_string and stored)) then
-  set_schedule(tat)
+local function reply(verdict, wait, position)
+  return {verdict, wait, position, interval, burst}
 end
 
 -- The slot of the waiter with `rank` waiters ahead of it.
 local function start_of(rank)
-  local start = tat + (rank - burst + 1) * interval
-  if start < now then
-    start = now
-  end
-  return start
+  return math.max(tat + (rank - burst + 1) * interval, now)
 end
 
 -- A waiter's place for its user: 1 + the logins before it, those admitted to go in later
@@ -161,49 +181,110 @@ local function position(rank)
   return rank + 1 + pending
 end
 
--- Admits one login: the schedule moves on by one interval.
-local function admit()
-  set_schedule(tat + interval)
+-- Admits one login that goes in at at_us: the schedule moves on by one interval.
+local function admit(at_us)
+  tat_raw = math.max(tat_raw, at_us) + interval
+  tat = math.max(tat_raw, now)
+  admitted_at = now
+  changed = true
 end
 
 local function place_of(pid, pwho, phost)
   return pid .. ':' .. pwho .. ':' .. phost
 end
 
+local function parse_place(place)
+  return string.match(place, '^(%w+):([%w-]+):([%w-]+)$')
+end
+
+-- A place's arrival, and whether it was taken back from a ghost; nil for none.
+local function arrival_of(place)
+  local a = redis.call('ZSCORE', K, 'w:' .. place)
+  if a then
+    return tonumber(a), false
+  end
+  a = redis.call('ZSCORE', K, 'w:' .. place .. ':t')
+  if a then
+    return tonumber(a), true
+  end
+  return nil, false
+end
+
 local function drop(place)
-  redis.call('ZREM', K, 'w:' .. place, 'l:' .. place)
+  local pid, _, phost = parse_place(place)
+  redis.call('ZREM', K, 'w:' .. place, 'w:' .. place .. ':t', 'l:' .. place)
+  if phost and phost ~= '-' then
+    redis.call('ZREM', K, 'h:' .. phost .. ':' .. pid)
+  end
   changed = true
 end
 
--- Gives a place up, remembering it for its WHO's next attempt.
-local function give_up(place)
-  local arrival = redis.call('ZSCORE', K, 'w:' .. place)
-  local pwho = string.match(place, '^%w+:([%w-]+):')
-  if arrival and pwho and pwho ~= '-' then
-    redis.call('ZADD', K, us(GHOST + now + GHOST_US), 'g:' .. pwho .. ':' .. us(arrival))
+local function hold(arrival, taken)
+  local place = place_of(id, who, host)
+  redis.call('ZADD', K, us(arrival), 'w:' .. place .. (taken and ':t' or ''))
+  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. place)
+  if host ~= '-' then
+    redis.call('ZADD', K, index(BY_HOST, host), 'h:' .. host .. ':' .. id)
   end
-  drop(place)
+  changed = true
 end
 
--- WHO's ghost: its member and arrival, or nil.
+-- WHO's ghost, or nil: {payload, arrival, left, host, renew_only}.
 local function ghost_of(whom)
   if whom == '-' then
     return nil
   end
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, GHOST, '+inf')) do
-    local gw, ga = string.match(m, '^g:([%w-]+):(%d+)$')
+  local score = index(GHOST_BY_WHO, whom)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, score, score)) do
+    local gw, ga, gl, gh, gf = string.match(m, '^j:([%w-]+):(%d+):(%d+):([%w-]+):([01])$')
     if gw == whom then
-      return m, tonumber(ga)
+      return {payload = string.sub(m, 3), who = gw, arrival = tonumber(ga), left = tonumber(gl),
+              host = gh, renew_only = gf == '1'}
     end
   end
   return nil
 end
 
--- Forgets WHO's ghost, once its place is taken back (or no longer needed).
-local function forget_ghost(m)
-  if m then
-    redis.call('ZREM', K, m)
-    changed = true
+local function forget_ghost(g)
+  redis.call('ZREM', K, 'g:' .. g.payload, 'j:' .. g.payload)
+  if g.host ~= '-' then
+    redis.call('ZREM', K, 'i:' .. g.host .. ':' .. g.who)
+  end
+  changed = true
+end
+
+-- Remembers a place given up at its arrival for WHO's next attempt, within the caps; one
+-- taken back already leaves a ghost only its own renewal may take.
+local function make_ghost(pwho, phost, arrival, renew_only)
+  local old = ghost_of(pwho)
+  if old then
+    forget_ghost(old)
+  end
+  if pwho == '-' or redis.call('ZCOUNT', K, GHOST, '+inf') >= GHOSTS_MAX then
+    return
+  end
+  local by_host = index(GHOST_BY_HOST, phost)
+  if phost ~= '-' and redis.call('ZCOUNT', K, by_host, by_host) >= GHOSTS_PER_HOST then
+    return
+  end
+  local payload = pwho .. ':' .. us(arrival) .. ':' .. us(now) .. ':' .. phost .. ':' ..
+      (renew_only and '1' or '0')
+  redis.call('ZADD', K, us(GHOST + now + GHOST_US), 'g:' .. payload)
+  redis.call('ZADD', K, index(GHOST_BY_WHO, pwho), 'j:' .. payload)
+  if phost ~= '-' then
+    redis.call('ZADD', K, by_host, 'i:' .. phost .. ':' .. pwho)
+  end
+  changed = true
+end
+
+-- Gives a place up: a login that left by itself leaves a ghost unless its place was taken
+-- back already; a lease that ran out leaves one for its own renewal at least.
+local function give_up(place, by_itself)
+  local arrival, taken = arrival_of(place)
+  local _, pwho, phost = parse_place(place)
+  drop(place)
+  if arrival and pwho and not (by_itself and taken) then
+    make_ghost(pwho, phost, arrival, taken)
   end
 end
 
@@ -212,31 +293,18 @@ local function rank_of(arrival)
   return redis.call('ZCOUNT', K, 1, '(' .. us(arrival))
 end
 
-local function hold(arrival)
-  local place = place_of(id, who, host)
-  redis.call('ZADD', K, us(arrival), 'w:' .. place)
-  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. place)
-  changed = true
+-- The places and ghosts of HOST.
+local function held_by(h)
+  local places, ghosts = index(BY_HOST, h), index(GHOST_BY_HOST, h)
+  return redis.call('ZCOUNT', K, places, places) + redis.call('ZCOUNT', K, ghosts, ghosts)
 end
 
-local function places_of(h)
-  local n = 0
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, 1, '(' .. us(LEASE))) do
-    if string.match(m, ':([%w-]+)$') == h then
-      n = n + 1
-    end
-  end
-  return n
-end
-
--- The key lives as long as its schedule, its last lease or its last ghost, and no longer. The
--- ghosts that nobody took back go last, once nothing else is to be read or written: the key
--- must not go empty before (see set_schedule).
+-- The key lives as long as its schedule, its last lease or its last ghost, and no longer.
+-- Every write adds before it removes: a key that went empty and came back would be a new key,
+-- which a cluster node refuses to make while its slot migrates.
 local function save()
-  local last = now
-  if s_member then
-    last = math.max(last, tonumber(string.match(s_member, '^s:(%d+)')) or now)
-  end
+  -- The last place's slot, were everyone ahead of it admitted (see the lapsed places).
+  local last = tat + redis.call('ZCOUNT', K, 1, '(' .. us(LEASE)) * interval
   for _, range in ipairs({{'+inf', GHOST, GHOST}, {'(' .. us(GHOST), LEASE, LEASE}}) do
     local top = redis.call('ZREVRANGEBYSCORE', K, range[1], range[2], 'WITHSCORES', 'LIMIT', 0, 1)
     if top[2] then
@@ -249,12 +317,18 @@ local function save()
     end
     return
   end
-  if redis.call('ZREMRANGEBYSCORE', K, GHOST, us(GHOST + now)) > 0 then
-    changed = true
+  if not changed then
+    return
   end
-  if changed then
-    redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
+  local m = 's:' .. us(tat) .. ':' .. us(now) .. ':' .. us(off) .. ':' .. us(interval) .. ':' ..
+      us(burst) .. ':' .. us(admitted_at)
+  if m ~= s_member then
+    redis.call('ZADD', K, 0, m)
+    if s_member then
+      redis.call('ZREM', K, s_member)
+    end
   end
+  redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
 end
 
 -- The login first in line, or within the burst, whose slot is near is admitted now: it goes
@@ -263,87 +337,132 @@ local function due(rank, start)
   return start - now <= window and (rank == 0 or start == now)
 end
 
--- peek and reset: the live waiters (those whose lease runs), and what a login now would get.
--- Nothing is written before reset's DEL, which leaves renewing waiters no place: each holds
--- one anew at the back of the fresh queue at its next renewal, as a lease that ran out does.
+-- peek and reset: what a login now would get. Nothing is written before reset's DEL, which
+-- leaves renewing waiters no place: each holds one anew at the back of the fresh queue at its
+-- next renewal, as a lease that ran out does.
 if reading then
-  local waiting, since = 0, -1
+  local live, since = 0, -1
   if not from_string then
-    waiting = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), '(' .. us(GHOST))
+    live = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), '(' .. us(GHOST))
   end
-  if at and stored then
-    since = math.max(now - at, 0)
+  if admitted_at > 0 then
+    since = math.max(now - admitted_at, 0)
   end
-  local start = start_of(waiting)
+  local start = start_of(live)
   local verdict = 2
   if start - now > max_wait then
     verdict = 0
-  elseif due(waiting, start) then
+  elseif due(live, start) then
     verdict = 1
   end
   if op == 'reset' and redis.call('EXISTS', K) == 1 then
     redis.call('DEL', K)
   end
-  return {verdict, start - now, position(waiting), waiting, since}
-end
-
--- Drops the places whose lease ran out (the ghosts that nobody took back go in save()).
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now))) do
-  give_up(string.sub(m, 3))
+  return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst}
 end
 
 local self = place_of(id, who, host)
 
+-- The ghosts forgotten, then the places whose lease ran out, in arrival order (not the
+-- caller's own: it is renewing, so it lives).
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, GHOST, us(GHOST + now))) do
+  local payload = string.sub(m, 3)
+  local gw, gh = string.match(payload, '^([%w-]+):%d+:%d+:([%w-]+):[01]$')
+  redis.call('ZREM', K, m, 'j:' .. payload)
+  if gh and gh ~= '-' then
+    redis.call('ZREM', K, 'i:' .. gh .. ':' .. gw)
+  end
+  changed = true
+end
+local lapsed = {}
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now))) do
+  local place = string.sub(m, 3)
+  if place ~= self or op == 'reserve' then
+    lapsed[#lapsed + 1] = {place = place, arrival = arrival_of(place) or -1}
+  end
+end
+table.sort(lapsed, function(a, b) return a.arrival < b.arrival end)
+for _, p in ipairs(lapsed) do
+  if p.arrival >= 0 and rank_of(p.arrival) == 0 and start_of(0) == now then
+    drop(p.place)
+    admit(0)
+  else
+    give_up(p.place, false)
+  end
+end
+
 if op == 'leave' then
-  give_up(self)
+  give_up(self, true)
   save()
-  return {1, 0, 1}
+  return reply(1, 0, 1)
 end
 
 if op == 'reserve' then
-  if per_host > 0 and host ~= '-' and places_of(host) >= per_host then
-    save()
-    return {3, 0, position(redis.call('ZCOUNT', K, 1, '(' .. us(LEASE)))}
+  local ghost = ghost_of(who)
+  if ghost and ghost.renew_only then
+    ghost = nil
   end
-  local ghost, ghost_arrival = ghost_of(who)
-  local arrival = ghost_arrival or now
+  if per_host > 0 and host ~= '-' then
+    local own = (ghost and ghost.host == host) and 1 or 0
+    if held_by(host) - own >= per_host then
+      save()
+      return reply(3, 0, position(redis.call('ZCOUNT', K, 1, '(' .. us(LEASE))))
+    end
+  end
+  -- A retry takes its place back only if nobody queued after it left.
+  local arrival = now
+  if ghost and redis.call('ZCOUNT', K, us(ghost.left), '(' .. us(LEASE)) == 0 then
+    arrival = ghost.arrival
+  end
   local rank = rank_of(arrival)
   local start = start_of(rank)
   if start - now > max_wait then
     save()
-    return {0, start - now, position(rank)}
+    return reply(0, start - now, position(rank))
+  end
+  if ghost then
+    forget_ghost(ghost)
   end
   if due(rank, start) then
-    admit()
-    forget_ghost(ghost)
+    local pos = position(rank)
+    admit(now)
     save()
-    return {1, start - now, position(rank)}
+    return reply(1, start - now, pos)
   end
-  hold(arrival)
-  forget_ghost(ghost)
+  hold(arrival, ghost ~= nil)
   save()
-  return {2, start - now, position(rank)}
+  return reply(2, start - now, position(rank))
 end
 
--- renew: a place whose lease ran out while its login lived on (stopped, slow) is taken back
--- from its ghost, or failing that (another attempt of WHO took it) held anew at the back.
-local arrival = redis.call('ZSCORE', K, 'w:' .. self)
-local ghost, ghost_arrival
+-- renew: a place whose lease ran out while its login lived on (stopped, slow, the server
+-- unreachable) is taken back from its ghost, or failing that held anew at the back.
+local arrival = arrival_of(self)
 if arrival then
-  arrival = tonumber(arrival)
+  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. self)
+  changed = true
 else
-  ghost, ghost_arrival = ghost_of(who)
-  arrival = ghost_arrival or now
+  local ghost = ghost_of(who)
+  local taken = false
+  arrival = now
+  if ghost then
+    arrival, taken = ghost.arrival, ghost.renew_only
+    forget_ghost(ghost)
+  end
+  hold(arrival, taken)
 end
-hold(arrival)
-forget_ghost(ghost)
 local rank = rank_of(arrival)
 local start = start_of(rank)
-if due(rank, start) then
-  admit()
+if start - now > max_wait then
   drop(self)
   save()
-  return {1, start - now, position(rank)}
+  return reply(0, start - now, position(rank))
+end
+if due(rank, start) then
+  local pos = position(rank)
+  admit(now)
+  drop(self)
+  save()
+  return reply(1, start - now, pos)
 end
 save()
-return {2, start - now, position(rank)}
+return reply(2, start - now, position(rank))

@@ -127,8 +127,9 @@ stop_redis() {
 	return 0
 }
 
-# schedule SERVER KEY: the schedule as src/slot.lua stores it, "tat at" (its member "s:TAT:AT").
-schedule() { rcli "$1" zrangebyscore "$2" 0 0 | sed -n 's/^s:\([0-9]*\):\([0-9]*\)$/\1 \2/p'; }
+# schedule SERVER KEY: the schedule as src/slot.lua stores it, "tat at" (its member
+# "s:TAT:AT:...").
+schedule() { rcli "$1" zrangebyscore "$2" 0 0 | sed -n 's/^s:\([0-9]*\):\([0-9]*\).*$/\1 \2/p'; }
 # waiting SERVER KEY: the places its queue holds; ghosts SERVER KEY: the places given up that it
 # remembers for a retry; has_place SERVER KEY ID, has_ghost SERVER KEY WHO: whether it holds one.
 waiting() { rcli "$1" zcount "$2" 1 '(1e16'; }

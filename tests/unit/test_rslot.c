@@ -243,12 +243,15 @@ static void test_renew_and_leave_sent(void **state)
 	(void)state;
 	opts(&o);
 	o.per_host = 3;
-	/* A renewal may wait past this login's max_wait: others built the queue. */
-	serve("*3\r\n:2\r\n:90000000\r\n:4\r\n");
+	/* A renewal's max_wait is what is left of the login's; the schedule's own settings
+	   come back with the answer. */
+	serve("*5\r\n:2\r\n:50000000\r\n:4\r\n:9000000\r\n:1\r\n");
 	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, "flowslot:test", &other, &res),
 			 SLOT_QUEUED);
-	assert_int_equal(res.wait_us, 90000000);
+	assert_int_equal(res.wait_us, 50000000);
 	assert_int_equal(res.position, 4);
+	assert_int_equal(res.sched_interval_us, 9000000);
+	assert_int_equal(res.sched_burst, 1);
 	req = sent();
 	assert_non_null(strstr(req, KEYS_SENT "$5\r\nrenew\r\n$7\r\n7000000\r\n"));
 	assert_non_null(strstr(req, tail));
@@ -765,7 +768,7 @@ static void test_view_replies(void **state)
 	static const struct {
 		enum slot_op op;
 		size_t n;
-		long long v[5];
+		long long v[7];
 		int want; /* -1: garbage */
 	} cases[] = {
 		{ SLOT_RESET, 5, { 1, 0, 1, 0, -1 }, SLOT_ADMIT },
@@ -776,9 +779,17 @@ static void test_view_replies(void **state)
 		{ SLOT_PEEK, 5, { 2, 10, 1, -1, 0 }, -1 },
 		{ SLOT_PEEK, 5, { 2, 10, 1, 0, -2 }, -1 },
 		{ SLOT_RESERVE, 5, { 1, 0, 1, 0, 0 }, -1 },
+		/* with the schedule's own interval and burst */
+		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 7000000, 1 }, SLOT_QUEUED },
+		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 3600000000, 1000 }, SLOT_QUEUED },
+		{ SLOT_PEEK, 6, { 2, 10, 3, 2, 0, 7000000 }, -1 },
+		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 0, 1 }, -1 },
+		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 3600000001, 1 }, -1 },
+		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 7000000, 0 }, -1 },
+		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 7000000, 1001 }, -1 },
 	};
 	const struct slot_params p = { .interval_us = 1000, .max_wait_us = 5000, .burst = 1 };
-	redisReply e[5], *elems[5];
+	redisReply e[7], *elems[7];
 	redisReply r = { .type = REDIS_REPLY_ARRAY, .element = elems };
 
 	(void)state;
@@ -788,7 +799,7 @@ static void test_view_replies(void **state)
 		int rc;
 
 		r.elements = cases[i].n;
-		for (size_t j = 0; j < 5; j++) {
+		for (size_t j = 0; j < 7; j++) {
 			e[j] = (redisReply){ .type = REDIS_REPLY_INTEGER, .integer = cases[i].v[j] };
 			elems[j] = &e[j];
 		}
@@ -803,6 +814,8 @@ static void test_view_replies(void **state)
 		assert_int_equal(res.verdict, cases[i].want);
 		assert_int_equal(res.waiting, cases[i].v[3]);
 		assert_int_equal(res.since_us, cases[i].v[4]);
+		assert_int_equal(res.sched_interval_us, cases[i].v[5]);
+		assert_int_equal(res.sched_burst, cases[i].v[6]);
 	}
 }
 
@@ -834,18 +847,19 @@ static void test_read_reply_direct(void **state)
 		{ SLOT_RESERVE, 3, 1000, 1, -1 },
 		{ SLOT_RESERVE, 4, 0, 1, -1 },
 		{ SLOT_RESERVE, -1, 0, 1, -1 },
-		/* renew: never refused; queued up to any schedule's horizon */
-		{ SLOT_RENEW, 0, 5001, 9, -1 },
+		/* renew: refused past what is left of max_wait, and queued only within it */
+		{ SLOT_RENEW, 0, 5001, 9, SLOT_REFUSE },
+		{ SLOT_RENEW, 0, 5000, 9, -1 },
 		{ SLOT_RENEW, 1, 0, 1, SLOT_ADMIT },
 		{ SLOT_RENEW, 1, 7, 1, SLOT_ADMIT }, /* to go in 7 us later */
-		{ SLOT_RENEW, 1, SLOT_COMMIT_US, 1, SLOT_ADMIT },
+		{ SLOT_RENEW, 1, 5000, 1, SLOT_ADMIT },
+		{ SLOT_RENEW, 1, SLOT_COMMIT_US, 1, -1 }, /* past what is left of max_wait */
 		{ SLOT_RENEW, 1, SLOT_COMMIT_US + 1, 1, -1 },
 		{ SLOT_RESERVE, 1, 3000, 1, SLOT_ADMIT },
 		{ SLOT_RESERVE, 1, 5001, 1, -1 }, /* past max_wait */
 		{ SLOT_RENEW, 2, 0, 1, SLOT_QUEUED },
-		{ SLOT_RENEW, 2, 5001, 3, SLOT_QUEUED },
-		{ SLOT_RENEW, 2, SLOT_HORIZON_MAX_US, 3, SLOT_QUEUED },
-		{ SLOT_RENEW, 2, SLOT_HORIZON_MAX_US + 1, 3, -1 },
+		{ SLOT_RENEW, 2, 5000, 3, SLOT_QUEUED },
+		{ SLOT_RENEW, 2, 5001, 3, -1 },
 		{ SLOT_RENEW, 2, -5, 3, -1 },
 		{ SLOT_RENEW, 3, 0, 1, -1 },
 		/* leave: {1, 0, 1} */
