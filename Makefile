@@ -99,6 +99,10 @@ build/test_rnode: tests/unit/test_rnode.c tests/unit/fakepeer.c tests/unit/fakep
 	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -Wl,--wrap=log_msg -o $@ $< tests/unit/fakepeer.c \
 		$(LIB_OBJS) $(TEST_LIBS)
 
+# The countdown on a fake clock.
+build/test_countdown: tests/unit/test_countdown.c $(LIB_OBJS) $(HEADERS)
+	$(CC) $(TEST_CFLAGS) -Wl,--wrap=fstime_mono_us -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
+
 # The measurement's sleeps, counted.
 build/test_pressure: tests/unit/test_pressure.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) -Wl,--wrap=fstime_sleep_until -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
