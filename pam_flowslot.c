@@ -225,6 +225,19 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	}
 }
 
+/* The schedule decides by its own settings, the strictest seen since it was made: says so
+   once, at the reservation, when they are not this stack's. */
+static void gate_settings(pam_handle_t *pamh, const struct opt *o, const char *key,
+			  const struct slot_result *res)
+{
+	char key_shown[160], text[200];
+
+	if (!slot_settings_differ(&o->slot, res, text, sizeof(text)))
+		return;
+	log_escape(key, key_shown, sizeof(key_shown));
+	log_msg(pamh, LOG_WARNING, "key %s: %s", key_shown, text);
+}
+
 /* One login at the gate, once its reservation is made. */
 struct gate_login {
 	struct queue_login q;
@@ -343,7 +356,8 @@ static int gate_dry_run(const struct gate_login *g, const struct slot_result *re
 /* Holds an admitted login while the host is under pressure (pressure=). Returns PAM_IGNORE
    to go in, or the phase's refusal; adds the time held to *waited_us, and says in *r what
    the counters are to count. */
-static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *waited_us)
+static int gate_hold(const struct gate_login *g, const struct slot_result *res,
+		     enum stats_result *r, int64_t *waited_us)
 {
 	pam_handle_t *pamh = g->q.pamh;
 	const struct opt *o = g->q.o;
@@ -353,7 +367,8 @@ static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *
 	const struct hold_login h = { .pamh = pamh, .o = o, .key = o->key,
 				      .place = g->q.place, .talk = !g->silent && !o->quiet,
 				      .begun_us = g->begun_us,
-				      .deadline_us = g->begun_us + o->slot.max_wait_us };
+				      .deadline_us = g->begun_us + o->slot.max_wait_us,
+				      .interval_us = gate_interval_us(g, res) };
 	struct hangup_watch w;
 	struct hold_result hr;
 	const char *held_by;
@@ -480,7 +495,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 				(long long)res->position, g->via);
 		}
 		if (opt_pressure_on(o))
-			rc = gate_hold(g, &r, &waited_us);
+			rc = gate_hold(g, res, &r, &waited_us);
 		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
 		if (rc == PAM_IGNORE)
 			gate_set_admitted(pamh, g->phase, false);
@@ -554,6 +569,8 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	g.q.limit_us = g.begun_us + o.slot.max_wait_us;
 	v = gate_reserve(pamh, &o, key, &place, &res, &g.via);
 	g.q.local = strcmp(g.via, "local") == 0;
+	if (v != SLOT_UNAVAILABLE)
+		gate_settings(pamh, &o, key, &res);
 	v = gate_bound(&g, &res, v);
 	/* The password is not kept through the wait: each renewal reads it afresh. */
 	opt_wipe(&o);
