@@ -46,7 +46,8 @@ HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/test_countdown \
 	     build/test_slot build/test_rslot build/test_rnode build/test_lqueue build/test_lslot \
-	     build/test_hangup build/test_trust build/test_stats build/test_pressure build/test_symbols
+	     build/test_hangup build/test_trust build/test_stats build/test_pressure build/test_symbols \
+	     build/test_queue
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
@@ -98,6 +99,16 @@ build/test_rnode: tests/unit/test_rnode.c tests/unit/fakepeer.c tests/unit/fakep
 		  $(HEADERS)
 	$(CC) $(TEST_CFLAGS) $(RSLOT_WRAPS) -Wl,--wrap=log_msg -o $@ $< tests/unit/fakepeer.c \
 		$(LIB_OBJS) $(TEST_LIBS)
+
+# The countdown on a fake clock.
+build/test_countdown: tests/unit/test_countdown.c $(LIB_OBJS) $(HEADERS)
+	$(CC) $(TEST_CFLAGS) -Wl,--wrap=fstime_mono_us -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
+
+# The wait, against a scripted backend on a fake clock.
+QUEUE_WRAPS = -Wl,--wrap=fstime_mono_us,--wrap=hangup_wait_until,--wrap=lslot_call \
+	      -Wl,--wrap=rslot_call,--wrap=log_msg
+build/test_queue: tests/unit/test_queue.c $(LIB_OBJS) $(HEADERS)
+	$(CC) $(TEST_CFLAGS) $(QUEUE_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
 
 # The measurement's sleeps, counted.
 build/test_pressure: tests/unit/test_pressure.c $(LIB_OBJS) $(HEADERS)

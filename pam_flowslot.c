@@ -225,6 +225,19 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	}
 }
 
+/* The schedule decides by its own settings, the strictest seen since it was made: says so
+   once, at the reservation, when they are not this stack's. */
+static void gate_settings(pam_handle_t *pamh, const struct opt *o, const char *key,
+			  const struct slot_result *res)
+{
+	char key_shown[160], text[200];
+
+	if (!slot_settings_differ(&o->slot, res, text, sizeof(text)))
+		return;
+	log_escape(key, key_shown, sizeof(key_shown));
+	log_msg(pamh, LOG_WARNING, "key %s: %s", key_shown, text);
+}
+
 /* One login at the gate, once its reservation is made. */
 struct gate_login {
 	struct queue_login q;
@@ -234,6 +247,25 @@ struct gate_login {
 	const char *via;
 	int64_t begun_us; /* when the login came to the gate: max_wait counts from there */
 };
+
+/* A slot past max_wait that the backend did not refuse (one that does not check): refused
+   here, a place held given back. */
+static enum slot_verdict gate_bound(const struct gate_login *g, struct slot_result *res,
+				    enum slot_verdict v)
+{
+	if ((v != SLOT_ADMIT && v != SLOT_QUEUED) || res->wait_us <= g->q.o->slot.max_wait_us)
+		return v;
+	if (v == SLOT_QUEUED)
+		queue_leave(&g->q);
+	res->verdict = SLOT_REFUSE;
+	return SLOT_REFUSE;
+}
+
+/* The interval the schedule decides by: its own when it said, else this login's. */
+static int64_t gate_interval_us(const struct gate_login *g, const struct slot_result *res)
+{
+	return res->sched_interval_us > 0 ? res->sched_interval_us : g->q.o->slot.interval_us;
+}
 
 /* Waits for the slot, watching the user and telling them where they stand. */
 static enum queue_end gate_wait(const struct gate_login *g, struct slot_result *res)
@@ -324,7 +356,8 @@ static int gate_dry_run(const struct gate_login *g, const struct slot_result *re
 /* Holds an admitted login while the host is under pressure (pressure=). Returns PAM_IGNORE
    to go in, or the phase's refusal; adds the time held to *waited_us, and says in *r what
    the counters are to count. */
-static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *waited_us)
+static int gate_hold(const struct gate_login *g, const struct slot_result *res,
+		     enum stats_result *r, int64_t *waited_us)
 {
 	pam_handle_t *pamh = g->q.pamh;
 	const struct opt *o = g->q.o;
@@ -334,7 +367,8 @@ static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *
 	const struct hold_login h = { .pamh = pamh, .o = o, .key = o->key,
 				      .place = g->q.place, .talk = !g->silent && !o->quiet,
 				      .begun_us = g->begun_us,
-				      .deadline_us = g->begun_us + o->slot.max_wait_us };
+				      .deadline_us = g->begun_us + o->slot.max_wait_us,
+				      .interval_us = gate_interval_us(g, res) };
 	struct hangup_watch w;
 	struct hold_result hr;
 	const char *held_by;
@@ -385,6 +419,39 @@ static int gate_hold(const struct gate_login *g, enum stats_result *r, int64_t *
 	}
 }
 
+/* Refuses a login whose wait (wait_us, from its reservation) would pass max_wait: logs it,
+   counts it, and tells the user to come back in retry_us. */
+static int gate_refuse(const struct gate_login *g, int64_t wait_us, int64_t retry_us,
+		       const struct slot_result *res)
+{
+	pam_handle_t *pamh = g->q.pamh;
+	const struct opt *o = g->q.o;
+	const struct gate_who *who = g->who;
+	char wait_text[32];
+
+	log_msg(pamh, LOG_NOTICE,
+		"refused: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
+		"max_wait_ms=%lld via=%s",
+		who->service_shown, who->user_shown, who->rhost_shown, (long long)(wait_us / 1000),
+		(long long)res->position, (long long)(o->slot.max_wait_us / 1000), g->via);
+	gate_count(g, STATS_REFUSED, 0);
+	countdown_format(retry_us, wait_text, sizeof(wait_text));
+	if (!g->silent)
+		pam_error(pamh, "Too many logins at the moment. Please try again in %s.", wait_text);
+	return gate_denial(g->phase, SLOT_REFUSE);
+}
+
+/* A slot past max_wait found while waiting (the renewal's answer is in res): refused as at
+   the reservation. A new attempt now would wait res->wait_us, at least one interval. */
+static int gate_refuse_late(const struct gate_login *g, const struct slot_result *res)
+{
+	int64_t retry_us = res->wait_us - g->q.o->slot.max_wait_us;
+
+	if (retry_us < gate_interval_us(g, res))
+		retry_us = gate_interval_us(g, res);
+	return gate_refuse(g, fstime_mono_us() - g->begun_us + res->wait_us, retry_us, res);
+}
+
 /* Tells the user and the log what became of the reservation, waits for an admitted slot,
    and returns what the phase returns. */
 static int gate_conclude(const struct gate_login *g, struct slot_result *res, enum slot_verdict v)
@@ -393,7 +460,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	const struct opt *o = g->q.o;
 	const struct gate_who *who = g->who;
 	enum stats_result r = gate_result(g, res, v);
-	char wait_text[32];
+	enum queue_end end;
 	int64_t waited_us = 0;
 	int rc = PAM_IGNORE;
 
@@ -409,7 +476,10 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 				who->service_shown, who->user_shown, who->rhost_shown,
 				(long long)(res->wait_us / 1000), (long long)res->position, g->via);
 			waited_us = fstime_mono_us();
-			if (gate_wait(g, res) == QUEUE_ABANDONED) {
+			end = gate_wait(g, res);
+			if (end == QUEUE_REFUSED)
+				return gate_refuse_late(g, res);
+			if (end == QUEUE_ABANDONED) {
 				log_msg(pamh, LOG_NOTICE,
 					"abandoned: service=%s user=%s rhost=%s position=%lld via=%s",
 					who->service_shown, who->user_shown, who->rhost_shown,
@@ -425,24 +495,13 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 				(long long)res->position, g->via);
 		}
 		if (opt_pressure_on(o))
-			rc = gate_hold(g, &r, &waited_us);
+			rc = gate_hold(g, res, &r, &waited_us);
 		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
 		if (rc == PAM_IGNORE)
 			gate_set_admitted(pamh, g->phase, false);
 		return rc;
 	case SLOT_REFUSE:
-		log_msg(pamh, LOG_NOTICE,
-			"refused: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
-			"max_wait_ms=%lld via=%s",
-			who->service_shown, who->user_shown, who->rhost_shown,
-			(long long)(res->wait_us / 1000), (long long)res->position,
-			(long long)(o->slot.max_wait_us / 1000), g->via);
-		gate_count(g, r, 0);
-		countdown_format(res->wait_us - o->slot.max_wait_us, wait_text, sizeof(wait_text));
-		if (!g->silent)
-			pam_error(pamh, "Too many logins at the moment. Please try again in %s.",
-				  wait_text);
-		return gate_denial(g->phase, v);
+		return gate_refuse(g, res->wait_us, res->wait_us - o->slot.max_wait_us, res);
 	case SLOT_REFUSE_HOST:
 		log_msg(pamh, LOG_NOTICE,
 			"refused: service=%s user=%s rhost=%s per_host=%d: the host holds that many "
@@ -507,8 +566,12 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	gate_place(&who, &place);
 	/* max_wait counts from here: not the time the user took to type a name. */
 	g.begun_us = fstime_mono_us();
+	g.q.limit_us = g.begun_us + o.slot.max_wait_us;
 	v = gate_reserve(pamh, &o, key, &place, &res, &g.via);
 	g.q.local = strcmp(g.via, "local") == 0;
+	if (v != SLOT_UNAVAILABLE)
+		gate_settings(pamh, &o, key, &res);
+	v = gate_bound(&g, &res, v);
 	/* The password is not kept through the wait: each renewal reads it afresh. */
 	opt_wipe(&o);
 	return gate_conclude(&g, &res, v);

@@ -6,6 +6,8 @@
 
 #include <security/pam_ext.h>
 
+#include "flowslot/fstime.h"
+
 int64_t countdown_next(int64_t wait_us, int64_t step_us, int64_t prev_us)
 {
 	int64_t mark;
@@ -31,7 +33,7 @@ void countdown_format(int64_t us, char *buf, size_t bufsz)
 
 /* One line to the user: the conversation, or the caller's say. */
 __attribute__((format(printf, 3, 4))) static void
-countdown_say(const struct countdown *c, enum countdown_kind kind, const char *fmt, ...)
+countdown_say(struct countdown *c, enum countdown_kind kind, const char *fmt, ...)
 {
 	char text[160];
 	va_list ap;
@@ -39,6 +41,7 @@ countdown_say(const struct countdown *c, enum countdown_kind kind, const char *f
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	c->said_us = fstime_mono_us();
 	if (c->say != NULL)
 		c->say(c->say_arg, kind, text);
 	else
@@ -46,24 +49,34 @@ countdown_say(const struct countdown *c, enum countdown_kind kind, const char *f
 }
 
 /* Tells the place and the wait in full, and counts the steps from there. */
-static void countdown_tell(struct countdown *c, const struct slot_result *res, bool moved)
+static void countdown_tell(struct countdown *c, const struct slot_result *res,
+			   enum countdown_move move)
 {
+	static const char *const how[] = {
+		[COUNTDOWN_NONE] = "",
+		[COUNTDOWN_FIRST] = "",
+		[COUNTDOWN_UP] = "",
+		[COUNTDOWN_BACK] = "your turn was put back; ",
+	};
+	const char *now = move == COUNTDOWN_UP ? "now " : "";
 	char left[32];
 
 	c->position = res->position;
 	c->told_us = res->wait_us;
+	c->told_deadline_us = res->deadline_us;
 	c->next_mark_us = countdown_next(res->wait_us, c->step_us, res->wait_us);
+	c->pending = COUNTDOWN_NONE;
 	if (!c->talk)
 		return;
 	countdown_format(res->wait_us, left, sizeof(left));
 	if (res->position <= 1)
 		countdown_say(c, COUNTDOWN_TELL,
-			      "Login queue: you are %snext; your turn in about %s.",
-			      moved ? "now " : "", left);
+			      "Login queue: %syou are %snext; your turn in about %s.", how[move],
+			      now, left);
 	else
 		countdown_say(c, COUNTDOWN_TELL,
-			      "Login queue: you are %snumber %lld; your turn in about %s.",
-			      moved ? "now " : "", (long long)res->position, left);
+			      "Login queue: %syou are %snumber %lld; your turn in about %s.",
+			      how[move], now, (long long)res->position, left);
 }
 
 void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
@@ -74,7 +87,8 @@ void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, b
 	c->say_arg = NULL;
 	c->step_us = step_us;
 	c->talk = talk;
-	countdown_tell(c, res, false);
+	c->said_us = 0;
+	countdown_tell(c, res, COUNTDOWN_FIRST);
 }
 
 void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg, int64_t step_us,
@@ -85,12 +99,17 @@ void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_a
 	c->say_arg = say_arg;
 	c->step_us = step_us;
 	c->talk = talk;
-	countdown_tell(c, res, false);
+	c->said_us = 0;
+	countdown_tell(c, res, COUNTDOWN_FIRST);
 }
 
 int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 {
-	return c->talk && c->next_mark_us > 0 ? deadline_us - c->next_mark_us : INT64_MAX;
+	int64_t due = c->talk && c->next_mark_us > 0 ? deadline_us - c->next_mark_us : INT64_MAX;
+
+	if (c->talk && c->pending != COUNTDOWN_NONE && c->said_us + COUNTDOWN_GAP_US < due)
+		due = c->said_us + COUNTDOWN_GAP_US;
+	return due;
 }
 
 void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
@@ -98,6 +117,14 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 	int64_t left_us = deadline_us - now_us;
 	char left[32];
 
+	if (c->pending != COUNTDOWN_NONE && now_us >= c->said_us + COUNTDOWN_GAP_US) {
+		const struct slot_result res = { .position = c->pending_position,
+						 .wait_us = left_us > 0 ? left_us : 0,
+						 .deadline_us = deadline_us };
+
+		countdown_tell(c, &res, c->pending);
+		return;
+	}
 	if (c->next_mark_us <= 0 || left_us > c->next_mark_us)
 		return;
 	/* A slot that moved up may have skipped marks: tell the one it is at. */
@@ -113,11 +140,24 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 
 void countdown_update(struct countdown *c, const struct slot_result *res)
 {
+	enum countdown_move move = COUNTDOWN_NONE;
+
 	if (res->position < c->position)
-		countdown_tell(c, res, true);
+		move = COUNTDOWN_UP;
+	else if (res->deadline_us - c->told_deadline_us > COUNTDOWN_LATER_US)
+		move = COUNTDOWN_BACK;
+	c->pending = COUNTDOWN_NONE;
+	if (move == COUNTDOWN_NONE)
+		return;
+	if (c->talk && c->said_us > 0 && fstime_mono_us() - c->said_us < COUNTDOWN_GAP_US) {
+		c->pending = move;
+		c->pending_position = res->position;
+		return;
+	}
+	countdown_tell(c, res, move);
 }
 
-void countdown_turn(const struct countdown *c)
+void countdown_turn(struct countdown *c)
 {
 	if (c->talk)
 		countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");

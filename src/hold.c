@@ -66,7 +66,8 @@ void hold_wait(const struct hold_login *h, const struct hangup_watch *w, struct 
 				    .dir = o->pressure.dir,
 				    .state_dir = o->state_dir,
 				    .limit_ppm = o->pressure.limit_ppm };
-	struct slot_params p = { .interval_us = o->slot.interval_us,
+	struct slot_params p = { .interval_us =
+				     h->interval_us > 0 ? h->interval_us : o->slot.interval_us,
 				 .max_wait_us = INT64_MAX / 4,
 				 .burst = 1 };
 	int64_t share_ppm[PRESSURE_RES_N], start_us, tell_us, read_us;

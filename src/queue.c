@@ -6,28 +6,52 @@
 #include "flowslot/lslot.h"
 #include "flowslot/rslot.h"
 
+/* What a renewal leaves the wait to do. */
+enum queue_next {
+	QUEUE_HOLD, /* a place is still held (or thought held): renew it again */
+	QUEUE_GO,   /* go in at res->deadline_us */
+	QUEUE_OUT,  /* refused: no place is held */
+};
+
+/* Where one wait stands. */
+struct queue_state {
+	bool held;	  /* a place is held: renew it */
+	bool failing;	  /* a renewal failed and that was logged: once a wait */
+	int64_t renew_us; /* the next renewal, unless the slot comes first */
+};
+
 static int64_t queue_min(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
 }
 
-/* One call about the place, with the options read afresh: the password is held only for the
-   exchange, never through the wait. */
-static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
-				    struct slot_result *res)
+/* What is left of the login's max_wait at now_us, never below 0. */
+static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 {
+	if (l->limit_us <= 0)
+		return l->o->slot.max_wait_us;
+	return l->limit_us > now_us ? l->limit_us - now_us : 0;
+}
+
+/* One call about the place, bounded by max_wait_us, with the options read afresh: the
+   password is held only for the exchange, never through the wait. */
+static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
+				    int64_t max_wait_us, struct slot_result *res)
+{
+	struct slot_params p = l->o->slot;
 	struct opt fresh;
 	enum slot_verdict v;
 
+	p.max_wait_us = max_wait_us;
 	if (l->local) {
-		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key,
-						 .p = &l->o->slot, .per_host = l->o->per_host,
-						 .op = op, .place = l->place };
+		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key, .p = &p,
+						 .per_host = l->o->per_host, .op = op,
+						 .place = l->place };
 
 		return lslot_call(l->pamh, &call, res);
 	}
 	opt_parse(&fresh, l->pamh, l->argc, l->argv);
-	fresh.slot = l->o->slot;
+	fresh.slot = p;
 	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);
 	opt_wipe(&fresh);
 	return v;
@@ -37,59 +61,93 @@ void queue_leave(const struct queue_login *l)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
-	queue_call(l, SLOT_LEAVE, &res);
+	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), &res);
 }
 
-/* Renews the place: true while it is still held (res updated), false when the login may go
-   in (admitted, or Redis lost: at the last slot it gave). */
-static bool queue_renew(const struct queue_login *l, struct slot_result *res,
-			struct countdown *cd)
+/* A renewal that failed: tried again until the slot (said once), and at the slot, failing
+   still, the login goes in blind at the last slot given. */
+static enum queue_next queue_renew_failed(const struct queue_login *l, struct slot_result *res,
+					  struct queue_state *st)
 {
-	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
+	int64_t now_us = fstime_mono_us();
 	char left[32];
 
-	switch (queue_call(l, SLOT_RENEW, &now)) {
+	if (now_us < res->deadline_us) {
+		if (!st->failing) {
+			countdown_format(res->deadline_us - now_us, left, sizeof(left));
+			log_msg(l->pamh, LOG_WARNING,
+				"queue: the place cannot be renewed: trying again until its slot, "
+				"in %s",
+				left);
+		}
+		st->failing = true;
+		return QUEUE_HOLD;
+	}
+	log_msg(l->pamh, LOG_WARNING,
+		"queue: the place could not be renewed at its slot either: going in blind at the "
+		"last slot given");
+	res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
+	return QUEUE_GO;
+}
+
+/* Renews the place, with what is left of max_wait: its slot, its refusal, or a failure. */
+static enum queue_next queue_renew(const struct queue_login *l, struct slot_result *res,
+				   struct countdown *cd, struct queue_state *st)
+{
+	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
+	int64_t left_us = queue_left_us(l, fstime_mono_us());
+	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us, &now);
+
+	/* A slot past the limit that the schedule did not refuse (one that does not check):
+	   refused here, the place given back. */
+	if ((v == SLOT_ADMIT || v == SLOT_QUEUED) && now.wait_us > left_us) {
+		if (v == SLOT_QUEUED)
+			queue_leave(l);
+		v = SLOT_REFUSE;
+	}
+	switch (v) {
 	case SLOT_ADMIT: /* to go in at its slot, now or shortly */
 		*res = now;
-		return false;
+		return QUEUE_GO;
 	case SLOT_QUEUED:
 		*res = now;
 		countdown_update(cd, res);
-		return true;
+		return QUEUE_HOLD;
+	case SLOT_REFUSE: /* the place is gone */
+		*res = now;
+		res->verdict = SLOT_REFUSE;
+		return QUEUE_OUT;
 	default:
-		countdown_format(res->deadline_us - fstime_mono_us(), left, sizeof(left));
-		log_msg(l->pamh, LOG_WARNING,
-			"queue: the place cannot be renewed: going in at the last slot given, in %s",
-			left);
-		res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
-		return false;
+		return queue_renew_failed(l, res, st);
 	}
 }
 
 enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd)
 {
-	bool held = res->verdict == SLOT_QUEUED;
-	int64_t renew_us = fstime_mono_us() + SLOT_RENEW_US;
+	struct queue_state st = { .held = res->verdict == SLOT_QUEUED,
+				  .renew_us = fstime_mono_us() + SLOT_RENEW_US };
 
 	for (;;) {
 		int64_t now_us = fstime_mono_us(), wake_us;
 
-		if (held && (now_us >= res->deadline_us || now_us >= renew_us)) {
-			held = queue_renew(l, res, cd);
-			renew_us = fstime_mono_us() + SLOT_RENEW_US;
+		if (st.held && (now_us >= res->deadline_us || now_us >= st.renew_us)) {
+			enum queue_next next = queue_renew(l, res, cd, &st);
+
+			if (next == QUEUE_OUT)
+				return QUEUE_REFUSED;
+			st.held = next == QUEUE_HOLD;
+			st.renew_us = fstime_mono_us() + SLOT_RENEW_US;
 			continue;
 		}
-		if (!held && now_us >= res->deadline_us)
+		if (!st.held && now_us >= res->deadline_us)
 			return QUEUE_TURN;
 		wake_us = queue_min(res->deadline_us, countdown_due(cd, res->deadline_us));
-		if (held)
-			wake_us = queue_min(wake_us, renew_us);
+		if (st.held)
+			wake_us = queue_min(wake_us, st.renew_us);
 		if (hangup_wait_until(w, wake_us)) {
-			struct slot_result gone = { .verdict = SLOT_UNAVAILABLE };
-
-			if (held)
-				queue_call(l, SLOT_LEAVE, &gone);
+			if (st.held)
+				queue_leave(l);
 			return QUEUE_ABANDONED;
 		}
 		countdown_tick(cd, res->deadline_us, fstime_mono_us());

@@ -57,3 +57,33 @@ int64_t slot_commit_us(const struct slot_params *p)
 		return p->max_wait_us;
 	return SLOT_COMMIT_US;
 }
+
+/* A duration as an option is written: "7s", "1500ms". */
+static void slot_duration(int64_t us, char *buf, size_t bufsz)
+{
+	if (us % 1000000 == 0)
+		snprintf(buf, bufsz, "%llds", (long long)(us / 1000000));
+	else if (us % 1000 == 0)
+		snprintf(buf, bufsz, "%lldms", (long long)(us / 1000));
+	else
+		snprintf(buf, bufsz, "%lld.%03lldms", (long long)(us / 1000),
+			 (long long)(us % 1000));
+}
+
+bool slot_settings_differ(const struct slot_params *p, const struct slot_result *res, char *buf,
+			  size_t bufsz)
+{
+	int64_t interval_us = res->sched_interval_us > 0 ? res->sched_interval_us : p->interval_us;
+	int64_t burst = res->sched_burst > 0 ? res->sched_burst : p->burst;
+	char theirs[32], ours[32];
+
+	if (interval_us == p->interval_us && burst == p->burst)
+		return false;
+	slot_duration(interval_us, theirs, sizeof(theirs));
+	slot_duration(p->interval_us, ours, sizeof(ours));
+	snprintf(buf, bufsz,
+		 "the schedule keeps interval=%s burst=%lld, not this stack's interval=%s "
+		 "burst=%lld (the strictest since it was made)",
+		 theirs, (long long)burst, ours, (long long)p->burst);
+	return true;
+}

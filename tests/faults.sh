@@ -37,6 +37,29 @@ check "restart: the next login gets in through EVAL, at once" \
 	sh -c "[ $(rc_of b1) = 0 ] && ! grep -q queued: '$TMP/b1.err' && [ $(redis_err b1) = 0 ]"
 check "restart: the stagger resumes one interval later (${gap} ms)" in_range "$gap" 900 1500
 
+# Restarted with its data (SHUTDOWN SAVE, the same dump, down 1.5 s) across one renewal of a
+# waiter: the waiter keeps renewing, goes in through the schedule (never blind, so its slot is
+# not given to another), and the next login goes in one interval after it.
+start_redis sv --save 3600 1 || exit 1
+service saved "auth required @M url=unix://$TMP/sv.sock interval=6s countdown=0 timeout=300ms state_dir=$TMP/st-sv" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login v0 saved v0 # takes the slot: the next one waits about 6 s
+login v1 saved v1 &
+waiter=$!
+wait_for 5 grep -q 'queued: ' "$TMP/v1.err"
+sleep 1
+rcli sv shutdown save > /dev/null 2>&1
+sleep 1.5
+start_redis sv --save 3600 1 || exit 1
+wait "$waiter"
+login v2 saved v2
+gap=$(awk '$2 == "v1" { a = $1 } $2 == "v2" { b = $1 } END { printf "%d", (b - a) / 1e6 }' "$TMP/stamps")
+check "restart with its data across a renewal: the waiter is admitted through the schedule ($(grep -c 'cannot be renewed' "$TMP/v1.err") failed renewal warning)" \
+	sh -c "[ $(rc_of v1) = 0 ] && [ \$(grep -c 'cannot be renewed' '$TMP/v1.err') = 1 ] && ! grep -q -e blind -e 'going in at the last slot' '$TMP/v1.err'"
+check "... and the next login goes in one interval after it (${gap} ms)" \
+	sh -c "[ $(rc_of v2) = 0 ] && [ ${gap:-0} -ge 5500 ]"
+
 # The script cache flushed between logins.
 rcli m script flush > /dev/null
 login f1 restart dave

@@ -115,8 +115,9 @@ PAM_RHOST=10.3.3.3 login h3 q4 gina
 check "... while another host queues" sh -c "[ $(rc_of h3) = 0 ] && grep -q 'queued: ' '$TMP/h3.err'"
 bg_wait
 
-# 5. Redis lost mid-wait: the waiter goes in at the last slot it was given, never later, says
-# so once, and does not queue again on the local schedule.
+# 5. Redis lost mid-wait: the waiter tries its renewals until its slot and once more at it,
+# then goes in at the last slot it was given, never later, says so once (and once that it went
+# in blind), and does not queue again on the local schedule.
 start_redis lost || exit 1
 service q5 "auth requisite @M url=unix://$TMP/lost.sock key=q5 interval=6s countdown=0 timeout=300ms state_dir=$TMP/q5state" \
 	"$STAMP" "auth required @P/pam_permit.so"
@@ -132,5 +133,33 @@ check "Redis lost mid-wait: admitted at the last slot given (${l1} ms, slot abou
 	sh -c "[ $(rc_of l1) = 0 ] && [ ${l1:-0} -ge 5000 ] && [ ${l1:-99999} -lt 7500 ]"
 check "... logged once, and not queued again on the local schedule" \
 	sh -c "[ \$(grep -c 'the place cannot be renewed' '$TMP/l1.err') = 1 ] && ! ls '$TMP/q5state'/slot.* > /dev/null 2>&1"
+check "... and one warning that it went in blind" \
+	sh -c "[ \$(grep -c 'going in blind at the last slot given' '$TMP/l1.err') = 1 ]"
+
+# 6. max_wait bounds the whole wait, not only the reservation: a waiter whose slot moves past
+# its reservation + max_wait (two places put ahead of it, here by hand, as logins taking
+# their places back would) is refused at its next renewal, as a reservation would be, and
+# never held past max_wait.
+service q6 "auth requisite @M $R key=q6 interval=6s max_wait=12s countdown=0 debug" "$STAMP" \
+	"auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+login m0 q6 m0 # takes the slot: the next one waits about 6 s
+t0=$(now_ms)
+bg_login m1 q6 m1
+wait_for 5 grep -q 'queued: ' "$TMP/m1.err"
+server_us=$(rcli r time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
+for ahead in a1 a2; do
+	rcli r zadd q6 1 "w:$ahead:-:-" > /dev/null
+	rcli r zadd q6 $((10000000000000000 + server_us + 60000000)) "l:$ahead:-:-" > /dev/null
+done
+bg_wait
+took=$(($(now_ms) - t0))
+check "max_wait on renewal: a waiter pushed past max_wait is refused (PAM_AUTH_ERR, after ${took} ms)" \
+	sh -c "[ $(rc_of m1) != 0 ] && grep -q 'Authentication failure' '$TMP/m1.err' && [ $took -lt 12500 ] && ! grep -q ' m1\$' '$TMP/stamps'"
+check "... told as a refusal is ($(grep -o 'Please try again in [0-9.]* s' "$TMP/m1.err"))" \
+	grep -Eq 'Too many logins at the moment. Please try again in [0-9.]+ s.' "$TMP/m1.err"
+check "... and logged as one ($(grep -o 'refused: .*' "$TMP/m1.err" | cut -c1-90))" \
+	grep -q 'refused: service=q6 user=m1 rhost= wait_ms=[0-9]* position=[0-9]* max_wait_ms=12000 via=redis' "$TMP/m1.err"
+check "... its place is gone, the two ahead remain" [ "$(waiting r q6)" = 2 ]
 
 finish

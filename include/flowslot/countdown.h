@@ -20,16 +20,34 @@ enum countdown_kind {
 };
 typedef void countdown_say_fn(void *arg, enum countdown_kind kind, const char *text);
 
+/* No two lines closer than this (GDM shows each for about 2 s, and piles them up): a move
+   told by countdown_update waits for it. */
+#define COUNTDOWN_GAP_US INT64_C(2000000)
+/* A slot that moved later than the one told by more than this is told again. */
+#define COUNTDOWN_LATER_US INT64_C(1000000)
+
+/* How a telling in full came about. */
+enum countdown_move {
+	COUNTDOWN_NONE,
+	COUNTDOWN_FIRST, /* the first message */
+	COUNTDOWN_UP,	 /* a better place */
+	COUNTDOWN_BACK,	 /* a slot later than the one told */
+};
+
 /* What one waiting login has told its user so far. */
 struct countdown {
 	pam_handle_t *pamh;
 	countdown_say_fn *say; /* NULL: pam_info on pamh */
 	void *say_arg;
-	int64_t step_us;      /* between step messages; 0: none */
-	bool talk;	      /* false: tell nothing */
-	int64_t position;     /* the place last told */
-	int64_t told_us;      /* the wait last told in full (first message, or a move up) */
-	int64_t next_mark_us; /* the time before the slot of the next step message; 0: none */
+	int64_t step_us;	  /* between step messages; 0: none */
+	bool talk;		  /* false: tell nothing */
+	int64_t position;	  /* the place last told */
+	int64_t told_us;	  /* the wait last told in full (first message, or a move up) */
+	int64_t next_mark_us;	  /* the time before the slot of the next step message; 0: none */
+	int64_t told_deadline_us; /* the slot last told in full (CLOCK_MONOTONIC) */
+	int64_t said_us;	  /* when the last line was said; 0: none yet */
+	enum countdown_move pending; /* a move to tell once COUNTDOWN_GAP_US has passed */
+	int64_t pending_position;
 };
 
 /* The time before the slot (remaining_us) of the step message that follows the one sent at
@@ -56,10 +74,13 @@ int64_t countdown_due(const struct countdown *c, int64_t deadline_us);
 /* Sends the step message due at now_us for a slot at deadline_us, if any. */
 void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us);
 
-/* After a renewal: says so when the place has improved ("you are now number P"). */
+/* After a renewal: says so when the place has improved ("you are now number P"), or when the
+   slot is later than the one told by more than COUNTDOWN_LATER_US ("your turn was put back");
+   within COUNTDOWN_GAP_US of the last line, at that much after it (countdown_due and
+   countdown_tick). */
 void countdown_update(struct countdown *c, const struct slot_result *res);
 
 /* Says the turn has come. */
-void countdown_turn(const struct countdown *c);
+void countdown_turn(struct countdown *c);
 
 #endif

@@ -26,6 +26,7 @@ struct hold_login {
 	bool talk;	     /* tell the user why they wait */
 	int64_t begun_us;    /* when the login's whole wait began */
 	int64_t deadline_us; /* when max_wait ends it */
+	int64_t interval_us; /* between releases: the schedule's own interval; 0: o's */
 };
 
 enum hold_end {

@@ -4,6 +4,7 @@
 #define FLOWSLOT_QUEUE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <security/pam_modules.h>
 
@@ -21,23 +22,30 @@ struct queue_login {
 	const char *key;
 	const struct slot_place *place;
 	bool local; /* the place is on the per-host schedule, not on Redis */
+	/* CLOCK_MONOTONIC time past which the login is held by no one: its reservation time
+	   + max_wait. 0: none, each renewal passes max_wait whole. */
+	int64_t limit_us;
 };
 
 enum queue_end {
 	QUEUE_TURN,	 /* the slot has come: go in */
 	QUEUE_ABANDONED, /* the user went away; the place was given back */
+	QUEUE_REFUSED,	 /* the slot moved past limit_us: no place is held any more */
 };
 
 /* Gives the place l holds back, as a waiter that leaves does. */
 void queue_leave(const struct queue_login *l);
 
-/* Waits for the slot that res describes. For a place held (SLOT_QUEUED) it renews
-   the place every SLOT_RENEW_US, follows it as it moves up, and asks to go in at its slot;
-   should its backend be lost meanwhile it logs that once and goes in at the last slot it was
-   given, never later, and does not queue elsewhere. It tells the user as cd says, and ends early when w sees them go, giving the
-   place back. res is left as the place stood: after QUEUE_ABANDONED, verdict SLOT_QUEUED
-   when a held place was given back, SLOT_ADMIT when there was only a fixed slot, which stays
-   taken. */
+/* Waits for the slot that res describes. For a place held (SLOT_QUEUED) it renews the place
+   every SLOT_RENEW_US, passing what is left of max_wait, follows it as it moves, and asks to
+   go in at its slot. A renewal that fails is tried again every SLOT_RENEW_US, and once more
+   at the slot; only if that fails too does it go in blind at the last slot given, never later,
+   and it does not queue elsewhere. A slot past limit_us (refused by the schedule, or given by
+   one that did not check) ends it with QUEUE_REFUSED, a place still held given back, and res
+   the refusal: SLOT_REFUSE, wait_us the wait it would have had. It tells the user as cd says,
+   and ends early when w sees them go, giving the place back. res is left as the place stood:
+   after QUEUE_ABANDONED, verdict SLOT_QUEUED when a held place was given back, SLOT_ADMIT
+   when there was only a fixed slot, which stays taken. */
 enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd);
 

@@ -4,6 +4,7 @@
 #define FLOWSLOT_SLOT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct slot_params {
@@ -72,6 +73,13 @@ struct slot_result {
 			     later (within the commit window) */
 	int64_t since_us; /* since the schedule was last written (an admission); -1: never */
 };
+
+/* When the schedule decides by settings other than p's (res->sched_interval_us and
+   sched_burst, where the backend said), writes them and p's into buf for the log, "the
+   schedule keeps interval=7s burst=1, not this stack's interval=3s burst=4 (the strictest
+   since it was made)", and returns true; else false, buf untouched. */
+bool slot_settings_differ(const struct slot_params *p, const struct slot_result *res, char *buf,
+			  size_t bufsz);
 
 /* The furthest ahead any settings can leave a schedule: max_wait (60 min) + burst (1000) *
    interval (60 min). A stored tat further ahead was not written by us. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/countdown.c: the wording of waits, the schedule of step messages, and
-   what a waiting login is told as its place moves, through a fake conversation. */
+   what a waiting login is told as its place moves, through a fake conversation and a fake
+   clock (fstime_mono_us is wrapped). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,11 +44,27 @@ int pam_prompt(pam_handle_t *pamh, int style, char **response, const char *fmt, 
 	return conv_rc;
 }
 
+/* The fake clock: each reading moves it on by clock_step (by default well past
+   COUNTDOWN_GAP_US, so that no message waits for the gap unless a test says so). */
+static int64_t clock_now;
+static int64_t clock_step;
+
+int64_t __wrap_fstime_mono_us(void);
+int64_t __wrap_fstime_mono_us(void)
+{
+	int64_t t = clock_now;
+
+	clock_now += clock_step;
+	return t;
+}
+
 static int reset_told(void **state)
 {
 	(void)state;
 	n_told = 0;
 	conv_rc = PAM_SUCCESS;
+	clock_now = 100000 * S;
+	clock_step = 10 * S;
 	return 0;
 }
 
@@ -323,8 +340,9 @@ static void test_steps_by_tick(void **state)
 	}
 }
 
-/* A renewal tells only a better place: "you are now number P", with the wait in full, and
-   the steps count from that wait. The same place, or a worse one, is not told. */
+/* A renewal tells a better place: "you are now number P", with the wait in full, and the
+   steps count from that wait. The same place, or a worse one whose slot has not moved, is
+   not told. */
 static void test_update_when_improved(void **state)
 {
 	struct countdown c;
@@ -400,6 +418,92 @@ static void test_conversation_fails(void **state)
 	assert_int_equal(n_told, 2);
 }
 
+static struct slot_result queued_at(int64_t deadline_us, int64_t now_us, int64_t position)
+{
+	struct slot_result r = queued(deadline_us - now_us, position);
+
+	r.deadline_us = deadline_us;
+	return r;
+}
+
+/* A renewal whose slot is later than the one told by more than a second is told, as an
+   info message ("your turn was put back"), and the steps count from the new wait; a slip of
+   a second or less is not, nor is a slot that moved earlier without a better place. */
+static void test_update_when_put_back(void **state)
+{
+	struct countdown c;
+	int64_t now = 1000 * S;
+	struct slot_result r = queued_at(now + 20 * S, now, 3);
+
+	(void)state;
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	r = queued_at(now + 21 * S, now + 2 * S, 3); /* one second later: not told */
+	countdown_update(&c, &r);
+	r = queued_at(now + 18 * S, now + 4 * S, 3); /* earlier, same place: not told */
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 1);
+	r = queued_at(now + 32 * S, now + 6 * S, 3);
+	countdown_update(&c, &r);
+	expect_told(1, "Login queue: your turn was put back; you are number 3; your turn in "
+		       "about 26 s.");
+	assert_true(countdown_due(&c, now + 32 * S) == now + 32 * S - 15 * S);
+	/* Told from the slot last told: 32 s, not the 20 s of the first message. */
+	r = queued_at(now + 33 * S, now + 8 * S, 3);
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 2);
+	r = queued_at(now + 40 * S, now + 10 * S, 1);
+	countdown_update(&c, &r);
+	expect_told(2, "Login queue: you are now next; your turn in about 30 s.");
+	r = queued_at(now + 45 * S, now + 12 * S, 1);
+	countdown_update(&c, &r);
+	expect_told(3, "Login queue: your turn was put back; you are next; your turn in about "
+		       "33 s.");
+	assert_int_equal(n_told, 4);
+}
+
+/* GDM's rule: no two lines less than COUNTDOWN_GAP_US apart. A move found sooner after the
+   last line is told once the gap has passed, through countdown_due and countdown_tick, with
+   what is left then; a move undone meanwhile is not told. */
+static void test_update_keeps_the_gap(void **state)
+{
+	struct countdown c;
+	const int64_t t0 = 1000 * S, deadline = t0 + 60 * S;
+	struct slot_result r = queued_at(deadline - 30 * S, t0, 4);
+
+	(void)state;
+	clock_step = 0;
+	clock_now = t0;
+	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	assert_true(countdown_due(&c, deadline - 30 * S) == deadline - 30 * S - 15 * S);
+	clock_now = t0 + 500 * MS;
+	r = queued_at(deadline, clock_now, 4);
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 1);
+	assert_true(countdown_due(&c, deadline) == t0 + COUNTDOWN_GAP_US);
+	countdown_tick(&c, deadline, t0 + COUNTDOWN_GAP_US - 1);
+	assert_int_equal(n_told, 1);
+	clock_now = t0 + COUNTDOWN_GAP_US;
+	countdown_tick(&c, deadline, clock_now);
+	expect_told(1, "Login queue: your turn was put back; you are number 4; your turn in "
+		       "about 58 s.");
+	assert_true(countdown_due(&c, deadline) == deadline - 45 * S);
+	/* A better place 1 s later waits too; undone before the gap, it is never told. */
+	clock_now += 1 * S;
+	r = queued_at(deadline - 10 * S, clock_now, 2);
+	countdown_update(&c, &r);
+	assert_true(countdown_due(&c, deadline - 10 * S) == t0 + 2 * COUNTDOWN_GAP_US);
+	r = queued_at(deadline, clock_now, 4);
+	countdown_update(&c, &r);
+	assert_true(countdown_due(&c, deadline) == deadline - 45 * S);
+	countdown_tick(&c, deadline, t0 + 2 * COUNTDOWN_GAP_US);
+	assert_int_equal(n_told, 2);
+	/* A better place 2 s after the last line is told at once. */
+	clock_now = t0 + 2 * COUNTDOWN_GAP_US;
+	r = queued_at(deadline - 20 * S, clock_now, 2);
+	countdown_update(&c, &r);
+	expect_told(2, "Login queue: you are now number 2; your turn in about 36 s.");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +516,8 @@ int main(void)
 		cmocka_unit_test_setup(test_silent, reset_told),
 		cmocka_unit_test_setup(test_steps_by_tick, reset_told),
 		cmocka_unit_test_setup(test_update_when_improved, reset_told),
+		cmocka_unit_test_setup(test_update_when_put_back, reset_told),
+		cmocka_unit_test_setup(test_update_keeps_the_gap, reset_told),
 		cmocka_unit_test_setup(test_tick_skips_passed_marks, reset_told),
 		cmocka_unit_test_setup(test_conversation_fails, reset_told),
 	};

@@ -239,6 +239,36 @@ static void test_fill_never_stale(void **state)
 	}
 }
 
+/* The schedule's own settings, where the backend named them and they are not the caller's,
+   are written for the log, both sides; settings not named (0) or the same are not. */
+static void test_settings_differ(void **state)
+{
+	const struct slot_params p = { .interval_us = 3 * S, .max_wait_us = 60 * S, .burst = 4 };
+	struct slot_result res = { .verdict = SLOT_QUEUED };
+	char buf[200] = "untouched";
+
+	(void)state;
+	assert_false(slot_settings_differ(&p, &res, buf, sizeof(buf)));
+	res.sched_interval_us = 3 * S;
+	res.sched_burst = 4;
+	assert_false(slot_settings_differ(&p, &res, buf, sizeof(buf)));
+	assert_string_equal(buf, "untouched");
+	res.sched_interval_us = 7 * S;
+	res.sched_burst = 1;
+	assert_true(slot_settings_differ(&p, &res, buf, sizeof(buf)));
+	assert_string_equal(buf, "the schedule keeps interval=7s burst=1, not this stack's "
+				 "interval=3s burst=4 (the strictest since it was made)");
+	res.sched_interval_us = 0; /* not said: the caller's */
+	assert_true(slot_settings_differ(&p, &res, buf, sizeof(buf)));
+	assert_string_equal(buf, "the schedule keeps interval=3s burst=1, not this stack's "
+				 "interval=3s burst=4 (the strictest since it was made)");
+	res.sched_interval_us = 4500 * 1000;
+	res.sched_burst = 0;
+	assert_true(slot_settings_differ(&p, &res, buf, sizeof(buf)));
+	assert_string_equal(buf, "the schedule keeps interval=4500ms burst=4, not this stack's "
+				 "interval=3s burst=4 (the strictest since it was made)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_burst_three),    cmocka_unit_test(test_max_wait),
 		cmocka_unit_test(test_stale_past),     cmocka_unit_test(test_recover),
 		cmocka_unit_test(test_mixed_settings), cmocka_unit_test(test_fill_never_stale),
+		cmocka_unit_test(test_settings_differ),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests for src/queue.c: a waiting login against a scripted backend (lslot_call and
+   rslot_call are wrapped) on a fake clock (fstime_mono_us and hangup_wait_until are wrapped):
+   what each renewal is bounded by, a refusal on renewal, a slot past the limit that the
+   backend did not refuse, renewals that fail and what the login then does. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include <security/pam_ext.h>
+
+#include "flowslot/fstime.h"
+#include "flowslot/hangup.h"
+#include "flowslot/log.h"
+#include "flowslot/lslot.h"
+#include "flowslot/queue.h"
+#include "flowslot/rslot.h"
+
+#define S INT64_C(1000000)
+#define MS INT64_C(1000)
+#define T0 (1000 * S) /* the reservation */
+#define MAX_STEPS 16
+
+static int fake_handle;
+#define FAKE_PAMH ((pam_handle_t *)&fake_handle)
+
+/* The clock: moved on by the waits and by each call's time. */
+static int64_t clock_now;
+static bool hang_up; /* the next wait sees the user go */
+
+int64_t __wrap_fstime_mono_us(void);
+int64_t __wrap_fstime_mono_us(void)
+{
+	return clock_now;
+}
+
+bool __wrap_hangup_wait_until(const struct hangup_watch *w, int64_t deadline_us);
+bool __wrap_hangup_wait_until(const struct hangup_watch *w, int64_t deadline_us)
+{
+	(void)w;
+	if (hang_up)
+		return true;
+	if (deadline_us == INT64_MAX)
+		fail_msg("a wait with no end");
+	if (deadline_us > clock_now)
+		clock_now = deadline_us;
+	return false;
+}
+
+/* The backend: the answers to give, in order, and the calls it got. */
+struct step {
+	enum slot_verdict verdict;
+	int64_t wait_us; /* from the end of the call */
+	int64_t position;
+	int64_t took_us; /* the call's time */
+};
+struct call {
+	enum slot_op op;
+	bool local;
+	int64_t at_us; /* when it began */
+	int64_t max_wait_us;
+	int64_t interval_us;
+};
+static struct step steps[MAX_STEPS];
+static size_t n_steps, next_step;
+static struct call calls[MAX_STEPS];
+static size_t n_calls;
+
+static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_params *p,
+				 struct slot_result *res)
+{
+	struct step s = { .verdict = SLOT_ADMIT };
+
+	if (n_calls == MAX_STEPS)
+		fail_msg("more than %d calls", MAX_STEPS);
+	calls[n_calls++] = (struct call){ .op = op, .local = local, .at_us = clock_now,
+					  .max_wait_us = p->max_wait_us,
+					  .interval_us = p->interval_us };
+	if (op != SLOT_LEAVE) {
+		if (next_step == n_steps)
+			fail_msg("call %zu: no answer scripted", n_calls);
+		s = steps[next_step++];
+	}
+	clock_now += s.took_us;
+	if (s.verdict == SLOT_UNAVAILABLE)
+		return s.verdict;
+	res->verdict = s.verdict;
+	res->wait_us = s.wait_us;
+	res->position = s.position;
+	res->deadline_us = clock_now + s.wait_us;
+	return s.verdict;
+}
+
+enum slot_verdict __wrap_lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
+				    struct slot_result *res);
+enum slot_verdict __wrap_lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
+				    struct slot_result *res)
+{
+	assert_ptr_equal(pamh, FAKE_PAMH);
+	return backend(call->op, true, call->p, res);
+}
+
+enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *o,
+				    enum slot_op op, const char *key,
+				    const struct slot_place *place, struct slot_result *res);
+enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *o,
+				    enum slot_op op, const char *key,
+				    const struct slot_place *place, struct slot_result *res)
+{
+	(void)key, (void)place;
+	assert_ptr_equal(pamh, FAKE_PAMH);
+	return backend(op, false, &o->slot, res);
+}
+
+/* The log and the conversation. */
+static char logged[MAX_STEPS][256];
+static int logged_prio[MAX_STEPS];
+static size_t n_logged;
+static char told[MAX_STEPS][160];
+static size_t n_told;
+
+void __wrap_log_msg(const pam_handle_t *pamh, int prio, const char *fmt, ...);
+void __wrap_log_msg(const pam_handle_t *pamh, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)pamh;
+	if (n_logged == MAX_STEPS)
+		fail_msg("more than %d log lines", MAX_STEPS);
+	logged_prio[n_logged] = prio;
+	va_start(ap, fmt);
+	vsnprintf(logged[n_logged++], sizeof(logged[0]), fmt, ap);
+	va_end(ap);
+}
+
+int pam_prompt(pam_handle_t *pamh, int style, char **response, const char *fmt, ...)
+{
+	va_list ap;
+
+	assert_ptr_equal(pamh, FAKE_PAMH);
+	assert_int_equal(style, PAM_TEXT_INFO);
+	(void)response;
+	if (n_told == MAX_STEPS)
+		fail_msg("more than %d messages", MAX_STEPS);
+	va_start(ap, fmt);
+	vsnprintf(told[n_told++], sizeof(told[0]), fmt, ap);
+	va_end(ap);
+	return PAM_SUCCESS;
+}
+
+static size_t warnings_with(const char *text)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_logged; i++)
+		if (logged_prio[i] == LOG_WARNING && strstr(logged[i], text) != NULL)
+			n++;
+	return n;
+}
+
+static size_t warnings(void)
+{
+	return warnings_with("");
+}
+
+/* One login: interval 6 s, max_wait 12 s, reserved at T0 with a place whose slot is wait_us
+   away (the clock is at T0 when it starts to wait). */
+static struct opt o;
+static const struct slot_place place = { .id = "0123456789abcdef0123456789abcdef",
+					 .who = "0123456789abcdef" };
+
+static int setup(void **state)
+{
+	(void)state;
+	opt_parse(&o, NULL, 0, NULL);
+	o.slot.interval_us = 6 * S;
+	o.slot.max_wait_us = 12 * S;
+	o.countdown_us = 0;
+	clock_now = T0;
+	hang_up = false;
+	n_steps = next_step = n_calls = n_logged = n_told = 0;
+	return 0;
+}
+
+#define SCRIPT(...)                                                                      \
+	do {                                                                             \
+		static const struct step s_[] = { __VA_ARGS__ };                         \
+		memcpy(steps, s_, sizeof(s_));                                           \
+		n_steps = sizeof(s_) / sizeof(s_[0]);                                    \
+	} while (0)
+
+static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
+				struct slot_result *res, bool talk)
+{
+	const struct queue_login l = { .pamh = FAKE_PAMH, .o = &o, .key = "k", .place = &place,
+				       .local = local, .limit_us = limit_us };
+	struct hangup_watch w = { .n = 0 };
+	struct countdown cd;
+
+	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = 2,
+				     .deadline_us = clock_now + wait_us };
+	countdown_start(&cd, FAKE_PAMH, 0, talk, res);
+	return queue_wait(&l, res, &w, &cd);
+}
+
+/* Every renewal passes what is left of max_wait (limit - now) on either backend, with the
+   login's own interval; the last, at the slot, goes in. */
+static void test_renewal_passes_what_is_left(void **state)
+{
+	for (int local = 0; local <= 1; local++) {
+		struct slot_result res;
+
+		setup(state);
+		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
+		       { SLOT_ADMIT, 0, 1, 0 });
+		assert_int_equal(wait_from(local, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+		assert_int_equal(n_calls, 3);
+		for (size_t i = 0; i < 3; i++) {
+			assert_int_equal(calls[i].op, SLOT_RENEW);
+			assert_int_equal(calls[i].local, local);
+			assert_int_equal(calls[i].interval_us, 6 * S);
+			assert_int_equal(calls[i].at_us, T0 + 2 * S * (int64_t)(i + 1));
+			assert_int_equal(calls[i].max_wait_us, 12 * S - 2 * S * (int64_t)(i + 1));
+		}
+		assert_int_equal(clock_now, T0 + 6 * S);
+		assert_int_equal(warnings(), 0);
+	}
+}
+
+/* Past the limit, a renewal passes 0, never less; with no limit (flowslotctl), max_wait. */
+static void test_renewal_floor_and_no_limit(void **state)
+{
+	struct slot_result res;
+
+	SCRIPT({ SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(true, 2 * S, T0 + 1 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(calls[0].max_wait_us, 0);
+	setup(state);
+	SCRIPT({ SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 2 * S, 0, &res, false), QUEUE_TURN);
+	assert_int_equal(calls[0].max_wait_us, 12 * S);
+}
+
+/* A renewal refused (its slot further off than what is left): the login is refused at once,
+   res says the wait it would have had, and nothing is given back (the place is gone). */
+static void test_refused_on_renewal(void **state)
+{
+	for (int local = 0; local <= 1; local++) {
+		struct slot_result res;
+
+		setup(state);
+		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_REFUSE, 14 * S, 3, 0 });
+		assert_int_equal(wait_from(local, 6 * S, T0 + 12 * S, &res, false),
+				 QUEUE_REFUSED);
+		assert_int_equal(res.verdict, SLOT_REFUSE);
+		assert_int_equal(res.wait_us, 14 * S);
+		assert_int_equal(res.position, 3);
+		assert_int_equal(n_calls, 2);
+		assert_int_equal(clock_now, T0 + 4 * S);
+	}
+}
+
+/* A backend that does not check: a renewal answers a place, or a fixed slot, past the limit.
+   The module refuses it all the same, giving the place back; a fixed slot has nothing to give
+   back. It never sleeps past the limit. */
+static void test_slot_past_the_limit(void **state)
+{
+	struct slot_result res;
+
+	SCRIPT({ SLOT_QUEUED, 11 * S, 2, 0 });
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_REFUSED);
+	assert_int_equal(calls[0].max_wait_us, 10 * S);
+	assert_int_equal(res.verdict, SLOT_REFUSE);
+	assert_int_equal(res.wait_us, 11 * S);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(calls[1].op, SLOT_LEAVE);
+	assert_true(clock_now <= T0 + 12 * S);
+
+	setup(state);
+	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
+	       { SLOT_ADMIT, 2 * S, 1, 0 });
+	assert_int_equal(wait_from(true, 6 * S, T0 + 7 * S, &res, false), QUEUE_REFUSED);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[2].max_wait_us, 1 * S);
+	assert_true(clock_now <= T0 + 7 * S);
+}
+
+/* A slot moved later by a renewal is told (an info message), within the limit. */
+static void test_put_back_is_told(void **state)
+{
+	struct slot_result res;
+
+	(void)state;
+	SCRIPT({ SLOT_QUEUED, 8 * S, 2, 0 }, { SLOT_QUEUED, 6 * S, 2, 0 },
+	       { SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 2, 0 },
+	       { SLOT_ADMIT, 0, 2, 0 });
+	assert_int_equal(wait_from(true, 6 * S, T0 + 12 * S, &res, true), QUEUE_TURN);
+	assert_int_equal(clock_now, T0 + 10 * S);
+	assert_int_equal(n_told, 2);
+	assert_string_equal(told[1], "Login queue: your turn was put back; you are number 2; "
+				     "your turn in about 8 s.");
+}
+
+/* One renewal fails (Redis restarting): the login keeps renewing and goes in through the
+   schedule, logging one warning and not going in blind. */
+static void test_one_failed_renewal(void **state)
+{
+	struct slot_result res;
+
+	(void)state;
+	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 300 * MS }, { SLOT_QUEUED, 2 * S, 1, 0 },
+	       { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[1].at_us, T0 + 4300 * MS);
+	assert_int_equal(calls[2].op, SLOT_RENEW);
+	assert_int_equal(clock_now, T0 + 6300 * MS);
+	assert_int_equal(warnings(), 1);
+	assert_int_equal(warnings_with("cannot be renewed"), 1);
+	assert_int_equal(warnings_with("blind"), 0);
+}
+
+/* Every renewal fails: tried every SLOT_RENEW_US and once more at the slot, one warning for
+   them all, then one that it goes in blind, at the last slot given and no later. */
+static void test_all_renewals_fail(void **state)
+{
+	struct slot_result res;
+
+	(void)state;
+	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 },
+	       { SLOT_UNAVAILABLE, 0, 0, 0 });
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[0].at_us, T0 + 2 * S);
+	assert_int_equal(calls[1].at_us, T0 + 4 * S);
+	assert_int_equal(calls[2].at_us, T0 + 6 * S);
+	assert_int_equal(clock_now, T0 + 6 * S);
+	assert_int_equal(res.verdict, SLOT_ADMIT);
+	assert_int_equal(warnings(), 2);
+	assert_int_equal(warnings_with("cannot be renewed"), 1);
+	assert_int_equal(warnings_with("going in blind"), 1);
+}
+
+/* A failure near the slot: the next try is at the slot, not SLOT_RENEW_US later; a call that
+   fails past the slot is the last, and the login goes in at once. */
+static void test_failure_near_the_slot(void **state)
+{
+	struct slot_result res;
+
+	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1 * S },
+	       { SLOT_UNAVAILABLE, 0, 0, 200 * MS });
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[1].at_us, T0 + 4 * S);
+	assert_int_equal(calls[2].at_us, T0 + 6 * S);
+	assert_int_equal(clock_now, T0 + 6200 * MS);
+
+	setup(state);
+	SCRIPT({ SLOT_QUEUED, 3 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1500 * MS });
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(clock_now, T0 + 5500 * MS);
+	assert_int_equal(warnings_with("going in blind"), 1);
+}
+
+/* A user who hangs up gives the place back. */
+static void test_hang_up(void **state)
+{
+	struct slot_result res;
+
+	(void)state;
+	hang_up = true;
+	assert_int_equal(wait_from(true, 6 * S, T0 + 12 * S, &res, false), QUEUE_ABANDONED);
+	assert_int_equal(n_calls, 1);
+	assert_int_equal(calls[0].op, SLOT_LEAVE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_renewal_passes_what_is_left, setup),
+		cmocka_unit_test_setup(test_renewal_floor_and_no_limit, setup),
+		cmocka_unit_test_setup(test_refused_on_renewal, setup),
+		cmocka_unit_test_setup(test_slot_past_the_limit, setup),
+		cmocka_unit_test_setup(test_put_back_is_told, setup),
+		cmocka_unit_test_setup(test_one_failed_renewal, setup),
+		cmocka_unit_test_setup(test_all_renewals_fail, setup),
+		cmocka_unit_test_setup(test_failure_near_the_slot, setup),
+		cmocka_unit_test_setup(test_hang_up, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
