@@ -162,4 +162,25 @@ check "... and logged as one ($(grep -o 'refused: .*' "$TMP/m1.err" | cut -c1-90
 	grep -q 'refused: service=q6 user=m1 rhost= wait_ms=[0-9]* position=[0-9]* max_wait_ms=12000 via=redis' "$TMP/m1.err"
 check "... its place is gone, the two ahead remain" [ "$(waiting r q6)" = 2 ]
 
+# 7. The schedule's own settings: two services share one key; a login from a stack with
+# burst=4 and a shorter interval does not go ahead of those queued by a stack with burst=1,
+# and says once that the schedule keeps its own settings.
+service q7a "auth requisite @M $R key=q7 interval=3s burst=1 countdown=0" "$STAMP" \
+	"auth required @P/pam_permit.so"
+service q7b "auth requisite @M $R key=q7 interval=1s burst=4 countdown=0" "$STAMP" \
+	"auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+login s0 q7a s0 # takes the slot: the next ones wait
+bg_login s1 q7a s1
+wait_for 5 grep -q 'queued: ' "$TMP/s1.err"
+bg_login s2 q7a s2
+wait_for 5 grep -q 'queued: ' "$TMP/s2.err"
+bg_login s3 q7b s3
+bg_wait
+order=$(awk '{ print $2 }' "$TMP/stamps" | tr '\n' ' ')
+check "a burst=4 stack on a burst=1 schedule goes in last, in its turn ($order)" \
+	[ "$order" = "s0 s1 s2 s3 " ]
+check "... and says once that the schedule keeps its own settings" \
+	sh -c "[ \$(grep -c 'key q7: the schedule keeps interval=3s burst=1, not this stack.s interval=1s burst=4' '$TMP/s3.err') = 1 ]"
+
 finish
