@@ -29,6 +29,41 @@ bg_wait() {
 queued() { [ "$(grep -l 'queued: ' "$TMP"/"$1"*.err 2> /dev/null | wc -l)" -ge "$2" ]; }
 json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d" + sys.argv[1]))' "$1"; }
 
+# syslog_of OUT COMMAND...: COMMAND (its exit status returned) with /dev/log a datagram socket
+# of the suite's, in a private mount namespace on a /dev of its own (the host's is left alone:
+# it may have no /dev/log at all); what it logs goes into OUT raw, each datagram ended by a
+# newline, so that a forged line shows as a line of its own.
+SYSLOG_PY='
+import socket, subprocess, sys
+sock, out, stage, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sock)
+rc = subprocess.call(["unshare", "--mount", "--propagation", "private", "sh", "-c", """
+	stage=$1 sock=$2
+	shift 2
+	mount -t tmpfs tmpfs "$stage" || exit 126
+	for d in null zero urandom; do
+		: > "$stage/$d" && mount --bind "/dev/$d" "$stage/$d" || exit 126
+	done
+	: > "$stage/log" && mount --bind "$sock" "$stage/log" && mount --move "$stage" /dev || exit 126
+	exec "$@" """, "sh", stage, sock] + cmd)
+s.setblocking(False)
+with open(out, "wb") as f:
+    while True:
+        try:
+            f.write(s.recv(65536) + b"\n")
+        except BlockingIOError:
+            break
+sys.exit(rc)
+'
+syslog_of() {
+	local out=$1
+	shift
+	mkdir -p "$TMP/ns-dev"
+	rm -f "$TMP/log.sock"
+	/usr/bin/python3 -c "$SYSLOG_PY" "$TMP/log.sock" "$out" "$TMP/ns-dev" "$@"
+}
+
 # 1. status while logins wait: four logins 3 s apart, the last three wait.
 service c1 "auth requisite @M $R key=c1 interval=3s countdown=0 debug" "auth required @P/pam_permit.so"
 for u in s1 s2 s3 s4; do
@@ -88,6 +123,32 @@ check "... the old waiters hold places again after their renewal" [ "$?" = 0 ]
 bg_wait
 check "... and all of them go in ($(rc_of t2)$(rc_of t3)$(rc_of t4))" \
 	[ "$(rc_of t2)$(rc_of t3)$(rc_of t4)" = 000 ]
+
+# 2b. reset's audit line cannot be forged. A KEY with control bytes is refused (exit 2, the key
+# named escaped) before anything is done or logged; what is logged is escaped: here a backend
+# named by a socket path with a newline in it, and a key with a backslash.
+syslog_of "$TMP/reset-ok.log" "$CTL" "$C" "$R" reset 'c2b\x' > "$TMP/reset-ok.out" 2>&1
+check "reset is logged: one line, naming the key, the backend and who ($(cat "$TMP/reset-ok.log"))" \
+	sh -c "[ \$(wc -l < '$TMP/reset-ok.log') = 1 ] &&
+		grep -q '^<85>.* flowslotctl\[[0-9]*\]: reset: key=c2b\\\\x5cx backend=redis unix:$TMP/r.sock waiting=0 by uid=0 login=' '$TMP/reset-ok.log'"
+bad_key=$'c2b\nflowslotctl[1]: reset: key=c2 backend=x waiting=0 by uid=0 login=root\t\e[2J\x7f'
+rcli r set "$bad_key" held > /dev/null
+syslog_of "$TMP/reset-bad.log" "$CTL" "$C" "$R" reset "$bad_key" > "$TMP/reset-bad.out" 2> "$TMP/reset-bad.err"
+rc=$?
+check "reset of a KEY with a newline and other control bytes: exit $rc, refused naming it escaped ($(cat "$TMP/reset-bad.err"))" \
+	sh -c "[ $rc = 2 ] && grep -Fq 'KEY \"c2b\\x0aflowslotctl[1]: reset: key=c2 backend=x waiting=0 by uid=0 login=root\\x09\\x1b[2J\\x7f\": ' '$TMP/reset-bad.err' &&
+		[ \$(wc -l < '$TMP/reset-bad.err') = 1 ]"
+check "... and does nothing: no log line, no output, the key left" \
+	sh -c "[ ! -s '$TMP/reset-bad.log' ] && [ ! -s '$TMP/reset-bad.out' ] && [ \"\$(redis-cli -s '$TMP/r.sock' get '$bad_key')\" = held ]"
+"$CTL" "$C" "$R" status $'c2b\001' > "$TMP/status-bad.out" 2>&1
+check "... and so is such a KEY for any command (status: exit $?)" \
+	sh -c "[ $? = 2 ] && grep -Fq 'KEY \"c2b\\x01\"' '$TMP/status-bad.out'"
+ln -s "$TMP/r.sock" "$TMP/r"$'\n''flowslotctl[1]: forged.sock'
+syslog_of "$TMP/reset-where.log" "$CTL" "$C" "url=unix://$TMP/r"$'\n''flowslotctl[1]: forged.sock' key=c2b reset > "$TMP/reset-where.out" 2>&1
+rc=$?
+check "a backend named with a newline is logged escaped, on one line (exit $rc: $(cat "$TMP/reset-where.log"))" \
+	sh -c "[ $rc = 0 ] && [ \$(wc -l < '$TMP/reset-where.log') = 1 ] &&
+		grep -Fq ' backend=redis unix:$TMP/r\\x0aflowslotctl[1]: forged.sock waiting=0 ' '$TMP/reset-where.log'"
 
 # 3. check: a good configuration, bad options, Redis down.
 "$CTL" "$C" "$R" key=c3 check > "$TMP/check.out" 2>&1
