@@ -556,6 +556,9 @@ static int ctl_wait(struct ctl *c)
 
 	if (stop < 0)
 		return 1;
+	/* A dry run would commit a fixed slot up to max_wait ahead (slot_commit_us), which no
+	   Ctrl-C could give back: wait holds a renewable place whatever dry_run says. */
+	c->o.slot.dry_run = false;
 	ctl_place(&pl);
 	switch (ctl_reserve(c, &pl, &res, &local)) {
 	case SLOT_ADMIT:

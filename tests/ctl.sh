@@ -189,6 +189,33 @@ wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t i | grep -q '^rc='"
 screen=$(tmux_ capture-pane -p -t i | grep -v '^$' | tr '\n' '|')
 check "wait, Ctrl-C: the place is given back, exit 130 ($screen; $(waiting r c4) waiting)" \
 	sh -c "printf '%s' '$screen' | grep -q 'Login queue: left; the place is given back.|rc=130|' && [ $(waiting r c4) = 0 ]"
+# wait with dry_run among its options (a dry run's --service line gives it) holds a renewable
+# place all the same, not a dry run's fixed slot up to max_wait ahead, and Ctrl-C gives the
+# place back: after two waits so interrupted, a new login is first in line behind the first
+# wait's slot (number 1, at most 10 s), not behind two fixed slots (number 2, 20 s).
+dry_wait() { # NAME OPTION...: the first wait goes in; two more are interrupted; then status
+	local name=$1 n
+	shift
+	"$CTL" "$C" "$@" wait 2> /dev/null
+	for n in 1 2; do
+		tmux_ new-session -d -s "$name$n" -x 100 -y 10 "$CTL $C $* wait; echo rc=\$?; sleep 60"
+		wait_for 5 sh -c "$CTL $C $* status | grep -q '^waiting: *1\$'"
+		tmux_ send-keys -t "$name$n" C-c
+		wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t '$name$n' | grep -q '^rc='"
+		tmux_ capture-pane -p -t "$name$n" | grep -v '^$' | tr '\n' '|' > "$TMP/$name$n.screen"
+	done
+	"$CTL" "$C" "$@" --json status > "$TMP/$name.json" 2>&1
+}
+for b in redis local; do
+	if [ $b = redis ]; then set -- "$R"; else set -- url=local state_dir="$TMP/wd"; fi
+	dry_wait "d$b" "$@" key=c4d interval=10s max_wait=60s dry_run
+	check "url=$b wait with dry_run, Ctrl-C twice: each place given back, exit 130 ($(cat "$TMP/d${b}1.screen" "$TMP/d${b}2.screen"))" \
+		sh -c "grep -q 'Login queue: left; the place is given back.|rc=130|' '$TMP/d${b}1.screen' &&
+			grep -q 'Login queue: left; the place is given back.|rc=130|' '$TMP/d${b}2.screen'"
+	got="$(json_field "['new_login']['wait_ms']" < "$TMP/d$b.json") $(json_field "['new_login']['position']" < "$TMP/d$b.json")"
+	check "... and the schedule is as the first wait left it: a new login waits at most 10 s, number 1 (wait_ms, position: $got)" \
+		sh -c "[ \"\${1#* }\" = 1 ] && [ \"\${1% *}\" -le 10000 ]" sh "$got"
+done
 "$CTL" $W wait 2> /dev/null
 "$CTL" $W wait 2> "$TMP/wait-plain.err"
 check "wait with stderr not a terminal: plain lines" \
