@@ -376,7 +376,8 @@ static int ctl_metrics(struct ctl *c)
 	stats_label(stdout, c->key);
 	printf("\"} %d\n", up);
 	if (up) {
-		printf("# HELP flowslot_queue_length Logins waiting in the schedule now.\n"
+		printf("# HELP flowslot_queue_length Logins not gone in yet: holding a place, or "
+		       "admitted to go in within the commit window.\n"
 		       "# TYPE flowslot_queue_length gauge\n"
 		       "flowslot_queue_length{key=\"");
 		stats_label(stdout, c->key);
