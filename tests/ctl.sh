@@ -317,7 +317,7 @@ burst_views() { # NAME OPTION...: the three views of one burst, as "json text me
 	done
 	touch "$TMP/go"
 	end=$(($(now_ms) + 6000))
-	while [ "$(now_ms)" -lt "$end" ] && [ -z "$got_j" -o -z "$got_t" -o -z "$got_m" ]; do
+	while [ "$(now_ms)" -lt "$end" ] && { [ -z "$got_j" ] || [ -z "$got_t" ] || [ -z "$got_m" ]; }; do
 		# shellcheck disable=SC2086 # options, one word each
 		if [ -z "$got_j" ] && "$CTL" $o --json status > "$TMP/$name.json" 2> /dev/null &&
 			[ "$(json_field "['new_login']['position']" < "$TMP/$name.json")" = 5 ]; then
