@@ -37,6 +37,8 @@
 #define CTL_ARGS_MAX 64
 #define CTL_INCLUDE_DEPTH 8
 #define CTL_PAM_DIR "/etc/pam.d"
+/* Room for n bytes through log_escape, none of them cut. */
+#define CTL_ESCAPED(n) (4 * (n) + 4)
 
 /* The module arguments in effect: those of --service's line, then the command line's. */
 struct ctl_args {
@@ -316,7 +318,7 @@ static int ctl_reset(struct ctl *c)
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	const struct passwd *pw = getpwuid(getuid());
 	const char *login = getlogin();
-	char name[64];
+	char name[64], key[CTL_ESCAPED(sizeof(c->key))], where[CTL_ESCAPED(sizeof(c->where))];
 	int rc = ctl_call_or_say(c, SLOT_RESET, &res);
 
 	if (rc != 0)
@@ -324,7 +326,8 @@ static int ctl_reset(struct ctl *c)
 	log_escape(login != NULL ? login : pw != NULL ? pw->pw_name : "?", name, sizeof(name));
 	openlog("flowslotctl", LOG_PID, LOG_AUTHPRIV);
 	syslog(LOG_NOTICE, "reset: key=%s backend=%s waiting=%" PRId64 " by uid=%u login=%s",
-	       c->key, c->where, res.waiting, (unsigned)getuid(), name);
+	       log_escape(c->key, key, sizeof(key)), log_escape(c->where, where, sizeof(where)),
+	       res.waiting, (unsigned)getuid(), name);
 	closelog();
 	printf("reset %s on %s: %" PRId64 " waiting login%s re-enter%s the queue afresh at "
 	       "%s next renewal\n",
@@ -373,7 +376,8 @@ static int ctl_metrics(struct ctl *c)
 	stats_label(stdout, c->key);
 	printf("\"} %d\n", up);
 	if (up) {
-		printf("# HELP flowslot_queue_length Logins waiting in the schedule now.\n"
+		printf("# HELP flowslot_queue_length Logins not gone in yet: holding a place, or "
+		       "admitted to go in within the commit window.\n"
 		       "# TYPE flowslot_queue_length gauge\n"
 		       "flowslot_queue_length{key=\"");
 		stats_label(stdout, c->key);
@@ -553,6 +557,9 @@ static int ctl_wait(struct ctl *c)
 
 	if (stop < 0)
 		return 1;
+	/* A dry run would commit a fixed slot up to max_wait ahead (slot_commit_us), which no
+	   Ctrl-C could give back: wait holds a renewable place whatever dry_run says. */
+	c->o.slot.dry_run = false;
 	ctl_place(&pl);
 	switch (ctl_reserve(c, &pl, &res, &local)) {
 	case SLOT_ADMIT:
@@ -673,6 +680,27 @@ out:
 	return *rc == 0 ? cmd : NULL;
 }
 
+/* A KEY from the command line: 1 to OPT_KEY_MAX bytes, none of them a control byte, which
+   could forge a line of reset's audit log or of the terminal (a key the module makes has
+   none). Says why not. */
+static int ctl_check_key(const char *key)
+{
+	char shown[CTL_ESCAPED(OPT_KEY_MAX)];
+
+	if (strlen(key) > OPT_KEY_MAX || key[0] == '\0') {
+		fprintf(stderr, "flowslotctl: KEY must be 1 to %d bytes\n", OPT_KEY_MAX);
+		return -1;
+	}
+	for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			fprintf(stderr, "flowslotctl: KEY \"%s\": control bytes are not allowed\n",
+				log_escape(key, shown, sizeof(shown)));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl c = { .args = { .n = 0 } };
@@ -686,8 +714,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	opt_parse(&c.o, NULL, c.args.n, (const char **)c.args.v);
-	if (key != NULL && (strlen(key) > OPT_KEY_MAX || key[0] == '\0')) {
-		fprintf(stderr, "flowslotctl: KEY must be 1 to %d bytes\n", OPT_KEY_MAX);
+	if (key != NULL && ctl_check_key(key) != 0) {
 		rc = 2;
 	} else if (key != NULL) {
 		snprintf(c.key, sizeof(c.key), "%s", key);

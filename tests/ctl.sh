@@ -29,6 +29,41 @@ bg_wait() {
 queued() { [ "$(grep -l 'queued: ' "$TMP"/"$1"*.err 2> /dev/null | wc -l)" -ge "$2" ]; }
 json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d" + sys.argv[1]))' "$1"; }
 
+# syslog_of OUT COMMAND...: COMMAND (its exit status returned) with /dev/log a datagram socket
+# of the suite's, in a private mount namespace on a /dev of its own (the host's is left alone:
+# it may have no /dev/log at all); what it logs goes into OUT raw, each datagram ended by a
+# newline, so that a forged line shows as a line of its own.
+SYSLOG_PY='
+import socket, subprocess, sys
+sock, out, stage, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sock)
+rc = subprocess.call(["unshare", "--mount", "--propagation", "private", "sh", "-c", """
+	stage=$1 sock=$2
+	shift 2
+	mount -t tmpfs tmpfs "$stage" || exit 126
+	for d in null zero urandom; do
+		: > "$stage/$d" && mount --bind "/dev/$d" "$stage/$d" || exit 126
+	done
+	: > "$stage/log" && mount --bind "$sock" "$stage/log" && mount --move "$stage" /dev || exit 126
+	exec "$@" """, "sh", stage, sock] + cmd)
+s.setblocking(False)
+with open(out, "wb") as f:
+    while True:
+        try:
+            f.write(s.recv(65536) + b"\n")
+        except BlockingIOError:
+            break
+sys.exit(rc)
+'
+syslog_of() {
+	local out=$1
+	shift
+	mkdir -p "$TMP/ns-dev"
+	rm -f "$TMP/log.sock"
+	/usr/bin/python3 -c "$SYSLOG_PY" "$TMP/log.sock" "$out" "$TMP/ns-dev" "$@"
+}
+
 # 1. status while logins wait: four logins 3 s apart, the last three wait.
 service c1 "auth requisite @M $R key=c1 interval=3s countdown=0 debug" "auth required @P/pam_permit.so"
 for u in s1 s2 s3 s4; do
@@ -89,6 +124,32 @@ bg_wait
 check "... and all of them go in ($(rc_of t2)$(rc_of t3)$(rc_of t4))" \
 	[ "$(rc_of t2)$(rc_of t3)$(rc_of t4)" = 000 ]
 
+# 2b. reset's audit line cannot be forged. A KEY with control bytes is refused (exit 2, the key
+# named escaped) before anything is done or logged; what is logged is escaped: here a backend
+# named by a socket path with a newline in it, and a key with a backslash.
+syslog_of "$TMP/reset-ok.log" "$CTL" "$C" "$R" reset 'c2b\x' > "$TMP/reset-ok.out" 2>&1
+check "reset is logged: one line, naming the key, the backend and who ($(cat "$TMP/reset-ok.log"))" \
+	sh -c "[ \$(wc -l < '$TMP/reset-ok.log') = 1 ] &&
+		grep -q '^<85>.* flowslotctl\[[0-9]*\]: reset: key=c2b\\\\x5cx backend=redis unix:$TMP/r.sock waiting=0 by uid=0 login=' '$TMP/reset-ok.log'"
+bad_key=$'c2b\nflowslotctl[1]: reset: key=c2 backend=x waiting=0 by uid=0 login=root\t\e[2J\x7f'
+rcli r set "$bad_key" held > /dev/null
+syslog_of "$TMP/reset-bad.log" "$CTL" "$C" "$R" reset "$bad_key" > "$TMP/reset-bad.out" 2> "$TMP/reset-bad.err"
+rc=$?
+check "reset of a KEY with a newline and other control bytes: exit $rc, refused naming it escaped ($(cat "$TMP/reset-bad.err"))" \
+	sh -c "[ $rc = 2 ] && grep -Fq 'KEY \"c2b\\x0aflowslotctl[1]: reset: key=c2 backend=x waiting=0 by uid=0 login=root\\x09\\x1b[2J\\x7f\": ' '$TMP/reset-bad.err' &&
+		[ \$(wc -l < '$TMP/reset-bad.err') = 1 ]"
+check "... and does nothing: no log line, no output, the key left" \
+	sh -c "[ ! -s '$TMP/reset-bad.log' ] && [ ! -s '$TMP/reset-bad.out' ] && [ \"\$(redis-cli -s '$TMP/r.sock' get '$bad_key')\" = held ]"
+"$CTL" "$C" "$R" status $'c2b\001' > "$TMP/status-bad.out" 2>&1
+check "... and so is such a KEY for any command (status: exit $?)" \
+	sh -c "[ $? = 2 ] && grep -Fq 'KEY \"c2b\\x01\"' '$TMP/status-bad.out'"
+ln -s "$TMP/r.sock" "$TMP/r"$'\n''flowslotctl[1]: forged.sock'
+syslog_of "$TMP/reset-where.log" "$CTL" "$C" "url=unix://$TMP/r"$'\n''flowslotctl[1]: forged.sock' key=c2b reset > "$TMP/reset-where.out" 2>&1
+rc=$?
+check "a backend named with a newline is logged escaped, on one line (exit $rc: $(cat "$TMP/reset-where.log"))" \
+	sh -c "[ $rc = 0 ] && [ \$(wc -l < '$TMP/reset-where.log') = 1 ] &&
+		grep -Fq ' backend=redis unix:$TMP/r\\x0aflowslotctl[1]: forged.sock waiting=0 ' '$TMP/reset-where.log'"
+
 # 3. check: a good configuration, bad options, Redis down.
 "$CTL" "$C" "$R" key=c3 check > "$TMP/check.out" 2>&1
 check "check, a good configuration: exit 0, 'ok'" \
@@ -128,6 +189,33 @@ wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t i | grep -q '^rc='"
 screen=$(tmux_ capture-pane -p -t i | grep -v '^$' | tr '\n' '|')
 check "wait, Ctrl-C: the place is given back, exit 130 ($screen; $(waiting r c4) waiting)" \
 	sh -c "printf '%s' '$screen' | grep -q 'Login queue: left; the place is given back.|rc=130|' && [ $(waiting r c4) = 0 ]"
+# wait with dry_run among its options (a dry run's --service line gives it) holds a renewable
+# place all the same, not a dry run's fixed slot up to max_wait ahead, and Ctrl-C gives the
+# place back: after two waits so interrupted, a new login is first in line behind the first
+# wait's slot (number 1, at most 10 s), not behind two fixed slots (number 2, 20 s).
+dry_wait() { # NAME OPTION...: the first wait goes in; two more are interrupted; then status
+	local name=$1 n
+	shift
+	"$CTL" "$C" "$@" wait 2> /dev/null
+	for n in 1 2; do
+		tmux_ new-session -d -s "$name$n" -x 100 -y 10 "$CTL $C $* wait; echo rc=\$?; sleep 60"
+		wait_for 5 sh -c "$CTL $C $* status | grep -q '^waiting: *1\$'"
+		tmux_ send-keys -t "$name$n" C-c
+		wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t '$name$n' | grep -q '^rc='"
+		tmux_ capture-pane -p -t "$name$n" | grep -v '^$' | tr '\n' '|' > "$TMP/$name$n.screen"
+	done
+	"$CTL" "$C" "$@" --json status > "$TMP/$name.json" 2>&1
+}
+for b in redis local; do
+	if [ $b = redis ]; then set -- "$R"; else set -- url=local state_dir="$TMP/wd"; fi
+	dry_wait "d$b" "$@" key=c4d interval=10s max_wait=60s dry_run
+	check "url=$b wait with dry_run, Ctrl-C twice: each place given back, exit 130 ($(cat "$TMP/d${b}1.screen" "$TMP/d${b}2.screen"))" \
+		sh -c "grep -q 'Login queue: left; the place is given back.|rc=130|' '$TMP/d${b}1.screen' &&
+			grep -q 'Login queue: left; the place is given back.|rc=130|' '$TMP/d${b}2.screen'"
+	got="$(json_field "['new_login']['wait_ms']" < "$TMP/d$b.json") $(json_field "['new_login']['position']" < "$TMP/d$b.json")"
+	check "... and the schedule is as the first wait left it: a new login waits at most 10 s, number 1 (wait_ms, position: $got)" \
+		sh -c "[ \"\${1#* }\" = 1 ] && [ \"\${1% *}\" -le 10000 ]" sh "$got"
+done
 "$CTL" $W wait 2> /dev/null
 "$CTL" $W wait 2> "$TMP/wait-plain.err"
 check "wait with stderr not a terminal: plain lines" \
@@ -209,6 +297,55 @@ bg_wait
 "$CTL" "$C" url=local state_dir="$TMP/nothing" key=c6 status > "$TMP/local-none.out" 2>&1
 check "url=local status with no state_dir yet: an empty schedule, and nothing created" \
 	sh -c "[ $? = 0 ] && grep -q '^waiting: *0\$' '$TMP/local-none.out' && [ ! -e '$TMP/nothing' ]"
+
+# 6b. status, --json and metrics count every login not gone in yet, those admitted to go in
+# later (within the commit window, 2 s) included. Five logins at once, 2 s apart: the first
+# goes in at once, the second is admitted to go in 2 s later (it holds no place), the other
+# three hold places. While a new login would be number 5 (wait over 8 s), all five have
+# reserved and the second is not in yet: each view read then says 4 (everyone not in yet,
+# one less than that number), whatever the machine's speed. A view is read again until so;
+# a burst too slow to show it is tried again on a fresh key.
+burst_views() { # NAME OPTION...: the three views of one burst, as "json text metrics"
+	local name=$1 end got_j="" got_t="" got_m="" o
+	shift
+	o="$C $* interval=2s"
+	service "$name" "auth requisite @M $* interval=2s countdown=0" "auth required @P/pam_permit.so"
+	rm -f "$TMP/go"
+	for u in 1 2 3 4 5; do
+		(while [ ! -e "$TMP/go" ]; do sleep 0.01; done; login "$name-$u" "$name" "$name-$u") &
+		BG="${BG:-} $!"
+	done
+	touch "$TMP/go"
+	end=$(($(now_ms) + 6000))
+	while [ "$(now_ms)" -lt "$end" ] && { [ -z "$got_j" ] || [ -z "$got_t" ] || [ -z "$got_m" ]; }; do
+		# shellcheck disable=SC2086 # options, one word each
+		if [ -z "$got_j" ] && "$CTL" $o --json status > "$TMP/$name.json" 2> /dev/null &&
+			[ "$(json_field "['new_login']['position']" < "$TMP/$name.json")" = 5 ]; then
+			got_j=$(json_field "['waiting']" < "$TMP/$name.json")
+		fi
+		# shellcheck disable=SC2086
+		if [ -z "$got_t" ] && "$CTL" $o status > "$TMP/$name.out" 2> /dev/null &&
+			grep -q '^new login: .*, number 5$' "$TMP/$name.out"; then
+			got_t=$(sed -n 's/^waiting: *//p' "$TMP/$name.out")
+		fi
+		# shellcheck disable=SC2086
+		if [ -z "$got_m" ] && "$CTL" $o metrics > "$TMP/$name.prom" 2> /dev/null &&
+			awk '/^flowslot_queue_wait_seconds/ { exit !($2 > 8) }' "$TMP/$name.prom"; then
+			got_m=$(awk '/^flowslot_queue_length/ { print $2 }' "$TMP/$name.prom")
+		fi
+	done
+	bg_wait
+	echo "${got_j:--} ${got_t:--} ${got_m:--}"
+}
+for b in redis local; do
+	if [ $b = redis ]; then set -- "$R" state_dir="$TMP/bs"; else set -- url=local state_dir="$TMP/bl"; fi
+	for try in 1 2 3; do
+		views=$(burst_views "b$b$try" "$@" key="b$b$try")
+		case $views in *-*) ;; *) break ;; esac
+	done
+	check "url=$b status, --json and metrics, a new login being number 5: waiting 4 in each, the logins admitted to go in later counted (json text metrics: $views)" \
+		[ "$views" = "4 4 4" ]
+done
 
 # 7. The module tells the session it went through the gate: FLOWSLOT_ADMITTED in the PAM
 # environment (pam_exec passes it to its command), for the profile.d snippet.
