@@ -116,12 +116,12 @@ static pid_t dead_pid(void)
 static void test_round_trip(void **state)
 {
 	static const char text[] =
-	    "123456789 123000000\n"
+	    "123456789 123000000 5000000 2\n"
 	    "w 0123456789abcdef0123456789abcdef 00000000000000aa 00000000000000bb 800 2000 "
 	    "4242\n"
-	    "w 01 0c - 850 2100 1\n"
-	    "g 0d 700 60000\n"
-	    "g 0e 750 61000\n";
+	    "w 01 0c - 850 2100 1 t\n"
+	    "g 0d - 700 60000\n"
+	    "g 0e 00000000000000bb 750 61000\n";
 	struct lqueue q, q2;
 	char *out, *out2;
 
@@ -129,7 +129,11 @@ static void test_round_trip(void **state)
 	load(&q, text);
 	assert_int_equal(q.tat_us, 123456789);
 	assert_int_equal(q.at_us, 123000000);
+	assert_int_equal(q.interval_us, 5000000);
+	assert_int_equal(q.burst, 2);
 	assert_int_equal(q.n_waiters, 2);
+	assert_false(q.waiters[0].taken_back);
+	assert_true(q.waiters[1].taken_back);
 	assert_string_equal(q.waiters[0].id, "0123456789abcdef0123456789abcdef");
 	assert_string_equal(q.waiters[0].who, "00000000000000aa");
 	assert_string_equal(q.waiters[0].host, "00000000000000bb");
@@ -140,7 +144,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(q.n_ghosts, 2);
 	assert_string_equal(q.ghosts[1].who, "0e");
 	assert_int_equal(q.ghosts[1].arrival_us, 750);
-	assert_int_equal(q.ghosts[1].end_us, 61000);
+	assert_string_equal(q.ghosts[1].host, "00000000000000bb");
+	assert_int_equal(q.ghosts[1].left_us, 61000);
 	out = text_of(&q);
 	assert_string_equal(out, text);
 	load(&q2, out);
@@ -150,6 +155,17 @@ static void test_round_trip(void **state)
 	free(out2);
 	lqueue_free(&q);
 	lqueue_free(&q2);
+
+	/* An earlier version's file: "tat at", seven fields a waiter, "g WHO ARRIVAL END". */
+	load(&q, "123456789 123000000\nw 01 0c - 850 2100 1\ng 0d 700 60000700\n");
+	assert_int_equal(q.interval_us, 0);
+	assert_int_equal(q.n_waiters, 1);
+	assert_false(q.waiters[0].taken_back);
+	assert_int_equal(q.n_ghosts, 1);
+	assert_string_equal(q.ghosts[0].host, "");
+	assert_int_equal(q.ghosts[0].arrival_us, 700);
+	assert_int_equal(q.ghosts[0].left_us, 700);
+	lqueue_free(&q);
 
 	/* Nothing at all: an empty schedule. */
 	load(&q, "");
@@ -169,6 +185,7 @@ static void test_garbage_lines(void **state)
 				   "w 0a 0b - 1 2 0\n"
 				   "w 0a 0b - 1 2 -3\n"
 				   "w 0a 0b - 1 2 3 4\n"
+				   "w 0a 0b - 1 2 3 x\n"
 				   "w 0a 0b zz 1 2 3\n"
 				   "w 0a  - 1 2 3\n"
 				   "w 0123456789abcdef0123456789abcdef0 0b - 1 2 3\n"
@@ -178,7 +195,8 @@ static void test_garbage_lines(void **state)
 				   "\n"
 				   "g 0c 5 6\n"
 				   "g -- 5 6\n"
-				   "g 0c 5 6 7\n"
+				   "g 0c - 5 6 7\n"
+				   "g 0c 0z 5 6\n"
 				   "g 0c 5\n"
 				   "g 0c 5 6";
 	struct lqueue q;
@@ -187,7 +205,7 @@ static void test_garbage_lines(void **state)
 	(void)state;
 	load(&q, text);
 	out = text_of(&q);
-	assert_string_equal(out, "0 0\nw 0a 0b - 1 2 3\ng 0c 5 6\n");
+	assert_string_equal(out, "0 0\nw 0a 0b - 1 2 3\ng 0c - 5 -59999994\n");
 	free(out);
 	lqueue_free(&q);
 }
@@ -208,7 +226,7 @@ static void test_reserve_empty(void **state)
 	assert_int_equal(q.changed, 1);
 	assert_int_equal(q.n_waiters, 0);
 	out = text_of(&q);
-	snprintf(want, sizeof(want), "%" PRId64 " %" PRId64 "\n", NOW + T, NOW);
+	snprintf(want, sizeof(want), "%" PRId64 " %" PRId64 " %" PRId64 " 1\n", NOW + T, NOW, T);
 	assert_string_equal(out, want);
 	free(out);
 	lqueue_free(&q);
@@ -263,7 +281,8 @@ static void test_peek_reset(void **state)
 	assert_int_equal(
 	    lqueue_step(&q, &P, 0, SLOT_PEEK, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
 	    SLOT_QUEUED);
-	assert_int_equal(res.waiting, 3);
+	/* R11: every login not gone in yet, B (admitted to go in later) with C, D, E. */
+	assert_int_equal(res.waiting, 4);
 	assert_int_equal(res.wait_us, 5 * T - 4 * S); /* behind B (admitted) and C, D, E */
 	assert_int_equal(res.position, 5);
 	assert_int_equal(res.since_us, 500 * MS);
@@ -276,7 +295,7 @@ static void test_peek_reset(void **state)
 	assert_int_equal(
 	    lqueue_step(&q, &P, 0, SLOT_RESET, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
 	    SLOT_QUEUED);
-	assert_int_equal(res.waiting, 3); /* what it held */
+	assert_int_equal(res.waiting, 4); /* what it held */
 	assert_int_equal(q.n_waiters, 0);
 	assert_int_equal(q.changed, 1);
 	/* A login after the reset is not held by the old queue. */
@@ -377,7 +396,7 @@ static void test_leave(void **state)
 	assert_int_equal(q.n_ghosts, 1);
 	assert_string_equal(q.ghosts[0].who, "0d");
 	assert_int_equal(q.ghosts[0].arrival_us, NOW + 3800 * MS);
-	assert_int_equal(q.ghosts[0].end_us, NOW + 4 * S + 60 * S);
+	assert_int_equal(q.ghosts[0].left_us, NOW + 4 * S);
 	assert_int_equal(step(&q, SLOT_RENEW, &pl[4], NOW + 4500 * MS, &res), SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 3 * T);
 	assert_int_equal(res.position, 3);
@@ -424,18 +443,20 @@ static void test_dead_pid(void **state)
 	assert_int_equal(q.n_ghosts, 1);
 	assert_string_equal(q.ghosts[0].who, "0b");
 	assert_int_equal(q.ghosts[0].arrival_us, NOW + 100 * MS);
-	assert_int_equal(q.ghosts[0].end_us, NOW + 1 * S + 60 * S);
+	assert_int_equal(q.ghosts[0].left_us, NOW + 1 * S);
 	assert_int_equal(q.changed, 1);
 
-	/* B tried again, by a live process: back at its place, ahead of C. */
+	/* B tried again, by a live process: C queued while B was away (R2), so B goes to the
+	   back, its ghost consumed and its place marked taken back. */
 	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 1500 * MS, &res), SLOT_QUEUED);
-	assert_int_equal(res.deadline_us, NOW + T);
-	assert_int_equal(res.position, 1);
-	assert_int_equal(q.waiters[find(&q, &b2)].arrival_us, NOW + 100 * MS);
-	assert_int_equal(q.n_ghosts, 0);
-	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + 1500 * MS, &res), SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 2 * T);
 	assert_int_equal(res.position, 2);
+	assert_int_equal(q.waiters[find(&q, &b2)].arrival_us, NOW + 1500 * MS);
+	assert_true(q.waiters[find(&q, &b2)].taken_back);
+	assert_int_equal(q.n_ghosts, 0);
+	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + 1500 * MS, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + T);
+	assert_int_equal(res.position, 1);
 	lqueue_free(&q);
 }
 
@@ -471,7 +492,7 @@ static void test_lease_out(void **state)
 	assert_int_equal(q.n_waiters, 1);
 	assert_int_equal(q.n_ghosts, 1);
 	assert_int_equal(q.ghosts[0].arrival_us, NOW + 100 * MS);
-	assert_int_equal(q.ghosts[0].end_us, b_lease + 60 * S);
+	assert_int_equal(q.ghosts[0].left_us, b_lease);
 
 	/* B itself renews, late but alive: it holds its place again, ahead of C. */
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &b, getpid(), b_lease + S, &res),
@@ -484,22 +505,26 @@ static void test_lease_out(void **state)
 			 SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 20 * S);
 
-	/* B leaves; a retry (B2) takes its arrival back, ahead of C. */
+	/* B, taken back once, leaves no ghost when it leaves (R2): a retry (B2) is at the back. */
+	assert_true(q.waiters[find(&q, &b)].taken_back);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &b, getpid(), b_lease + S, &res),
 			 SLOT_ADMIT);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b2, getpid(), b_lease + 2 * S, &res),
 			 SLOT_QUEUED);
-	assert_int_equal(res.deadline_us, NOW + 10 * S);
-	assert_int_equal(res.position, 1);
+	assert_int_equal(res.deadline_us, NOW + 20 * S);
+	assert_int_equal(res.position, 2);
 
-	/* Given up again, its ghost is kept 60 s, then forgotten. */
+	/* B2 given up: its ghost is kept 60 s, then forgotten. */
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &b2, getpid(), b_lease + 2 * S, &res),
 			 SLOT_ADMIT);
-	assert_int_equal(ghost_of(&q, "0b"), NOW + 100 * MS);
+	assert_int_equal(ghost_of(&q, "0b"), b_lease + 2 * S);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &d, getpid(), b_lease + 62 * S - 1, &res),
 			 SLOT_ADMIT);
-	assert_int_equal(ghost_of(&q, "0b"), NOW + 100 * MS);
-	assert_int_equal(ghost_of(&q, "0c"), NOW + 200 * MS); /* C's lease ran out meanwhile */
+	assert_int_equal(ghost_of(&q, "0b"), b_lease + 2 * S);
+	/* C's lease ran out meanwhile, first in line and its slot come (R5): admitted. */
+	assert_int_equal(ghost_of(&q, "0c"), -1);
+	assert_int_equal(q.tat_us, NOW + 20 * S);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &d, getpid(), b_lease + 62 * S, &res),
 			 SLOT_ADMIT);
 	assert_int_equal(ghost_of(&q, "0b"), -1);
@@ -535,6 +560,7 @@ static void test_per_host(void **state)
 	const struct slot_place a = place(1, "0a", "aa"), b = place(2, "0b", "aa"),
 				c = place(3, "0c", "aa"), d = place(4, "0d", "aa"),
 				e = place(5, "0e", "bb"), f = place(6, "0f", "");
+	struct slot_place b2;
 	struct slot_result res;
 	struct lqueue q;
 	char *before, *after;
@@ -563,9 +589,13 @@ static void test_per_host(void **state)
 	assert_int_equal(step_as(&q, &P, 0, SLOT_RESERVE, &d, getpid(), NOW + 6, &res),
 			 SLOT_QUEUED); /* no limit */
 	assert_int_equal(q.n_waiters, 5);
-	/* One of the host's places given up: room for another. */
+	/* One of the host's places given up: its ghost still counts (R2), but for its own WHO,
+	   which takes it back. */
 	assert_int_equal(step_as(&q, &P, 3, SLOT_LEAVE, &b, getpid(), NOW + 7, &res), SLOT_ADMIT);
 	assert_int_equal(step_as(&q, &P, 3, SLOT_RESERVE, &d, getpid(), NOW + 8, &res),
+			 SLOT_REFUSE_HOST);
+	b2 = place(7, "0b", "aa");
+	assert_int_equal(step_as(&q, &P, 3, SLOT_RESERVE, &b2, getpid(), NOW + 9, &res),
 			 SLOT_QUEUED);
 	lqueue_free(&q);
 }
@@ -603,7 +633,8 @@ static void test_refusal_changes_nothing(void **state)
 	lqueue_free(&q);
 }
 
-/* At most LQUEUE_MAX waiters and ghosts are read; a full queue refuses a new place. */
+/* At most LQUEUE_MAX waiters and LQUEUE_GHOSTS_MAX ghosts (the latest) are read; a full
+   queue refuses a new place. */
 static void test_max(void **state)
 {
 	const struct slot_params p = { .interval_us = 1 * MS, .max_wait_us = 3600 * S, .burst = 1 };
@@ -616,7 +647,7 @@ static void test_max(void **state)
 
 	(void)state;
 	assert_non_null(text);
-	len = (size_t)sprintf(text, "%" PRId64 " %" PRId64 "\n", NOW, NOW);
+	len = (size_t)sprintf(text, "%" PRId64 " %" PRId64 " %" PRId64 " 1\n", NOW, NOW, p.interval_us);
 	for (size_t i = 0; i < n; i++)
 		len +=
 		    (size_t)sprintf(text + len, "w %032zx %016zx - %" PRId64 " %" PRId64 " %ld\n",
@@ -624,9 +655,13 @@ static void test_max(void **state)
 	for (size_t i = 0; i < n; i++)
 		len += (size_t)sprintf(text + len, "g %016zx %" PRId64 " %" PRId64 "\n", i + 1,
 				       NOW - 2 * S, NOW + 60 * S);
-	load(&q, text);
+	assert_int_equal(lqueue_read(&q, text), 0);
+	assert_int_equal(q.changed, 1); /* ghosts dropped: to be written */
+	q.changed = 0;
 	assert_int_equal(q.n_waiters, LQUEUE_MAX);
-	assert_int_equal(q.n_ghosts, LQUEUE_MAX);
+	assert_int_equal(q.n_ghosts, LQUEUE_GHOSTS_MAX);
+	for (size_t i = 0; i < q.n_ghosts; i++)
+		assert_true(strtoull(q.ghosts[i].who, NULL, 16) > n - LQUEUE_GHOSTS_MAX);
 	assert_string_equal(q.waiters[LQUEUE_MAX - 1].id + 16, "0000000000001000");
 
 	/* A wait within max_wait, but no room. */
@@ -640,7 +675,7 @@ static void test_max(void **state)
 	lqueue_free(&q);
 	load(&q, out);
 	assert_int_equal(q.n_waiters, LQUEUE_MAX);
-	assert_int_equal(q.n_ghosts, LQUEUE_MAX);
+	assert_int_equal(q.n_ghosts, LQUEUE_GHOSTS_MAX);
 	free(out);
 
 	/* A place given up makes room. */

@@ -174,8 +174,8 @@ static void write_file(const char *path, const char *content, mode_t mode)
 	close(fd);
 }
 
-/* The tat of a schedule file, its first line "tat at\n", checking that at is no later than
-   tat. The lines after it are the queue's. */
+/* The tat of a schedule file, its first line "tat at interval burst\n", checking that at is
+   no later than tat. The lines after it are the queue's. */
 static int64_t read_tat(const char *path)
 {
 	char buf[8192], *end, *nl;
@@ -191,6 +191,10 @@ static int64_t read_tat(const char *path)
 	if (errno != 0 || end == buf || *end != ' ')
 		fail_msg("%s holds \"%s\"", path, buf);
 	at = strtoll(end + 1, &end, 10);
+	if (*end == ' ')
+		strtoll(end + 1, &end, 10);
+	if (*end == ' ')
+		strtoll(end + 1, &end, 10);
 	if (errno != 0 || strcmp(end, "\n") != 0 || at > v)
 		fail_msg("%s holds \"%s\"", path, buf);
 	return v;
@@ -897,11 +901,16 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
-/* A lock held too long (a stopped holder, a hung file system) gives up, in about a second. */
+/* A lock held too long (a stopped holder, a hung file system): a login waits for it as long
+   as its max_wait (at least a second), and is then refused, never let in without a wait. */
 static void test_lock_held(void **state)
 {
 	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 1500 * MS,
+				       .burst = 1 };
+	const struct slot_params quick = { .interval_us = 10 * S, .max_wait_us = 0, .burst = 1 };
+	const struct slot_params patient = { .interval_us = 10 * S, .max_wait_us = 60 * S,
+					     .burst = 1 };
 	struct slot_result res;
 	char path[PATH_MAX];
 	int64_t t0, took;
@@ -914,13 +923,21 @@ static void test_lock_held(void **state)
 	/* flock locks belong to the open file: this one blocks lslot's own open. */
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	t0 = fstime_mono_us();
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_REFUSE);
 	took = fstime_mono_us() - t0;
 	assert_non_null(strstr(fx->msg, "cannot lock"));
-	assert_true(took >= 900 * MS);
+	assert_true(took >= 1400 * MS);
 	assert_true(took < 3 * S);
+	assert_true(res.wait_us >= 1400 * MS);
+	/* max_wait 0: a second still. */
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "held", &quick, &res), SLOT_REFUSE);
+	took = fstime_mono_us() - t0;
+	assert_true(took >= 900 * MS && took < 3 * S);
+	/* A peek (flowslotctl) is no login: it says it could not tell, in a second. */
+	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &fx->place, &res), SLOT_UNAVAILABLE);
 	close(fd);
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
+	assert_int_equal(reserve(fx, "held", &patient, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > 0);
 }
 
