@@ -117,7 +117,7 @@ int lqueue_read(struct lqueue *q, const char *text)
 }
 
 static size_t lqueue_print(char *buf, size_t cap, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static size_t lqueue_print(char *buf, size_t cap, const char *fmt, ...)
 {
@@ -145,18 +145,17 @@ long lqueue_write(const struct lqueue *q, char **out)
 	for (size_t i = 0; i < q->n_waiters; i++) {
 		const struct lqueue_waiter *w = &q->waiters[i];
 
-		len += lqueue_print(buf + len, cap - len,
-				    "w %s %s %s %" PRId64 " %" PRId64 " %ld%s\n", w->id,
-				    w->who[0] != '\0' ? w->who : "-",
-				    w->host[0] != '\0' ? w->host : "-", w->arrival_us, w->lease_us,
-				    (long)w->pid, w->taken_back ? " t" : "");
+		len += lqueue_print(
+		    buf + len, cap - len, "w %s %s %s %" PRId64 " %" PRId64 " %ld%s\n", w->id,
+		    w->who[0] != '\0' ? w->who : "-", w->host[0] != '\0' ? w->host : "-",
+		    w->arrival_us, w->lease_us, (long)w->pid, w->taken_back ? " t" : "");
 	}
 	for (size_t i = 0; i < q->n_ghosts; i++) {
 		const struct lqueue_ghost *g = &q->ghosts[i];
 
-		len += lqueue_print(buf + len, cap - len, "g %s %s %" PRId64 " %" PRId64 "\n",
-				    g->who, g->host[0] != '\0' ? g->host : "-", g->arrival_us,
-				    g->left_us);
+		len +=
+		    lqueue_print(buf + len, cap - len, "g %s %s %" PRId64 " %" PRId64 "\n", g->who,
+				 g->host[0] != '\0' ? g->host : "-", g->arrival_us, g->left_us);
 	}
 	*out = buf;
 	return (long)len;
@@ -432,8 +431,8 @@ static enum slot_verdict lqueue_view(struct lqueue *q, const struct lqueue_clock
 
 /* Admits the login of this rank at start_us: the schedule moves on by one interval, and its
    place (self, or -1 for none) goes. */
-static enum slot_verdict lqueue_admit(struct lqueue *q, const struct lqueue_clock *c,
-				      ssize_t self, size_t rank, struct slot_result *res)
+static enum slot_verdict lqueue_admit(struct lqueue *q, const struct lqueue_clock *c, ssize_t self,
+				      size_t rank, struct slot_result *res)
 {
 	int64_t start_us = lqueue_start(c, rank);
 

@@ -63,8 +63,7 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create
 	if (dfd < 0 && !create && errno == ENOENT)
 		return -1;
 	if (dfd < 0 && errno == EPERM)
-		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why,
-			(unsigned)geteuid());
+		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why, (unsigned)geteuid());
 	else if (dfd < 0)
 		log_msg(pamh, LOG_ERR, "local slot: %s %s: %m", why, dir);
 	return dfd;
@@ -175,8 +174,7 @@ static void lslot_shared_name(const char *prefix, const char *key, char *name, s
 /* Before a new schedule file is made: prunes when there are many, and turns name into one
    of the shared schedules when too many are still live, so that the directory stays
    bounded whatever the number of keys. */
-static void lslot_make_room(int dfd, const char *prefix, const char *key, char *name,
-			    size_t namesz)
+static void lslot_make_room(int dfd, const char *prefix, const char *key, char *name, size_t namesz)
 {
 	int n = lslot_scan(dfd, prefix, false);
 
@@ -298,7 +296,8 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 		f->waited_us = fstime_mono_us() - start_us;
 		if (rc != 0) {
 			f->timed_out = errno == ETIMEDOUT;
-			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s within %" PRId64 " ms: %m",
+			log_msg(pamh, LOG_ERR,
+				"local slot: cannot lock %s/%s within %" PRId64 " ms: %m",
 				f->call->dir, f->name, wait_us / 1000);
 			close(fd);
 			return -1;

@@ -777,6 +777,290 @@ static void test_empty_who(void **state)
 	lqueue_free(&q);
 }
 
+/* R1: a renewal whose slot is further off than what is left of max_wait is refused, with the
+   wait it would have had; its place goes, and no ghost is left for a retry. */
+static void test_renew_past_max_wait(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", "");
+	struct slot_params left = P;
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RESERVE, &c, NOW + 2, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	/* C has 8 s of its max_wait left, and its slot is 10 s off. */
+	left.max_wait_us = 8 * S;
+	assert_int_equal(step_as(&q, &left, 0, SLOT_RENEW, &c, getpid(), NOW, &res), SLOT_REFUSE);
+	assert_int_equal(res.wait_us, 2 * T);
+	assert_int_equal(find(&q, &c), -1);
+	assert_int_equal(ghost_of(&q, "0c"), -1);
+	/* Just enough left: kept. */
+	left.max_wait_us = T;
+	assert_int_equal(step_as(&q, &left, 0, SLOT_RENEW, &b, getpid(), NOW, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + T);
+	lqueue_free(&q);
+}
+
+/* R2: a ghost records WHO, HOST, ARRIVAL and LEFT; a reserve takes its arrival back when
+   nobody queued since LEFT, and marks the place taken back, which then leaves no ghost. */
+static void test_ghost_taken_back_once(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "bb"),
+				b2 = place(3, "0b", "bb"), b3 = place(4, "0b", "bb"),
+				c = place(5, "0c", "");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &c, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 2, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_LEAVE, &b, NOW + S, &res), SLOT_ADMIT);
+	assert_int_equal(q.n_ghosts, 1);
+	assert_string_equal(q.ghosts[0].host, "bb");
+	assert_int_equal(q.ghosts[0].arrival_us, NOW + 2);
+	assert_int_equal(q.ghosts[0].left_us, NOW + S);
+	/* Nobody came since: B2 takes B's arrival back, behind C as B was. */
+	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 2 * S, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	assert_int_equal(q.waiters[find(&q, &b2)].arrival_us, NOW + 2);
+	assert_true(q.waiters[find(&q, &b2)].taken_back);
+	assert_int_equal(q.n_ghosts, 0);
+	/* Taken back once: given up again, it leaves nothing, and B3 starts at the back. */
+	assert_int_equal(step(&q, SLOT_LEAVE, &b2, NOW + 3 * S, &res), SLOT_ADMIT);
+	assert_int_equal(q.n_ghosts, 0);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b3, NOW + 4 * S, &res), SLOT_QUEUED);
+	assert_int_equal(q.waiters[find(&q, &b3)].arrival_us, NOW + 4 * S);
+	assert_false(q.waiters[find(&q, &b3)].taken_back);
+	lqueue_free(&q);
+}
+
+/* R2: a live place that arrived at or after the ghost's LEFT sends the retry to the back,
+   the ghost consumed all the same. */
+static void test_ghost_after_newcomer(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				b2 = place(3, "0b", ""), d = place(4, "0d", "");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_LEAVE, &b, NOW + S, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &d, NOW + S, &res), SLOT_QUEUED); /* at LEFT */
+	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 2 * S, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	assert_int_equal(res.position, 2);
+	assert_true(q.waiters[find(&q, &b2)].taken_back);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
+	lqueue_free(&q);
+}
+
+/* R2: a renewal of a place whose lease ran out while its login lived takes WHO's ghost's
+   arrival back whoever came since, marked taken back. */
+static void test_renew_lapsed_takes_back(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", ""), d = place(4, "0d", "");
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const int64_t lapse = NOW + 2 + SLOT_LEASE_US;
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &c, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b, getpid(), NOW + 2, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &c, getpid(), NOW + 4 * S, &res),
+			 SLOT_QUEUED);
+	/* B's lease runs out (not first in line: a ghost); D comes after. */
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &d, getpid(), lapse, &res), SLOT_QUEUED);
+	assert_int_equal(ghost_of(&q, "0b"), NOW + 2);
+	assert_int_equal(q.ghosts[0].left_us, lapse);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &b, getpid(), lapse + S, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 20 * S);
+	assert_int_equal(res.position, 2);
+	assert_true(q.waiters[find(&q, &b)].taken_back);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &d, getpid(), lapse + S, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 30 * S);
+	lqueue_free(&q);
+}
+
+/* R2: per_host counts the host's ghosts, but for the reserving WHO's own. */
+static void test_per_host_counts_ghosts(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "bb"),
+				c = place(3, "0c", "bb"), b2 = place(4, "0b", "bb");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &b, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_LEAVE, &b, getpid(), NOW + 2, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &c, getpid(), NOW + 3, &res),
+			 SLOT_REFUSE_HOST);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &b2, getpid(), NOW + 4, &res),
+			 SLOT_QUEUED);
+	lqueue_free(&q);
+}
+
+/* R2: at most LQUEUE_HOST_GHOSTS_MAX ghosts per host, LQUEUE_GHOSTS_MAX per schedule. */
+static void test_ghost_caps(void **state)
+{
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 3600 * S, .burst = 1 };
+	struct slot_result res;
+	struct lqueue q;
+	char who[17], host[17];
+	int64_t now = NOW;
+
+	(void)state;
+	load(&q, "");
+	for (unsigned i = 0; i < 3 * LQUEUE_GHOSTS_MAX; i++) {
+		struct slot_place pl;
+
+		snprintf(who, sizeof(who), "%016x", i + 1);
+		/* 20 places from host aa, the rest from hosts of their own */
+		snprintf(host, sizeof(host), "%016x", i < 20 ? 0xaa : i + 0x100);
+		pl = place(i + 1, who, host);
+		step_as(&q, &p, 0, SLOT_RESERVE, &pl, getpid(), now, &res);
+		assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &pl, getpid(), now, &res),
+				 SLOT_ADMIT);
+		now += 10;
+	}
+	assert_int_equal(q.n_ghosts, LQUEUE_GHOSTS_MAX);
+	{
+		int aa = 0;
+
+		for (size_t i = 0; i < q.n_ghosts; i++)
+			aa += strcmp(q.ghosts[i].host, "00000000000000aa") == 0;
+		assert_int_equal(aa, LQUEUE_HOST_GHOSTS_MAX);
+	}
+	lqueue_free(&q);
+}
+
+/* R5: a place first in line whose lease runs out once its slot has come may have gone in
+   blind: it counts as admitted (the schedule moves on one interval), and leaves no ghost.
+   One that lapses before its slot leaves a ghost, and moves nothing. */
+static void test_lapsed_first_admitted(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", "");
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RESERVE, &c, NOW + 2, &res), SLOT_QUEUED);
+	/* B renews 1 s before its slot (outside no window: 2 s), then is heard of no more. */
+	assert_int_equal(step(&q, SLOT_RENEW, &b, NOW + T - 2 * S - 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + 6 * S, &res), SLOT_QUEUED);
+	/* Its lease out at NOW + 8 s: C, now first, goes in an interval after B's slot. */
+	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + T + 4 * S, &res), SLOT_ADMIT);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	assert_int_equal(q.tat_us, NOW + 3 * T);
+	lqueue_free(&q);
+
+	/* Lapsed before its slot (10 s off, its lease 5 s): a ghost; C gets B's slot. */
+	load(&q, "");
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &c, getpid(), NOW + 2, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &c, getpid(), NOW + 4 * S, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &c, getpid(), NOW + 1 + SLOT_LEASE_US, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(ghost_of(&q, "0b"), NOW + 1);
+	assert_int_equal(q.tat_us, NOW + 10 * S);
+	assert_int_equal(res.deadline_us, NOW + 10 * S);
+	lqueue_free(&q);
+}
+
+/* R7: the schedule keeps the strictest settings seen since it was made, decides by them and
+   names them; made afresh, once idle, by the next caller's. */
+static void test_schedule_settings(void **state)
+{
+	const struct slot_params lax = { .interval_us = 2 * S, .max_wait_us = 60 * S, .burst = 3 };
+	const struct slot_params strict = { .interval_us = 4 * S, .max_wait_us = 60 * S,
+					    .burst = 2 };
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", ""), d = place(4, "0d", "");
+	struct slot_result res;
+	struct lqueue q;
+	char *out, want[96];
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &lax, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 2 * S);
+	assert_int_equal(res.sched_burst, 3);
+	assert_int_equal(step_as(&q, &strict, 0, SLOT_RESERVE, &b, getpid(), NOW, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 4 * S);
+	assert_int_equal(res.sched_burst, 2);
+	/* A lax caller now: decided by 4 s and 2 (tat NOW + 2 s + 4 s: C waits 2 s). */
+	assert_int_equal(step_as(&q, &lax, 0, SLOT_RESERVE, &c, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 2 * S);
+	assert_int_equal(res.sched_interval_us, 4 * S);
+	assert_int_equal(res.sched_burst, 2);
+	out = text_of(&q);
+	snprintf(want, sizeof(want), "%" PRId64 " %" PRId64 " %" PRId64 " 2\n", NOW + 10 * S, NOW,
+		 4 * S);
+	assert_string_equal(out, want);
+	free(out);
+	/* Idle and passed: made afresh by the next caller's. */
+	assert_int_equal(step_as(&q, &lax, 0, SLOT_RESERVE, &d, getpid(), NOW + 20 * S, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 2 * S);
+	assert_int_equal(res.sched_burst, 3);
+	assert_int_equal(q.interval_us, 2 * S);
+	/* peek names them too. */
+	assert_int_equal(step_as(&q, &strict, 0, SLOT_PEEK, &d, getpid(), NOW + 20 * S, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 4 * S);
+	lqueue_free(&q);
+}
+
+/* R11: peek's waiting counts a login admitted to go in later, with no place held. */
+static void test_peek_counts_admitted(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + T - S, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, S);
+	assert_int_equal(q.n_waiters, 0);
+	assert_int_equal(step(&q, SLOT_PEEK, &b, NOW + T - S, &res), SLOT_QUEUED);
+	assert_int_equal(res.waiting, 1);
+	assert_int_equal(res.position, 2);
+	lqueue_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -796,6 +1080,15 @@ int main(void)
 		cmocka_unit_test(test_clock_step),
 		cmocka_unit_test(test_clock_step_moves_on),
 		cmocka_unit_test(test_empty_who),
+		cmocka_unit_test(test_renew_past_max_wait),
+		cmocka_unit_test(test_ghost_taken_back_once),
+		cmocka_unit_test(test_ghost_after_newcomer),
+		cmocka_unit_test(test_renew_lapsed_takes_back),
+		cmocka_unit_test(test_per_host_counts_ghosts),
+		cmocka_unit_test(test_ghost_caps),
+		cmocka_unit_test(test_lapsed_first_admitted),
+		cmocka_unit_test(test_schedule_settings),
+		cmocka_unit_test(test_peek_counts_admitted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
