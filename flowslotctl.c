@@ -174,13 +174,15 @@ static int ctl_pam_file(const char *dir, const char *name, int depth, struct ctl
 	return found;
 }
 
-/* Describes the local schedule file for key into c->where. */
+/* Describes the local schedule file for key into c->where: the one a login uses, its own
+   or a shared one. */
 static void ctl_local_where(struct ctl *c)
 {
-	char name[NAME_MAX + 1];
+	static const char local[] = "local ";
 
-	lslot_file_name(c->key, name, sizeof(name));
-	snprintf(c->where, sizeof(c->where), "local %s/%s", c->o.state_dir, name);
+	memcpy(c->where, local, sizeof(local) - 1);
+	lslot_where(c->o.state_dir, c->key, c->where + sizeof(local) - 1,
+		    sizeof(c->where) - (sizeof(local) - 1));
 }
 
 /* The fallback a login takes when its backend fails, in words. */

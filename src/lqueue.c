@@ -4,13 +4,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* As slot.lua: a place given up is remembered this long for a retry of the same login. */
-#define LQUEUE_GHOST_US INT64_C(60000000)
 
 static bool lqueue_token(const char *s, size_t max)
 {
@@ -19,70 +17,145 @@ static bool lqueue_token(const char *s, size_t max)
 	return n > 0 && n < max && strspn(s, "0123456789abcdef") == n;
 }
 
+/* A WHO or HOST as written: "-" for none. */
+static bool lqueue_field(char *s, size_t max)
+{
+	if (strcmp(s, "-") == 0) {
+		s[0] = '\0';
+		return true;
+	}
+	return lqueue_token(s, max);
+}
+
+/* "w ID WHO HOST ARRIVAL LEASE PID", and " t" when taken back. */
+static bool lqueue_read_waiter(const char *line, struct lqueue_waiter *w)
+{
+	long pid = 0;
+	int n = 0;
+
+	memset(w, 0, sizeof(*w));
+	if (sscanf(line, "w %32s %16s %16s %" SCNd64 " %" SCNd64 " %ld%n", w->id, w->who, w->host,
+		   &w->arrival_us, &w->lease_us, &pid, &n) != 6 ||
+	    n == 0 || pid <= 0 || !lqueue_token(w->id, sizeof(w->id)) ||
+	    !lqueue_field(w->who, sizeof(w->who)) ||
+	    strspn(w->host, "0123456789abcdef-") != strlen(w->host))
+		return false;
+	w->pid = (pid_t)pid;
+	if (strcmp(w->host, "-") == 0)
+		w->host[0] = '\0';
+	w->taken_back = strncmp(line + n, " t\n", 3) == 0;
+	return w->taken_back || line[n] == '\n';
+}
+
+/* "g WHO HOST ARRIVAL LEFT", or an earlier version's "g WHO ARRIVAL END". */
+static bool lqueue_read_ghost(const char *line, struct lqueue_ghost *g)
+{
+	char end = '\0';
+
+	memset(g, 0, sizeof(*g));
+	if (sscanf(line, "g %16s %16s %" SCNd64 " %" SCNd64 "%c", g->who, g->host, &g->arrival_us,
+		   &g->left_us, &end) == 5)
+		return end == '\n' && lqueue_token(g->who, sizeof(g->who)) &&
+		       lqueue_field(g->host, sizeof(g->host));
+	memset(g, 0, sizeof(*g));
+	if (sscanf(line, "g %16s %" SCNd64 " %" SCNd64 "%c", g->who, &g->arrival_us, &g->left_us,
+		   &end) != 4 ||
+	    end != '\n' || !lqueue_token(g->who, sizeof(g->who)))
+		return false;
+	g->left_us -= LQUEUE_GHOST_US;
+	return true;
+}
+
+/* "tat at interval burst", "tat at" or a bare tat; settings that cannot be read are none. */
+static void lqueue_read_head(struct lqueue *q, const char *text)
+{
+	int n = sscanf(text, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %" SCNd64, &q->tat_us, &q->at_us,
+		       &q->interval_us, &q->burst);
+
+	if (n < 1)
+		q->tat_us = q->at_us = 0;
+	if (n < 2)
+		q->at_us = 0;
+	if (n < 4 || q->interval_us <= 0 || q->burst <= 0)
+		q->interval_us = q->burst = 0;
+}
+
+/* Keeps the latest LQUEUE_GHOSTS_MAX ghosts: one past that replaces the oldest read. */
+static void lqueue_keep_ghost(struct lqueue *q, const struct lqueue_ghost *g, size_t seen)
+{
+	if (q->n_ghosts < LQUEUE_GHOSTS_MAX) {
+		q->ghosts[q->n_ghosts++] = *g;
+		return;
+	}
+	q->ghosts[seen % LQUEUE_GHOSTS_MAX] = *g;
+	q->changed = 1;
+}
+
 int lqueue_read(struct lqueue *q, const char *text)
 {
-	const char *line = text;
+	size_t ghosts_seen = 0;
 
 	memset(q, 0, sizeof(*q));
 	q->waiters = calloc(LQUEUE_MAX, sizeof(*q->waiters));
-	q->ghosts = calloc(LQUEUE_MAX, sizeof(*q->ghosts));
+	q->ghosts = calloc(LQUEUE_GHOSTS_MAX, sizeof(*q->ghosts));
 	if (q->waiters == NULL || q->ghosts == NULL) {
 		lqueue_free(q);
 		return -1;
 	}
-	if (sscanf(line, "%" SCNd64 " %" SCNd64, &q->tat_us, &q->at_us) < 1)
-		q->tat_us = q->at_us = 0;
-	for (line = strchr(line, '\n'); line != NULL; line = strchr(line, '\n')) {
-		struct lqueue_waiter w = { .pid = 0 };
-		struct lqueue_ghost g = { .arrival_us = 0 };
-		char end;
-		long pid;
+	lqueue_read_head(q, text);
+	for (const char *line = strchr(text, '\n'); line != NULL; line = strchr(line, '\n')) {
+		struct lqueue_waiter w;
+		struct lqueue_ghost g;
 
 		line++;
-		if (sscanf(line, "w %32s %16s %16s %" SCNd64 " %" SCNd64 " %ld%c", w.id, w.who,
-			   w.host, &w.arrival_us, &w.lease_us, &pid, &end) == 7 &&
-		    end == '\n' && lqueue_token(w.id, sizeof(w.id)) &&
-		    (lqueue_token(w.who, sizeof(w.who)) || strcmp(w.who, "-") == 0) &&
-		    strspn(w.host, "0123456789abcdef-") ==
-		    strlen(w.host) && pid > 0 && q->n_waiters < LQUEUE_MAX) {
-			if (strcmp(w.host, "-") == 0)
-				w.host[0] = '\0';
-			if (strcmp(w.who, "-") == 0)
-				w.who[0] = '\0';
-			w.pid = (pid_t)pid;
+		if (line[0] == 'w' && lqueue_read_waiter(line, &w) && q->n_waiters < LQUEUE_MAX)
 			q->waiters[q->n_waiters++] = w;
-		} else if (sscanf(line, "g %16s %" SCNd64 " %" SCNd64 "%c", g.who, &g.arrival_us,
-				  &g.end_us, &end) == 4 &&
-			   end == '\n' && lqueue_token(g.who, sizeof(g.who)) &&
-			   q->n_ghosts < LQUEUE_MAX) {
-			q->ghosts[q->n_ghosts++] = g;
-		}
+		else if (line[0] == 'g' && lqueue_read_ghost(line, &g))
+			lqueue_keep_ghost(q, &g, ghosts_seen++);
 	}
 	return 0;
 }
 
+static size_t lqueue_print(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static size_t lqueue_print(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	return n < 0 ? 0 : (size_t)n;
+}
+
 long lqueue_write(const struct lqueue *q, char **out)
 {
-	size_t cap = 64 + q->n_waiters * 128 + q->n_ghosts * 64, len = 0;
+	size_t cap = 128 + q->n_waiters * 128 + q->n_ghosts * 96, len = 0;
 	char *buf = malloc(cap);
 
 	if (buf == NULL)
 		return -1;
-	len += (size_t)snprintf(buf, cap, "%" PRId64 " %" PRId64 "\n", q->tat_us, q->at_us);
+	len += lqueue_print(buf, cap, "%" PRId64 " %" PRId64, q->tat_us, q->at_us);
+	if (q->interval_us > 0)
+		len += lqueue_print(buf + len, cap - len, " %" PRId64 " %" PRId64, q->interval_us,
+				    q->burst);
+	len += lqueue_print(buf + len, cap - len, "\n");
 	for (size_t i = 0; i < q->n_waiters; i++) {
 		const struct lqueue_waiter *w = &q->waiters[i];
 
-		len += (size_t)snprintf(buf + len, cap - len,
-					"w %s %s %s %" PRId64 " %" PRId64 " %ld\n", w->id,
-					w->who[0] != '\0' ? w->who : "-",
-					w->host[0] != '\0' ? w->host : "-", w->arrival_us,
-					w->lease_us, (long)w->pid);
+		len += lqueue_print(
+		    buf + len, cap - len, "w %s %s %s %" PRId64 " %" PRId64 " %ld%s\n", w->id,
+		    w->who[0] != '\0' ? w->who : "-", w->host[0] != '\0' ? w->host : "-",
+		    w->arrival_us, w->lease_us, (long)w->pid, w->taken_back ? " t" : "");
 	}
 	for (size_t i = 0; i < q->n_ghosts; i++) {
 		const struct lqueue_ghost *g = &q->ghosts[i];
 
-		len += (size_t)snprintf(buf + len, cap - len, "g %s %" PRId64 " %" PRId64 "\n",
-					g->who, g->arrival_us, g->end_us);
+		len +=
+		    lqueue_print(buf + len, cap - len, "g %s %s %" PRId64 " %" PRId64 "\n", g->who,
+				 g->host[0] != '\0' ? g->host : "-", g->arrival_us, g->left_us);
 	}
 	*out = buf;
 	return (long)len;
@@ -109,23 +182,50 @@ static void lqueue_forget_ghost(struct lqueue *q, size_t i)
 	q->changed = 1;
 }
 
-static void lqueue_add_ghost(struct lqueue *q, const char *who, int64_t arrival_us,
-			     int64_t now_us)
+/* WHO's ghost, or -1. */
+static ssize_t lqueue_ghost_of(const struct lqueue *q, const char *who)
 {
-	for (size_t i = 0; i < q->n_ghosts; i++) {
+	for (size_t i = 0; who[0] != '\0' && i < q->n_ghosts; i++) {
 		if (strcmp(q->ghosts[i].who, who) == 0)
-			lqueue_forget_ghost(q, i);
+			return (ssize_t)i;
 	}
-	if (who[0] == '\0' || q->n_ghosts == LQUEUE_MAX)
+	return -1;
+}
+
+/* HOST's ghosts, but for WHO's own (which it is about to take back). */
+static int lqueue_ghosts_of(const struct lqueue *q, const char *host, const char *who)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < q->n_ghosts; i++)
+		n += strcmp(q->ghosts[i].host, host) == 0 && strcmp(q->ghosts[i].who, who) != 0;
+	return n;
+}
+
+/* Remembers w's place, given up at left_us, for a retry of the same login (R2): not for a
+   place itself taken back, nor past the caps. */
+static void lqueue_add_ghost(struct lqueue *q, const struct lqueue_waiter *w, int64_t left_us)
+{
+	ssize_t old = lqueue_ghost_of(q, w->who);
+	struct lqueue_ghost *g;
+
+	if (w->who[0] == '\0' || w->taken_back)
 		return;
-	strcpy(q->ghosts[q->n_ghosts].who, who);
-	q->ghosts[q->n_ghosts].arrival_us = arrival_us;
-	q->ghosts[q->n_ghosts++].end_us = now_us + LQUEUE_GHOST_US;
+	if (old >= 0)
+		lqueue_forget_ghost(q, (size_t)old);
+	if (q->n_ghosts == LQUEUE_GHOSTS_MAX ||
+	    (w->host[0] != '\0' && lqueue_ghosts_of(q, w->host, "") >= LQUEUE_HOST_GHOSTS_MAX))
+		return;
+	g = &q->ghosts[q->n_ghosts++];
+	strcpy(g->who, w->who);
+	strcpy(g->host, w->host);
+	g->arrival_us = w->arrival_us;
+	g->left_us = left_us;
 	q->changed = 1;
 }
 
-/* Removes waiter i, remembering its place for a retry when give_up. */
-static void lqueue_drop(struct lqueue *q, size_t i, bool give_up, int64_t now_us)
+/* Removes waiter i; its place is remembered as a ghost, given up at left_us, when give_up. */
+static void lqueue_drop(struct lqueue *q, size_t i, bool give_up, int64_t left_us)
 {
 	struct lqueue_waiter w = q->waiters[i];
 
@@ -133,33 +233,74 @@ static void lqueue_drop(struct lqueue *q, size_t i, bool give_up, int64_t now_us
 	q->n_waiters--;
 	q->changed = 1;
 	if (give_up)
-		lqueue_add_ghost(q, w.who, w.arrival_us, now_us);
+		lqueue_add_ghost(q, &w, left_us);
 }
 
-static void lqueue_purge(struct lqueue *q, int64_t now_us)
+/* The waiter first in line (the earliest arrival), or -1. */
+static ssize_t lqueue_first(const struct lqueue *q)
 {
+	ssize_t first = -1;
+
+	for (size_t i = 0; i < q->n_waiters; i++) {
+		if (first < 0 || q->waiters[i].arrival_us < q->waiters[first].arrival_us)
+			first = (ssize_t)i;
+	}
+	return first;
+}
+
+/* The stored tat, moved back as far as the clock went back, but not brought up to now: when
+   a login left, its slot was reckoned from it. A garbled one is now. */
+static int64_t lqueue_stored_tat(const struct lqueue *q, int64_t now_us)
+{
+	/* A bare tat (no at), as versions before 0.2 wrote it, reads as written now. */
+	int64_t tat_us = q->tat_us, at_us = q->at_us > 0 ? q->at_us : now_us;
+
+	if (tat_us < at_us || tat_us - at_us > SLOT_HORIZON_MAX_US)
+		return now_us;
+	return at_us > now_us ? tat_us - (at_us - now_us) : tat_us;
+}
+
+/* R5: the waiter first in line that left (lease out, process dead) once its slot had come
+   may have gone in blind at it: it counts as admitted there, and leaves no ghost. Returns
+   whether it did. */
+static bool lqueue_left_admitted(struct lqueue *q, const struct slot_params *s, size_t i,
+				 int64_t now_us)
+{
+	const struct lqueue_waiter *w = &q->waiters[i];
+	int64_t tat_us = lqueue_stored_tat(q, now_us), left_us = w->lease_us;
+
+	if (left_us > now_us)
+		left_us = now_us;
+	if (tat_us - (s->burst - 1) * s->interval_us > left_us)
+		return false;
+	q->tat_us = tat_us + s->interval_us;
+	q->at_us = now_us;
+	lqueue_drop(q, i, false, now_us);
+	return true;
+}
+
+/* Drops the waiters no longer alive (R5 for those first in line, ghosts for the others) and
+   the ghosts whose time has passed. */
+static void lqueue_purge(struct lqueue *q, const struct slot_params *s, int64_t now_us)
+{
+	ssize_t first;
+
+	while ((first = lqueue_first(q)) >= 0 && !lqueue_alive(&q->waiters[first], now_us)) {
+		int64_t left_us = q->waiters[first].lease_us;
+
+		if (q->line || !lqueue_left_admitted(q, s, (size_t)first, now_us))
+			lqueue_drop(q, (size_t)first, true, left_us < now_us ? left_us : now_us);
+	}
 	for (size_t i = q->n_waiters; i-- > 0;) {
+		int64_t left_us = q->waiters[i].lease_us;
+
 		if (!lqueue_alive(&q->waiters[i], now_us))
-			lqueue_drop(q, i, true, now_us);
+			lqueue_drop(q, i, true, left_us < now_us ? left_us : now_us);
 	}
 	for (size_t i = q->n_ghosts; i-- > 0;) {
-		if (q->ghosts[i].end_us <= now_us)
+		if (q->ghosts[i].left_us + LQUEUE_GHOST_US <= now_us)
 			lqueue_forget_ghost(q, i);
 	}
-}
-
-/* WHO's place given up, taken back: its arrival, or -1. */
-static int64_t lqueue_take_ghost(struct lqueue *q, const char *who)
-{
-	for (size_t i = 0; who[0] != '\0' && i < q->n_ghosts; i++) {
-		if (strcmp(q->ghosts[i].who, who) == 0) {
-			int64_t arrival_us = q->ghosts[i].arrival_us;
-
-			lqueue_forget_ghost(q, i);
-			return arrival_us;
-		}
-	}
-	return -1;
 }
 
 static size_t lqueue_rank(const struct lqueue *q, int64_t arrival_us)
@@ -171,6 +312,16 @@ static size_t lqueue_rank(const struct lqueue *q, int64_t arrival_us)
 	return rank;
 }
 
+/* Whether a live place arrived at or after since_us: someone queued while a ghost was away. */
+static bool lqueue_arrived_since(const struct lqueue *q, int64_t since_us)
+{
+	for (size_t i = 0; i < q->n_waiters; i++) {
+		if (q->waiters[i].arrival_us >= since_us)
+			return true;
+	}
+	return false;
+}
+
 static ssize_t lqueue_find(const struct lqueue *q, const char *id)
 {
 	for (size_t i = 0; i < q->n_waiters; i++) {
@@ -180,22 +331,30 @@ static ssize_t lqueue_find(const struct lqueue *q, const char *id)
 	return -1;
 }
 
-static int lqueue_hold(struct lqueue *q, const struct slot_place *pl, pid_t pid,
-		       int64_t arrival_us, int64_t now_us)
+/* A place, held from now_us for a lease. */
+struct lqueue_hold {
+	const struct slot_place *pl;
+	pid_t pid;
+	int64_t arrival_us;
+	bool taken_back;
+};
+
+static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_t now_us)
 {
 	struct lqueue_waiter *w;
 
 	if (q->n_waiters == LQUEUE_MAX)
 		return -1;
 	w = &q->waiters[q->n_waiters++];
-	strcpy(w->id, pl->id);
-	strcpy(w->who, pl->who);
-	strcpy(w->host, pl->host);
-	w->arrival_us = arrival_us;
+	strcpy(w->id, h->pl->id);
+	strcpy(w->who, h->pl->who);
+	strcpy(w->host, h->pl->host);
+	w->arrival_us = h->arrival_us;
 	w->lease_us = now_us + SLOT_LEASE_US;
-	w->pid = pid;
+	w->pid = h->pid;
+	w->taken_back = h->taken_back;
 	q->changed = 1;
-	return 0;
+	return (ssize_t)q->n_waiters - 1;
 }
 
 static int lqueue_places_of(const struct lqueue *q, const char *host)
@@ -207,10 +366,11 @@ static int lqueue_places_of(const struct lqueue *q, const char *host)
 	return n;
 }
 
-/* The schedule's arithmetic, as slot.lua's start_of, position and admit. */
+/* The schedule's arithmetic, as slot.lua's start_of, position and admit, by the settings in
+   p (the schedule's own). */
 struct lqueue_clock {
 	const struct slot_params *p;
-	int64_t tat_us, now_us;
+	int64_t tat_us, now_us, window_us;
 };
 
 static int64_t lqueue_start(const struct lqueue_clock *c, size_t rank)
@@ -229,111 +389,216 @@ static int64_t lqueue_position(const struct lqueue_clock *c, size_t rank)
 	return (int64_t)rank + 1 + pending;
 }
 
+/* Whether the login of this rank, whose slot is at start_us, is admitted now. */
+static bool lqueue_due(const struct lqueue_clock *c, size_t rank, int64_t start_us)
+{
+	return start_us - c->now_us <= c->window_us && (rank == 0 || start_us == c->now_us);
+}
+
 static enum slot_verdict lqueue_answer(struct slot_result *res, enum slot_verdict v,
-				       int64_t wait_us, int64_t position, int64_t now_us)
+				       const struct lqueue_clock *c, int64_t start_us, size_t rank)
 {
 	res->verdict = v;
-	res->wait_us = wait_us;
-	res->position = position;
-	res->deadline_us = now_us + wait_us;
+	res->wait_us = start_us - c->now_us;
+	res->position = lqueue_position(c, rank);
+	res->deadline_us = start_us;
 	return v;
 }
 
-/* peek and reset, as slot.lua's: what a login now would get, holding nothing, and the live
-   waiters. reset then empties the queue; its waiters hold places anew at their renewal. */
+/* peek and reset, as slot.lua's: what a login now would get, holding nothing, and every login
+   not gone in yet (R11): the live waiters and those admitted to go in later. reset then
+   empties the queue; its waiters hold places anew at their renewal. */
 static enum slot_verdict lqueue_view(struct lqueue *q, const struct lqueue_clock *c,
-				     enum slot_op op, int64_t window_us, struct slot_result *res)
+				     enum slot_op op, struct slot_result *res)
 {
 	int64_t start_us = lqueue_start(c, q->n_waiters);
 	enum slot_verdict v = SLOT_QUEUED;
 
 	if (start_us - c->now_us > c->p->max_wait_us)
 		v = SLOT_REFUSE;
-	else if (start_us - c->now_us <= window_us && (q->n_waiters == 0 || start_us == c->now_us))
+	else if (lqueue_due(c, q->n_waiters, start_us))
 		v = SLOT_ADMIT;
-	res->waiting = (int64_t)q->n_waiters;
 	res->since_us = q->at_us > 0 && q->at_us <= c->now_us ? c->now_us - q->at_us : -1;
-	lqueue_answer(res, v, start_us - c->now_us, lqueue_position(c, q->n_waiters), c->now_us);
+	lqueue_answer(res, v, c, start_us, q->n_waiters);
+	res->waiting = res->position - 1;
 	if (op == SLOT_RESET) {
 		q->n_waiters = q->n_ghosts = 0;
-		q->tat_us = q->at_us = 0;
+		q->tat_us = q->at_us = q->interval_us = q->burst = 0;
 		q->changed = 1;
 	}
 	return v;
+}
+
+/* Admits the login of this rank at start_us: the schedule moves on by one interval, and its
+   place (self, or -1 for none) goes. */
+static enum slot_verdict lqueue_admit(struct lqueue *q, const struct lqueue_clock *c, ssize_t self,
+				      size_t rank, struct slot_result *res)
+{
+	int64_t start_us = lqueue_start(c, rank);
+
+	if (self >= 0)
+		lqueue_drop(q, (size_t)self, false, c->now_us);
+	q->tat_us = c->tat_us + c->p->interval_us;
+	q->at_us = c->now_us;
+	q->changed = 1;
+	return lqueue_answer(res, SLOT_ADMIT, c, start_us, rank);
+}
+
+/* reserve (R2): WHO's ghost is taken back at its arrival if nobody queued since it left,
+   else at the back; either way the place is marked taken back, and the ghost consumed. A
+   refusal changes nothing. */
+static enum slot_verdict lqueue_reserve(struct lqueue *q, const struct lqueue_clock *c,
+					const struct lqueue_hold *given, int per_host,
+					struct slot_result *res)
+{
+	const struct slot_place *pl = given->pl;
+	struct lqueue_hold h = *given;
+	ssize_t ghost = lqueue_ghost_of(q, pl->who);
+	size_t rank = lqueue_rank(q, c->now_us);
+	int64_t start_us;
+
+	if (per_host > 0 && pl->host[0] != '\0' &&
+	    lqueue_places_of(q, pl->host) + lqueue_ghosts_of(q, pl->host, pl->who) >= per_host)
+		return lqueue_answer(res, SLOT_REFUSE_HOST, c, c->now_us, rank);
+	h.arrival_us = c->now_us;
+	h.taken_back = ghost >= 0;
+	if (ghost >= 0 && !lqueue_arrived_since(q, q->ghosts[ghost].left_us))
+		h.arrival_us = q->ghosts[ghost].arrival_us;
+	rank = lqueue_rank(q, h.arrival_us);
+	start_us = lqueue_start(c, rank);
+	if (start_us - c->now_us > c->p->max_wait_us || q->n_waiters == LQUEUE_MAX)
+		return lqueue_answer(res, SLOT_REFUSE, c, start_us, rank);
+	if (ghost >= 0)
+		lqueue_forget_ghost(q, (size_t)ghost);
+	if (lqueue_due(c, rank, start_us))
+		return lqueue_admit(q, c, -1, rank, res);
+	lqueue_hold(q, &h, c->now_us);
+	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
+}
+
+/* The renewing login's place: kept, with a new lease; or, its lease out while it lived on,
+   taken back from WHO's ghost whatever came since (R2), or held anew at the back. -1 when
+   the queue is full. */
+static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, int64_t now_us)
+{
+	ssize_t self = lqueue_find(q, given->pl->id), ghost;
+	struct lqueue_hold h = *given;
+
+	if (self >= 0) {
+		q->waiters[self].lease_us = now_us + SLOT_LEASE_US;
+		q->changed = 1;
+		return self;
+	}
+	ghost = lqueue_ghost_of(q, h.pl->who);
+	h.arrival_us = now_us;
+	h.taken_back = ghost >= 0;
+	if (ghost >= 0) {
+		h.arrival_us = q->ghosts[ghost].arrival_us;
+		lqueue_forget_ghost(q, (size_t)ghost);
+	}
+	return lqueue_hold(q, &h, now_us);
+}
+
+/* renew: admitted at its slot when near; refused, its place dropped and no ghost left, when
+   that slot is further off than what is left of max_wait (R1). */
+static enum slot_verdict lqueue_renew(struct lqueue *q, const struct lqueue_clock *c,
+				      const struct lqueue_hold *h, struct slot_result *res)
+{
+	ssize_t self = lqueue_keep(q, h, c->now_us);
+	size_t rank;
+	int64_t start_us;
+
+	if (self < 0) /* a full queue: it goes in, as before it held a place */
+		return lqueue_answer(res, SLOT_ADMIT, c, c->now_us, 0);
+	rank = lqueue_rank(q, q->waiters[self].arrival_us);
+	start_us = lqueue_start(c, rank);
+	if (start_us - c->now_us > c->p->max_wait_us) {
+		lqueue_drop(q, (size_t)self, false, c->now_us);
+		return lqueue_answer(res, SLOT_REFUSE, c, start_us, rank);
+	}
+	if (lqueue_due(c, rank, start_us))
+		return lqueue_admit(q, c, self, rank, res);
+	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
+}
+
+/* The settings the schedule decides by (R7): the strictest seen since it was made (longest
+   interval, smallest burst), with the caller's; the pressure hold's line keeps none. */
+static void lqueue_settings(const struct lqueue *q, const struct slot_params *p,
+			    struct slot_params *s)
+{
+	*s = *p;
+	if (q->line || q->interval_us <= 0)
+		return;
+	if (q->interval_us > s->interval_us)
+		s->interval_us = q->interval_us;
+	if (q->burst < s->burst)
+		s->burst = q->burst;
+}
+
+/* Whether the schedule holds nothing and its time has passed: made afresh by the next
+   caller's settings. */
+static bool lqueue_empty(const struct lqueue *q, int64_t now_us)
+{
+	return q->n_waiters == 0 && q->n_ghosts == 0 && lqueue_stored_tat(q, now_us) <= now_us;
+}
+
+bool lqueue_idle(struct lqueue *q, int64_t now_us)
+{
+	struct slot_params s = { .interval_us = 1, .burst = 1 };
+
+	lqueue_settings(q, &s, &s);
+	lqueue_purge(q, &s, now_us);
+	return lqueue_empty(q, now_us);
+}
+
+/* Brings the stored schedule to now: a clock that went back moves it back as far (kept, or
+   every renewal would find the same wait until the clock caught up); lapsed waiters and
+   ghosts go; the settings to decide by are put in s, and stored when they change. */
+static void lqueue_prepare(struct lqueue *q, const struct slot_params *p, int64_t now_us,
+			   struct slot_params *s)
+{
+	if (q->at_us > now_us) {
+		q->tat_us = slot_recover(now_us, q->tat_us, q->at_us);
+		q->at_us = now_us;
+		q->changed = 1;
+	}
+	lqueue_settings(q, p, s);
+	lqueue_purge(q, s, now_us);
+	if (lqueue_empty(q, now_us))
+		*s = *p;
+	if (!q->line && (q->interval_us != s->interval_us || q->burst != s->burst)) {
+		q->interval_us = s->interval_us;
+		q->burst = s->burst;
+		q->changed = 1;
+	}
 }
 
 enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int per_host,
 			      enum slot_op op, const struct slot_place *place, pid_t pid,
 			      int64_t now_us, int64_t window_us, struct slot_result *res)
 {
-	struct lqueue_clock c = { .p = p, .now_us = now_us };
-	int64_t arrival_us, start_us;
+	struct slot_params s;
+	struct lqueue_clock c = { .p = &s, .now_us = now_us, .window_us = window_us };
+	const struct lqueue_hold h = { .pl = place, .pid = pid };
 	ssize_t self;
-	size_t rank;
 
+	lqueue_prepare(q, p, now_us, &s);
 	/* A bare tat (no at), as versions before 0.2 wrote it, reads as written now. */
 	c.tat_us = slot_recover(now_us, q->tat_us, q->at_us > 0 ? q->at_us : now_us);
-	/* A clock that went back: the schedule moved back as far is kept, or every renewal would
-	   find the same wait until the clock caught up. */
-	if (q->at_us > now_us) {
-		q->tat_us = c.tat_us;
-		q->at_us = now_us;
-		q->changed = 1;
-	}
-	lqueue_purge(q, now_us);
+	res->sched_interval_us = s.interval_us;
+	res->sched_burst = s.burst;
 	if (op == SLOT_PEEK || op == SLOT_RESET)
-		return lqueue_view(q, &c, op, window_us, res);
+		return lqueue_view(q, &c, op, res);
+	if (op == SLOT_RESERVE)
+		return lqueue_reserve(q, &c, &h, per_host, res);
+	if (op == SLOT_RENEW)
+		return lqueue_renew(q, &c, &h, res);
 	self = lqueue_find(q, place->id);
-	if (op == SLOT_LEAVE) {
-		if (self >= 0)
-			lqueue_drop(q, (size_t)self, true, now_us);
-		return lqueue_answer(res, SLOT_ADMIT, 0, 1, now_us);
-	}
-	if (op == SLOT_RESERVE) {
-		if (per_host > 0 && place->host[0] != '\0' &&
-		    lqueue_places_of(q, place->host) >= per_host)
-			return lqueue_answer(res, SLOT_REFUSE_HOST, 0,
-					     lqueue_position(&c, q->n_waiters), now_us);
-		arrival_us = -1;
-		for (size_t i = 0; place->who[0] != '\0' && i < q->n_ghosts; i++) {
-			if (strcmp(q->ghosts[i].who, place->who) == 0)
-				arrival_us = q->ghosts[i].arrival_us;
-		}
-		if (arrival_us < 0)
-			arrival_us = now_us;
-		rank = lqueue_rank(q, arrival_us);
-		start_us = lqueue_start(&c, rank);
-		if (start_us - now_us > p->max_wait_us || q->n_waiters == LQUEUE_MAX)
-			return lqueue_answer(res, SLOT_REFUSE, start_us - now_us,
-					     lqueue_position(&c, rank), now_us);
-		lqueue_take_ghost(q, place->who);
-	} else if (self < 0) {
-		/* Its lease ran out while it lived on: back at its place, or at the back. */
-		arrival_us = lqueue_take_ghost(q, place->who);
-		if (arrival_us < 0)
-			arrival_us = now_us;
-		if (lqueue_hold(q, place, pid, arrival_us, now_us) != 0)
-			return lqueue_answer(res, SLOT_ADMIT, 0, 1, now_us);
-		self = (ssize_t)q->n_waiters - 1;
-	} else {
-		arrival_us = q->waiters[self].arrival_us;
-		q->waiters[self].lease_us = now_us + SLOT_LEASE_US;
-		q->changed = 1;
-	}
-	rank = lqueue_rank(q, arrival_us);
-	start_us = lqueue_start(&c, rank);
-	if (start_us - now_us <= window_us && (rank == 0 || start_us == now_us)) {
-		if (self >= 0)
-			lqueue_drop(q, (size_t)self, false, now_us);
-		q->tat_us = c.tat_us + p->interval_us;
-		q->at_us = now_us;
-		q->changed = 1;
-		return lqueue_answer(res, SLOT_ADMIT, start_us - now_us, lqueue_position(&c, rank),
-				     now_us);
-	}
-	if (op == SLOT_RESERVE && lqueue_hold(q, place, pid, arrival_us, now_us) != 0)
-		return lqueue_answer(res, SLOT_REFUSE, start_us - now_us,
-				     lqueue_position(&c, rank), now_us);
-	return lqueue_answer(res, SLOT_QUEUED, start_us - now_us, lqueue_position(&c, rank),
-			     now_us);
+	if (self >= 0)
+		lqueue_drop(q, (size_t)self, true, now_us);
+	res->verdict = SLOT_ADMIT;
+	res->wait_us = 0;
+	res->position = 1;
+	res->deadline_us = now_us;
+	return SLOT_ADMIT;
 }

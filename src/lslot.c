@@ -63,135 +63,10 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create
 	if (dfd < 0 && !create && errno == ENOENT)
 		return -1;
 	if (dfd < 0 && errno == EPERM)
-		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why,
-			(unsigned)geteuid());
+		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why, (unsigned)geteuid());
 	else if (dfd < 0)
 		log_msg(pamh, LOG_ERR, "local slot: %s %s: %m", why, dir);
 	return dfd;
-}
-
-/* Reads the stored schedule, "tat at" (a bare tat reads as written now), recovered as
-   slot_recover says; a missing or garbled one reads as now_us. */
-static int64_t lslot_read_tat(int fd, int64_t now_us)
-{
-	char buf[48];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	char *end;
-	long long tat, at = now_us;
-
-	if (n <= 0)
-		return now_us;
-	buf[n] = '\0';
-	errno = 0;
-	tat = strtoll(buf, &end, 10);
-	if (errno == 0 && end != buf && *end == ' ' && end[1] >= '0' && end[1] <= '9')
-		at = strtoll(end + 1, &end, 10);
-	if (errno != 0 || end == buf || (*end != '\n' && *end != '\0') || tat < 0)
-		return now_us;
-	/* Waiters hold places in it (src/lqueue.c): it is live whatever its time. */
-	if (*end == '\n' && end + 1 < buf + n)
-		return INT64_MAX;
-	return slot_recover(now_us, tat, at);
-}
-
-/* Whether the locked fd is still the file that dir names name: a pruner may have removed
-   it between our open and our lock, and a decision on a removed file binds no one. */
-static bool lslot_still_named(int dfd, const char *name, int fd)
-{
-	struct stat held, named;
-
-	return fstat(fd, &held) == 0 && held.st_nlink != 0 &&
-	       fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       held.st_ino == named.st_ino && held.st_dev == named.st_dev;
-}
-
-/* Removes the schedule file name if its time has passed (a schedule that says nothing any
-   more, as Redis lets its key expire), unless someone holds it. Returns whether it did. */
-static bool lslot_prune_one(int dfd, const char *name)
-{
-	struct stat st;
-	bool gone = false;
-	int64_t now_us = fstime_mono_us();
-	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;
-	/* A live schedule, the common case, is seen without locking; it is read again under
-	   the lock before it goes. */
-	if (fstat(fd, &st) == 0 && trust_own_file(&st, 0) && lslot_read_tat(fd, now_us) <= now_us &&
-	    flock(fd, LOCK_EX | LOCK_NB) == 0 && lslot_still_named(dfd, name, fd) &&
-	    lslot_read_tat(fd, now_us) <= now_us)
-		gone = unlinkat(dfd, name, 0) == 0;
-	close(fd); /* and with it the lock */
-	return gone;
-}
-
-/* Counts the schedule files in dfd, after removing those whose time has passed if prune;
-   -1 if the directory cannot be read. Other files (node.* of ncache.c) are not touched. */
-static int lslot_scan(int dfd, const char *prefix, bool prune)
-{
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	const struct dirent *e;
-	int n = 0;
-
-	if (d == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-			continue;
-		if (!prune || !lslot_prune_one(dfd, e->d_name))
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
-/* Before a new schedule file is made: prunes when there are many, and turns name into one
-   of the shared schedules when too many are still live, so that the directory stays
-   bounded whatever the number of keys. */
-static void lslot_make_room(int dfd, const char *prefix, const char *key, char *name,
-			    size_t namesz)
-{
-	int n = lslot_scan(dfd, prefix, false);
-
-	if (n >= LSLOT_PRUNE_AT)
-		n = lslot_scan(dfd, prefix, true);
-	if (n >= LSLOT_FILES_MAX)
-		snprintf(name, namesz, "%s~shared.%02u", prefix,
-			 (unsigned)(lslot_hash(LSLOT_HASH_START, key) % LSLOT_SHARED));
-}
-
-/* Opens the schedule file for key, named name (or a shared one, see lslot_make_room). */
-static int lslot_open_file(const pam_handle_t *pamh, int dfd, const struct lslot_call *call,
-			   char *name, size_t namesz, bool peek)
-{
-	struct stat st;
-	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-
-	/* peek creates nothing: a schedule with no file is an empty one. */
-	if (fd < 0 && errno == ENOENT && peek)
-		return -1;
-	if (fd < 0 && errno == ENOENT) {
-		lslot_make_room(dfd, call->prefix, call->key, name, namesz);
-		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	}
-	if (fd < 0) {
-		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", call->dir, name);
-		return -1;
-	}
-	/* No link at all: pruned since the open, which the caller sees after locking. */
-	if (fstat(fd, &st) != 0 || !trust_own_file(&st, 077)) {
-		log_msg(pamh, LOG_ERR,
-			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
-			call->dir, name, (unsigned)geteuid());
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* Reads the whole schedule file, bounded: its queue can hold LQUEUE_MAX waiters. */
@@ -221,6 +96,166 @@ static char *lslot_read_all(int fd)
 	return buf;
 }
 
+/* Whether the locked fd is still the file that dir names name: a pruner may have removed
+   it between our open and our lock, and a decision on a removed file binds no one. */
+static bool lslot_still_named(int dfd, const char *name, int fd)
+{
+	struct stat held, named;
+
+	return fstat(fd, &held) == 0 && held.st_nlink != 0 &&
+	       fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       held.st_ino == named.st_ino && held.st_dev == named.st_dev;
+}
+
+/* Whether the schedule in fd says nothing any more (lqueue_idle): no live waiter, no ghost,
+   its time passed. What cannot be read is not idle: it is left alone. */
+static bool lslot_idle(int fd)
+{
+	char *text = lslot_read_all(fd);
+	struct lqueue q;
+	bool idle = false;
+
+	if (text != NULL && lqueue_read(&q, text) == 0) {
+		idle = lqueue_idle(&q, fstime_mono_us());
+		lqueue_free(&q);
+	}
+	free(text);
+	return idle;
+}
+
+/* Removes the schedule file name if it is idle (a schedule that says nothing any more, as
+   Redis lets its key expire), unless someone holds it. Returns whether it did. */
+static bool lslot_prune_one(int dfd, const char *name)
+{
+	struct stat st;
+	bool gone = false;
+	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && trust_own_file(&st, 0) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    lslot_still_named(dfd, name, fd) && lslot_idle(fd))
+		gone = unlinkat(dfd, name, 0) == 0;
+	close(fd); /* and with it the lock */
+	return gone;
+}
+
+/* Counts the schedule files in dfd, after removing those whose time has passed if prune;
+   -1 if the directory cannot be read. Other files (node.* of ncache.c) are not touched. */
+static int lslot_scan(int dfd, const char *prefix, bool prune)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	const struct dirent *e;
+	int n = 0;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		if (!prune || !lslot_prune_one(dfd, e->d_name))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The shared schedule key goes to when it cannot have a file of its own. */
+static void lslot_shared_name(const char *prefix, const char *key, char *name, size_t namesz)
+{
+	snprintf(name, namesz, "%s~shared.%02u", prefix,
+		 (unsigned)(lslot_hash(LSLOT_HASH_START, key) % LSLOT_SHARED));
+}
+
+/* Before a new schedule file is made: prunes when there are many, and turns name into one
+   of the shared schedules when too many are still live, so that the directory stays
+   bounded whatever the number of keys. */
+static void lslot_make_room(int dfd, const char *prefix, const char *key, char *name, size_t namesz)
+{
+	int n = lslot_scan(dfd, prefix, false);
+
+	if (n >= LSLOT_PRUNE_AT)
+		n = lslot_scan(dfd, prefix, true);
+	if (n >= LSLOT_FILES_MAX)
+		lslot_shared_name(prefix, key, name, namesz);
+}
+
+/* Whether dfd's file name holds a schedule that is not idle: read without its lock, as a
+   hint (a decision is made under the lock, on whichever file is chosen). */
+static bool lslot_live(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = fstat(fd, &st) == 0 && trust_own_file(&st, 077) && !lslot_idle(fd);
+	close(fd);
+	return live;
+}
+
+/* The file for a key that has none of its own (name): the shared one it hashes to while that
+   one is live, for its logins may be waiting there; else, when make, its own, or a shared
+   one if too many are live (lslot_make_room). */
+static void lslot_elsewhere(int dfd, const struct lslot_call *call, char *name, size_t namesz,
+			    bool make)
+{
+	char shared[NAME_MAX + 1];
+
+	lslot_shared_name(call->prefix, call->key, shared, sizeof(shared));
+	if (strcmp(shared, name) != 0 && lslot_live(dfd, shared))
+		snprintf(name, namesz, "%s", shared);
+	else if (make)
+		lslot_make_room(dfd, call->prefix, call->key, name, namesz);
+}
+
+/* What lslot_call opens: the key's own file name, the one opened (own or shared), and how
+   long it waited for its lock. */
+struct lslot_file {
+	const struct lslot_call *call;
+	int dfd;
+	char own[NAME_MAX + 1];
+	char name[NAME_MAX + 1];
+	int64_t waited_us;
+	bool timed_out; /* the lock was not had within lslot_lock_wait_us */
+};
+
+/* Opens the schedule file for the key into f->name (see lslot_elsewhere). */
+static int lslot_open_file(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
+{
+	const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (peek ? 0 : O_CREAT);
+	struct stat st;
+	int fd;
+
+	snprintf(f->name, sizeof(f->name), "%s", f->own);
+	fd = openat(f->dfd, f->name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		lslot_elsewhere(f->dfd, f->call, f->name, sizeof(f->name), !peek);
+		fd = openat(f->dfd, f->name, flags, 0600);
+	}
+	/* peek creates nothing: a schedule with no file is an empty one. */
+	if (fd < 0 && errno == ENOENT && peek)
+		return -1;
+	if (fd < 0) {
+		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", f->call->dir, f->name);
+		return -1;
+	}
+	/* No link at all: pruned since the open, which the caller sees after locking. */
+	if (fstat(fd, &st) != 0 || !trust_own_file(&st, 077)) {
+		log_msg(pamh, LOG_ERR,
+			"local slot: %s/%s must be a regular file of uid %u, mode 0600, one link",
+			f->call->dir, f->name, (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int lslot_write_all(int fd, const char *text, size_t len)
 {
 	if (pwrite(fd, text, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) != 0)
@@ -228,53 +263,80 @@ static int lslot_write_all(int fd, const char *text, size_t len)
 	return 0;
 }
 
-/* Opens and locks the schedule file for key, the one dir names once locked; -1 if none,
-   logged. */
-static int lslot_open_locked(const pam_handle_t *pamh, int dfd, const struct lslot_call *call,
-			     char *name, size_t namesz, bool peek)
+/* Whether the call is a login's reserve or renew on a schedule: its wait for the lock is
+   part of its wait, bounded by its max_wait, and refused past it. */
+static bool lslot_login(const struct lslot_call *call)
 {
-	const char *dir = call->dir;
+	return (call->op == SLOT_RESERVE || call->op == SLOT_RENEW) &&
+	       strcmp(call->prefix, LSLOT_PREFIX) == 0;
+}
+
+/* How long a call waits for the file's lock: a login as long as it may still wait (its
+   max_wait, or what is left of it on renewal), and at least LSLOT_LOCK_WAIT_US; any other
+   call (leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
+static int64_t lslot_lock_wait_us(const struct lslot_call *call)
+{
+	if (lslot_login(call) && call->p->max_wait_us > LSLOT_LOCK_WAIT_US)
+		return call->p->max_wait_us;
+	return LSLOT_LOCK_WAIT_US;
+}
+
+/* Opens and locks the schedule file for the key, the one dir names once locked; -1 if none,
+   logged. */
+static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
+{
+	const int64_t start_us = fstime_mono_us(), wait_us = lslot_lock_wait_us(f->call);
 
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
-		int fd = lslot_open_file(pamh, dfd, call, name, namesz, peek);
+		int fd = lslot_open_file(pamh, f, peek), rc;
 
 		if (fd < 0)
 			return -1;
-		if (trust_lock(fd, LOCK_EX, LSLOT_LOCK_WAIT_US) != 0) {
-			log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
+		rc = trust_lock(fd, LOCK_EX, start_us + wait_us - fstime_mono_us());
+		f->waited_us = fstime_mono_us() - start_us;
+		if (rc != 0) {
+			f->timed_out = errno == ETIMEDOUT;
+			log_msg(pamh, LOG_ERR,
+				"local slot: cannot lock %s/%s within %" PRId64 " ms: %m",
+				f->call->dir, f->name, wait_us / 1000);
 			close(fd);
 			return -1;
 		}
-		if (lslot_still_named(dfd, name, fd))
+		if (lslot_still_named(f->dfd, f->name, fd))
 			return fd;
 		close(fd);
 	}
-	log_msg(pamh, LOG_ERR, "local slot: %s/%s was removed %d times while opening it", dir, name,
-		LSLOT_OPEN_TRIES);
+	log_msg(pamh, LOG_ERR, "local slot: %s/%s was removed %d times while opening it",
+		f->call->dir, f->name, LSLOT_OPEN_TRIES);
 	return -1;
 }
 
-/* One step of the file's queue, the file locked. */
-static enum slot_verdict lslot_step(const struct lslot_call *call, int fd, struct slot_result *res)
+/* One step of the file's queue, the file locked; a login's max_wait less the time it waited
+   for the lock. */
+static enum slot_verdict lslot_step(const struct lslot_file *f, int fd, struct slot_result *res)
 {
+	const struct lslot_call *call = f->call;
+	struct slot_params p = *call->p;
 	struct lqueue q;
 	enum slot_verdict v = SLOT_UNAVAILABLE;
 	char *text = lslot_read_all(fd), *out = NULL;
 	long len;
-
-	if (text == NULL || lqueue_read(&q, text) != 0) {
-		free(text);
-		return SLOT_UNAVAILABLE;
-	}
-	free(text);
 	const int64_t window_us[] = {
 		[LSLOT_ADMIT_NEAR] = slot_commit_us(call->p),
 		[LSLOT_ADMIT_DUE] = 0,
 		[LSLOT_ADMIT_NEVER] = -1, /* a slot is never before now */
 	};
 
-	v = lqueue_step(&q, call->p, call->per_host, call->op, call->place, getpid(),
-			fstime_mono_us(), window_us[call->admit], res);
+	if (text == NULL || lqueue_read(&q, text) != 0) {
+		free(text);
+		return SLOT_UNAVAILABLE;
+	}
+	free(text);
+	q.line = strcmp(call->prefix, LSLOT_PREFIX) != 0;
+	if (lslot_login(call))
+		p.max_wait_us = p.max_wait_us > f->waited_us ? p.max_wait_us - f->waited_us : 0;
+	v = lqueue_step(&q, &p, call->per_host, call->op, call->place, getpid(), fstime_mono_us(),
+			window_us[call->admit], res);
 	if (call->op != SLOT_PEEK && q.changed &&
 	    ((len = lqueue_write(&q, &out)) < 0 || lslot_write_all(fd, out, (size_t)len) != 0))
 		v = SLOT_UNAVAILABLE;
@@ -297,37 +359,73 @@ static enum slot_verdict lslot_peek_empty(const struct lslot_call *call, struct 
 	return v;
 }
 
+/* A login that could not have the lock within its max_wait: refused, as a wait past it is,
+   never let in without one. */
+static enum slot_verdict lslot_refuse_locked(const struct lslot_file *f, struct slot_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->verdict = SLOT_REFUSE;
+	res->wait_us = f->waited_us;
+	res->position = 1;
+	res->deadline_us = fstime_mono_us();
+	return SLOT_REFUSE;
+}
+
+/* The call, with its defaults; f->own its file's own name. */
+static void lslot_prepare(const struct lslot_call *given, struct lslot_call *c,
+			  struct lslot_file *f)
+{
+	*c = *given;
+	memset(f, 0, sizeof(*f));
+	f->call = c;
+	f->dfd = -1;
+	lslot_file_name(c->key, f->own, sizeof(f->own));
+	if (c->prefix == NULL)
+		c->prefix = LSLOT_PREFIX;
+	else /* the same length as LSLOT_PREFIX, so the name fits as it did */
+		memcpy(f->own, c->prefix, sizeof(LSLOT_PREFIX) - 1);
+}
+
 enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *given,
 			     struct slot_result *res)
 {
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
-	struct lslot_call c = *given;
-	const struct lslot_call *call = &c;
-	const bool peek = call->op == SLOT_PEEK;
-	char name[NAME_MAX + 1];
-	int dfd, fd = -1;
+	struct lslot_call c;
+	struct lslot_file f;
+	const bool peek = given->op == SLOT_PEEK;
+	int fd = -1;
 
-	lslot_file_name(call->key, name, sizeof(name));
-	if (c.prefix == NULL)
-		c.prefix = LSLOT_PREFIX;
-	else /* the same length as LSLOT_PREFIX, so the name fits as it did */
-		memcpy(name, c.prefix, sizeof(LSLOT_PREFIX) - 1);
-	dfd = lslot_open_dir(pamh, call->dir, !peek);
-	if (dfd >= 0)
-		fd = lslot_open_locked(pamh, dfd, call, name, sizeof(name), peek);
-	if (fd < 0 && peek && errno == ENOENT) {
-		if (dfd >= 0)
-			close(dfd);
-		return lslot_peek_empty(call, res);
-	}
+	lslot_prepare(given, &c, &f);
+	f.dfd = lslot_open_dir(pamh, c.dir, !peek);
+	if (f.dfd >= 0)
+		fd = lslot_open_locked(pamh, &f, peek);
+	if (fd < 0 && peek && errno == ENOENT)
+		verdict = lslot_peek_empty(&c, res);
+	else if (fd < 0 && f.timed_out && lslot_login(&c))
+		verdict = lslot_refuse_locked(&f, res);
 	if (fd >= 0) {
-		verdict = lslot_step(call, fd, res);
+		verdict = lslot_step(&f, fd, res);
 		if (verdict == SLOT_UNAVAILABLE)
-			log_msg(pamh, LOG_ERR, "local slot: cannot read or write %s/%s: %m",
-				call->dir, name);
+			log_msg(pamh, LOG_ERR, "local slot: cannot read or write %s/%s: %m", c.dir,
+				f.name);
 		close(fd); /* and with it the lock */
 	}
+	if (f.dfd >= 0)
+		close(f.dfd);
+	return verdict;
+}
+
+void lslot_where(const char *dir, const char *key, char *out, size_t outsz)
+{
+	const struct lslot_call call = { .dir = dir, .key = key, .prefix = LSLOT_PREFIX };
+	char name[NAME_MAX + 1];
+	const char *why;
+	int dfd = trust_open_dir(dir, false, &why);
+
+	lslot_file_name(key, name, sizeof(name));
+	if (dfd >= 0 && faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+		lslot_elsewhere(dfd, &call, name, sizeof(name), false);
 	if (dfd >= 0)
 		close(dfd);
-	return verdict;
+	snprintf(out, outsz, "%s/%s", dir, name);
 }

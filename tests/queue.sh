@@ -183,4 +183,56 @@ check "a burst=4 stack on a burst=1 schedule goes in last, in its turn ($order)"
 check "... and says once that the schedule keeps its own settings" \
 	sh -c "[ \$(grep -c 'key q7: the schedule keeps interval=3s burst=1, not this stack.s interval=1s burst=4' '$TMP/s3.err') = 1 ]"
 
+# 6. url=local, issue 18 item 4: 30 logins at once against a file of 4,096 ghosts wait the
+# lock out: none is let in without a wait, and they go in spread over their slots.
+mkdir -m 0700 "$TMP/q6"
+awk -v now="$(awk '{ printf "%d", $1 * 1e6 }' /proc/uptime)" 'BEGIN {
+	printf "%d %d\n", now, now
+	for (i = 1; i <= 4096; i++) printf "g %016x %d %d\n", i, now - 30e6, now + 60e6 }' \
+	> "$TMP/q6/slot.q6"
+chmod 0600 "$TMP/q6/slot.q6"
+service q6 "auth requisite @M url=local state_dir=$TMP/q6 key=q6 interval=200ms countdown=0 debug" \
+	"$STAMP" "auth required @P/pam_permit.so"
+rm -f "$TMP/stamps"
+for i in $(seq 1 30); do bg_login "b$i" q6 "b$i"; done
+bg_wait
+open=$(cat "$TMP"/b*.err | grep -c 'without a wait\|cannot lock')
+fails=$(for i in $(seq 1 30); do rc_of "b$i"; done | grep -vc '^0$')
+span=$(sort -n "$TMP/stamps" | awk 'NR == 1 { t = $1 } END { printf "%d", ($1 - t) / 1e6 }')
+check "url=local burst on 4,096 ghosts: no login let in without a wait ($open), all in ($fails failed)" \
+	[ "$open$fails" = 00 ]
+check "... spread over their slots (${span} ms from first to last, 29 intervals of 200 ms)" \
+	[ "${span:-0}" -ge 5000 ]
+check "... and the file stays small ($(stat -c %s "$TMP/q6/slot.q6") bytes)" \
+	[ "$(stat -c %s "$TMP/q6/slot.q6")" -lt 100000 ]
+
+# 7. url=local, issue 18 item 8: dead files (a waiter whose process is gone, a ghost long
+# expired) are pruned, so a new key gets a file of its own; and a key whose logins wait in a
+# shared file is shown there by flowslotctl status.
+mkdir -m 0700 "$TMP/q7"
+now_us=$(awk '{ printf "%d", $1 * 1e6 }' /proc/uptime)
+for i in $(seq 1 256); do
+	printf '%d %d\nw 0a 0b - %d %d 999999999\ng 0c %d %d\n' $((now_us - 80000000)) \
+		$((now_us - 90000000)) $((now_us - 90000000)) $((now_us - 70000000)) \
+		$((now_us - 100000000)) $((now_us - 1000000)) > "$TMP/q7/slot.pr:dead$i"
+done
+chmod 0600 "$TMP"/q7/slot.*
+service q7 "auth requisite @M url=local state_dir=$TMP/q7 key=pr:%u interval=5s countdown=0 debug" \
+	"auth required @P/pam_permit.so"
+login p12 q7 user12
+check "url=local: 256 dead files are pruned, the new key has its own file" \
+	sh -c "[ $(rc_of p12) = 0 ] && [ -e '$TMP/q7/slot.pr:user12' ] && ! ls '$TMP/q7'/slot.~shared.* > /dev/null 2>&1 && [ \$(ls '$TMP/q7' | wc -l) -lt 64 ]"
+rm -f "$TMP"/q7/slot.*
+for i in $(seq 1 256); do
+	printf '%d %d\n' $((now_us + 3600000000)) "$now_us" > "$TMP/q7/slot.pr:live$i"
+done
+chmod 0600 "$TMP"/q7/slot.*
+login s1 q7 user12
+bg_login s2 q7 user12
+wait_for 5 grep -q 'queued: ' "$TMP/s2.err"
+"$TREE/flowslotctl" url=local state_dir="$TMP/q7" key=pr:user12 interval=5s status > "$TMP/q7.out" 2>&1
+check "url=local: flowslotctl status on a key in a shared file shows that file's queue" \
+	sh -c "grep -q '^waiting: *1\$' '$TMP/q7.out' && grep -q 'slot.~shared.' '$TMP/q7.out' && [ ! -e '$TMP/q7/slot.pr:user12' ]"
+bg_wait
+
 finish

@@ -44,6 +44,10 @@ struct lslot_call {
 enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
 			     struct slot_result *res);
 
+/* Where a call on key in dir finds its schedule now, as "dir/name": its own file, or the
+   shared one it hashes to while that one is live (flowslotctl names what it reads). */
+void lslot_where(const char *dir, const char *key, char *out, size_t outsz);
+
 /* The file name for key, in out of NAME_MAX + 1 bytes: the key itself where it fits, never a
    path. */
 void lslot_file_name(const char *key, char *out, size_t outsz);

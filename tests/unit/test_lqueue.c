@@ -116,12 +116,12 @@ static pid_t dead_pid(void)
 static void test_round_trip(void **state)
 {
 	static const char text[] =
-	    "123456789 123000000\n"
+	    "123456789 123000000 5000000 2\n"
 	    "w 0123456789abcdef0123456789abcdef 00000000000000aa 00000000000000bb 800 2000 "
 	    "4242\n"
-	    "w 01 0c - 850 2100 1\n"
-	    "g 0d 700 60000\n"
-	    "g 0e 750 61000\n";
+	    "w 01 0c - 850 2100 1 t\n"
+	    "g 0d - 700 60000\n"
+	    "g 0e 00000000000000bb 750 61000\n";
 	struct lqueue q, q2;
 	char *out, *out2;
 
@@ -129,7 +129,11 @@ static void test_round_trip(void **state)
 	load(&q, text);
 	assert_int_equal(q.tat_us, 123456789);
 	assert_int_equal(q.at_us, 123000000);
+	assert_int_equal(q.interval_us, 5000000);
+	assert_int_equal(q.burst, 2);
 	assert_int_equal(q.n_waiters, 2);
+	assert_false(q.waiters[0].taken_back);
+	assert_true(q.waiters[1].taken_back);
 	assert_string_equal(q.waiters[0].id, "0123456789abcdef0123456789abcdef");
 	assert_string_equal(q.waiters[0].who, "00000000000000aa");
 	assert_string_equal(q.waiters[0].host, "00000000000000bb");
@@ -140,7 +144,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(q.n_ghosts, 2);
 	assert_string_equal(q.ghosts[1].who, "0e");
 	assert_int_equal(q.ghosts[1].arrival_us, 750);
-	assert_int_equal(q.ghosts[1].end_us, 61000);
+	assert_string_equal(q.ghosts[1].host, "00000000000000bb");
+	assert_int_equal(q.ghosts[1].left_us, 61000);
 	out = text_of(&q);
 	assert_string_equal(out, text);
 	load(&q2, out);
@@ -150,6 +155,17 @@ static void test_round_trip(void **state)
 	free(out2);
 	lqueue_free(&q);
 	lqueue_free(&q2);
+
+	/* An earlier version's file: "tat at", seven fields a waiter, "g WHO ARRIVAL END". */
+	load(&q, "123456789 123000000\nw 01 0c - 850 2100 1\ng 0d 700 60000700\n");
+	assert_int_equal(q.interval_us, 0);
+	assert_int_equal(q.n_waiters, 1);
+	assert_false(q.waiters[0].taken_back);
+	assert_int_equal(q.n_ghosts, 1);
+	assert_string_equal(q.ghosts[0].host, "");
+	assert_int_equal(q.ghosts[0].arrival_us, 700);
+	assert_int_equal(q.ghosts[0].left_us, 700);
+	lqueue_free(&q);
 
 	/* Nothing at all: an empty schedule. */
 	load(&q, "");
@@ -169,6 +185,7 @@ static void test_garbage_lines(void **state)
 				   "w 0a 0b - 1 2 0\n"
 				   "w 0a 0b - 1 2 -3\n"
 				   "w 0a 0b - 1 2 3 4\n"
+				   "w 0a 0b - 1 2 3 x\n"
 				   "w 0a 0b zz 1 2 3\n"
 				   "w 0a  - 1 2 3\n"
 				   "w 0123456789abcdef0123456789abcdef0 0b - 1 2 3\n"
@@ -178,7 +195,8 @@ static void test_garbage_lines(void **state)
 				   "\n"
 				   "g 0c 5 6\n"
 				   "g -- 5 6\n"
-				   "g 0c 5 6 7\n"
+				   "g 0c - 5 6 7\n"
+				   "g 0c 0z 5 6\n"
 				   "g 0c 5\n"
 				   "g 0c 5 6";
 	struct lqueue q;
@@ -187,7 +205,7 @@ static void test_garbage_lines(void **state)
 	(void)state;
 	load(&q, text);
 	out = text_of(&q);
-	assert_string_equal(out, "0 0\nw 0a 0b - 1 2 3\ng 0c 5 6\n");
+	assert_string_equal(out, "0 0\nw 0a 0b - 1 2 3\ng 0c - 5 -59999994\n");
 	free(out);
 	lqueue_free(&q);
 }
@@ -208,7 +226,7 @@ static void test_reserve_empty(void **state)
 	assert_int_equal(q.changed, 1);
 	assert_int_equal(q.n_waiters, 0);
 	out = text_of(&q);
-	snprintf(want, sizeof(want), "%" PRId64 " %" PRId64 "\n", NOW + T, NOW);
+	snprintf(want, sizeof(want), "%" PRId64 " %" PRId64 " %" PRId64 " 1\n", NOW + T, NOW, T);
 	assert_string_equal(out, want);
 	free(out);
 	lqueue_free(&q);
@@ -263,7 +281,8 @@ static void test_peek_reset(void **state)
 	assert_int_equal(
 	    lqueue_step(&q, &P, 0, SLOT_PEEK, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
 	    SLOT_QUEUED);
-	assert_int_equal(res.waiting, 3);
+	/* R11: every login not gone in yet, B (admitted to go in later) with C, D, E. */
+	assert_int_equal(res.waiting, 4);
 	assert_int_equal(res.wait_us, 5 * T - 4 * S); /* behind B (admitted) and C, D, E */
 	assert_int_equal(res.position, 5);
 	assert_int_equal(res.since_us, 500 * MS);
@@ -276,7 +295,7 @@ static void test_peek_reset(void **state)
 	assert_int_equal(
 	    lqueue_step(&q, &P, 0, SLOT_RESET, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
 	    SLOT_QUEUED);
-	assert_int_equal(res.waiting, 3); /* what it held */
+	assert_int_equal(res.waiting, 4); /* what it held */
 	assert_int_equal(q.n_waiters, 0);
 	assert_int_equal(q.changed, 1);
 	/* A login after the reset is not held by the old queue. */
@@ -377,7 +396,7 @@ static void test_leave(void **state)
 	assert_int_equal(q.n_ghosts, 1);
 	assert_string_equal(q.ghosts[0].who, "0d");
 	assert_int_equal(q.ghosts[0].arrival_us, NOW + 3800 * MS);
-	assert_int_equal(q.ghosts[0].end_us, NOW + 4 * S + 60 * S);
+	assert_int_equal(q.ghosts[0].left_us, NOW + 4 * S);
 	assert_int_equal(step(&q, SLOT_RENEW, &pl[4], NOW + 4500 * MS, &res), SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 3 * T);
 	assert_int_equal(res.position, 3);
@@ -424,18 +443,20 @@ static void test_dead_pid(void **state)
 	assert_int_equal(q.n_ghosts, 1);
 	assert_string_equal(q.ghosts[0].who, "0b");
 	assert_int_equal(q.ghosts[0].arrival_us, NOW + 100 * MS);
-	assert_int_equal(q.ghosts[0].end_us, NOW + 1 * S + 60 * S);
+	assert_int_equal(q.ghosts[0].left_us, NOW + 1 * S);
 	assert_int_equal(q.changed, 1);
 
-	/* B tried again, by a live process: back at its place, ahead of C. */
+	/* B tried again, by a live process: C queued while B was away (R2), so B goes to the
+	   back, its ghost consumed and its place marked taken back. */
 	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 1500 * MS, &res), SLOT_QUEUED);
-	assert_int_equal(res.deadline_us, NOW + T);
-	assert_int_equal(res.position, 1);
-	assert_int_equal(q.waiters[find(&q, &b2)].arrival_us, NOW + 100 * MS);
-	assert_int_equal(q.n_ghosts, 0);
-	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + 1500 * MS, &res), SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 2 * T);
 	assert_int_equal(res.position, 2);
+	assert_int_equal(q.waiters[find(&q, &b2)].arrival_us, NOW + 1500 * MS);
+	assert_true(q.waiters[find(&q, &b2)].taken_back);
+	assert_int_equal(q.n_ghosts, 0);
+	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + 1500 * MS, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + T);
+	assert_int_equal(res.position, 1);
 	lqueue_free(&q);
 }
 
@@ -471,7 +492,7 @@ static void test_lease_out(void **state)
 	assert_int_equal(q.n_waiters, 1);
 	assert_int_equal(q.n_ghosts, 1);
 	assert_int_equal(q.ghosts[0].arrival_us, NOW + 100 * MS);
-	assert_int_equal(q.ghosts[0].end_us, b_lease + 60 * S);
+	assert_int_equal(q.ghosts[0].left_us, b_lease);
 
 	/* B itself renews, late but alive: it holds its place again, ahead of C. */
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &b, getpid(), b_lease + S, &res),
@@ -484,22 +505,26 @@ static void test_lease_out(void **state)
 			 SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 20 * S);
 
-	/* B leaves; a retry (B2) takes its arrival back, ahead of C. */
+	/* B, taken back once, leaves no ghost when it leaves (R2): a retry (B2) is at the back. */
+	assert_true(q.waiters[find(&q, &b)].taken_back);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &b, getpid(), b_lease + S, &res),
 			 SLOT_ADMIT);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b2, getpid(), b_lease + 2 * S, &res),
 			 SLOT_QUEUED);
-	assert_int_equal(res.deadline_us, NOW + 10 * S);
-	assert_int_equal(res.position, 1);
+	assert_int_equal(res.deadline_us, NOW + 20 * S);
+	assert_int_equal(res.position, 2);
 
-	/* Given up again, its ghost is kept 60 s, then forgotten. */
+	/* B2 given up: its ghost is kept 60 s, then forgotten. */
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &b2, getpid(), b_lease + 2 * S, &res),
 			 SLOT_ADMIT);
-	assert_int_equal(ghost_of(&q, "0b"), NOW + 100 * MS);
+	assert_int_equal(ghost_of(&q, "0b"), b_lease + 2 * S);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &d, getpid(), b_lease + 62 * S - 1, &res),
 			 SLOT_ADMIT);
-	assert_int_equal(ghost_of(&q, "0b"), NOW + 100 * MS);
-	assert_int_equal(ghost_of(&q, "0c"), NOW + 200 * MS); /* C's lease ran out meanwhile */
+	assert_int_equal(ghost_of(&q, "0b"), b_lease + 2 * S);
+	/* C's lease ran out meanwhile, first in line and its slot come (R5): admitted. */
+	assert_int_equal(ghost_of(&q, "0c"), -1);
+	assert_int_equal(q.tat_us, NOW + 20 * S);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &d, getpid(), b_lease + 62 * S, &res),
 			 SLOT_ADMIT);
 	assert_int_equal(ghost_of(&q, "0b"), -1);
@@ -535,6 +560,7 @@ static void test_per_host(void **state)
 	const struct slot_place a = place(1, "0a", "aa"), b = place(2, "0b", "aa"),
 				c = place(3, "0c", "aa"), d = place(4, "0d", "aa"),
 				e = place(5, "0e", "bb"), f = place(6, "0f", "");
+	struct slot_place b2;
 	struct slot_result res;
 	struct lqueue q;
 	char *before, *after;
@@ -563,9 +589,13 @@ static void test_per_host(void **state)
 	assert_int_equal(step_as(&q, &P, 0, SLOT_RESERVE, &d, getpid(), NOW + 6, &res),
 			 SLOT_QUEUED); /* no limit */
 	assert_int_equal(q.n_waiters, 5);
-	/* One of the host's places given up: room for another. */
+	/* One of the host's places given up: its ghost still counts (R2), but for its own WHO,
+	   which takes it back. */
 	assert_int_equal(step_as(&q, &P, 3, SLOT_LEAVE, &b, getpid(), NOW + 7, &res), SLOT_ADMIT);
 	assert_int_equal(step_as(&q, &P, 3, SLOT_RESERVE, &d, getpid(), NOW + 8, &res),
+			 SLOT_REFUSE_HOST);
+	b2 = place(7, "0b", "aa");
+	assert_int_equal(step_as(&q, &P, 3, SLOT_RESERVE, &b2, getpid(), NOW + 9, &res),
 			 SLOT_QUEUED);
 	lqueue_free(&q);
 }
@@ -603,7 +633,8 @@ static void test_refusal_changes_nothing(void **state)
 	lqueue_free(&q);
 }
 
-/* At most LQUEUE_MAX waiters and ghosts are read; a full queue refuses a new place. */
+/* At most LQUEUE_MAX waiters and LQUEUE_GHOSTS_MAX ghosts (the latest) are read; a full
+   queue refuses a new place. */
 static void test_max(void **state)
 {
 	const struct slot_params p = { .interval_us = 1 * MS, .max_wait_us = 3600 * S, .burst = 1 };
@@ -616,7 +647,7 @@ static void test_max(void **state)
 
 	(void)state;
 	assert_non_null(text);
-	len = (size_t)sprintf(text, "%" PRId64 " %" PRId64 "\n", NOW, NOW);
+	len = (size_t)sprintf(text, "%" PRId64 " %" PRId64 " %" PRId64 " 1\n", NOW, NOW, p.interval_us);
 	for (size_t i = 0; i < n; i++)
 		len +=
 		    (size_t)sprintf(text + len, "w %032zx %016zx - %" PRId64 " %" PRId64 " %ld\n",
@@ -624,9 +655,13 @@ static void test_max(void **state)
 	for (size_t i = 0; i < n; i++)
 		len += (size_t)sprintf(text + len, "g %016zx %" PRId64 " %" PRId64 "\n", i + 1,
 				       NOW - 2 * S, NOW + 60 * S);
-	load(&q, text);
+	assert_int_equal(lqueue_read(&q, text), 0);
+	assert_int_equal(q.changed, 1); /* ghosts dropped: to be written */
+	q.changed = 0;
 	assert_int_equal(q.n_waiters, LQUEUE_MAX);
-	assert_int_equal(q.n_ghosts, LQUEUE_MAX);
+	assert_int_equal(q.n_ghosts, LQUEUE_GHOSTS_MAX);
+	for (size_t i = 0; i < q.n_ghosts; i++)
+		assert_true(strtoull(q.ghosts[i].who, NULL, 16) > n - LQUEUE_GHOSTS_MAX);
 	assert_string_equal(q.waiters[LQUEUE_MAX - 1].id + 16, "0000000000001000");
 
 	/* A wait within max_wait, but no room. */
@@ -640,7 +675,7 @@ static void test_max(void **state)
 	lqueue_free(&q);
 	load(&q, out);
 	assert_int_equal(q.n_waiters, LQUEUE_MAX);
-	assert_int_equal(q.n_ghosts, LQUEUE_MAX);
+	assert_int_equal(q.n_ghosts, LQUEUE_GHOSTS_MAX);
 	free(out);
 
 	/* A place given up makes room. */
@@ -742,6 +777,290 @@ static void test_empty_who(void **state)
 	lqueue_free(&q);
 }
 
+/* R1: a renewal whose slot is further off than what is left of max_wait is refused, with the
+   wait it would have had; its place goes, and no ghost is left for a retry. */
+static void test_renew_past_max_wait(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", "");
+	struct slot_params left = P;
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RESERVE, &c, NOW + 2, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	/* C has 8 s of its max_wait left, and its slot is 10 s off. */
+	left.max_wait_us = 8 * S;
+	assert_int_equal(step_as(&q, &left, 0, SLOT_RENEW, &c, getpid(), NOW, &res), SLOT_REFUSE);
+	assert_int_equal(res.wait_us, 2 * T);
+	assert_int_equal(find(&q, &c), -1);
+	assert_int_equal(ghost_of(&q, "0c"), -1);
+	/* Just enough left: kept. */
+	left.max_wait_us = T;
+	assert_int_equal(step_as(&q, &left, 0, SLOT_RENEW, &b, getpid(), NOW, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + T);
+	lqueue_free(&q);
+}
+
+/* R2: a ghost records WHO, HOST, ARRIVAL and LEFT; a reserve takes its arrival back when
+   nobody queued since LEFT, and marks the place taken back, which then leaves no ghost. */
+static void test_ghost_taken_back_once(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "bb"),
+				b2 = place(3, "0b", "bb"), b3 = place(4, "0b", "bb"),
+				c = place(5, "0c", "");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &c, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 2, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_LEAVE, &b, NOW + S, &res), SLOT_ADMIT);
+	assert_int_equal(q.n_ghosts, 1);
+	assert_string_equal(q.ghosts[0].host, "bb");
+	assert_int_equal(q.ghosts[0].arrival_us, NOW + 2);
+	assert_int_equal(q.ghosts[0].left_us, NOW + S);
+	/* Nobody came since: B2 takes B's arrival back, behind C as B was. */
+	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 2 * S, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	assert_int_equal(q.waiters[find(&q, &b2)].arrival_us, NOW + 2);
+	assert_true(q.waiters[find(&q, &b2)].taken_back);
+	assert_int_equal(q.n_ghosts, 0);
+	/* Taken back once: given up again, it leaves nothing, and B3 starts at the back. */
+	assert_int_equal(step(&q, SLOT_LEAVE, &b2, NOW + 3 * S, &res), SLOT_ADMIT);
+	assert_int_equal(q.n_ghosts, 0);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b3, NOW + 4 * S, &res), SLOT_QUEUED);
+	assert_int_equal(q.waiters[find(&q, &b3)].arrival_us, NOW + 4 * S);
+	assert_false(q.waiters[find(&q, &b3)].taken_back);
+	lqueue_free(&q);
+}
+
+/* R2: a live place that arrived at or after the ghost's LEFT sends the retry to the back,
+   the ghost consumed all the same. */
+static void test_ghost_after_newcomer(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				b2 = place(3, "0b", ""), d = place(4, "0d", "");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_LEAVE, &b, NOW + S, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &d, NOW + S, &res), SLOT_QUEUED); /* at LEFT */
+	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 2 * S, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	assert_int_equal(res.position, 2);
+	assert_true(q.waiters[find(&q, &b2)].taken_back);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
+	lqueue_free(&q);
+}
+
+/* R2: a renewal of a place whose lease ran out while its login lived takes WHO's ghost's
+   arrival back whoever came since, marked taken back. */
+static void test_renew_lapsed_takes_back(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", ""), d = place(4, "0d", "");
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const int64_t lapse = NOW + 2 + SLOT_LEASE_US;
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &c, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b, getpid(), NOW + 2, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &c, getpid(), NOW + 4 * S, &res),
+			 SLOT_QUEUED);
+	/* B's lease runs out (not first in line: a ghost); D comes after. */
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &d, getpid(), lapse, &res), SLOT_QUEUED);
+	assert_int_equal(ghost_of(&q, "0b"), NOW + 2);
+	assert_int_equal(q.ghosts[0].left_us, lapse);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &b, getpid(), lapse + S, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 20 * S);
+	assert_int_equal(res.position, 2);
+	assert_true(q.waiters[find(&q, &b)].taken_back);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &d, getpid(), lapse + S, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 30 * S);
+	lqueue_free(&q);
+}
+
+/* R2: per_host counts the host's ghosts, but for the reserving WHO's own. */
+static void test_per_host_counts_ghosts(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "bb"),
+				c = place(3, "0c", "bb"), b2 = place(4, "0b", "bb");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &b, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_LEAVE, &b, getpid(), NOW + 2, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &c, getpid(), NOW + 3, &res),
+			 SLOT_REFUSE_HOST);
+	assert_int_equal(step_as(&q, &P, 1, SLOT_RESERVE, &b2, getpid(), NOW + 4, &res),
+			 SLOT_QUEUED);
+	lqueue_free(&q);
+}
+
+/* R2: at most LQUEUE_HOST_GHOSTS_MAX ghosts per host, LQUEUE_GHOSTS_MAX per schedule. */
+static void test_ghost_caps(void **state)
+{
+	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 3600 * S, .burst = 1 };
+	struct slot_result res;
+	struct lqueue q;
+	char who[17], host[17];
+	int64_t now = NOW;
+
+	(void)state;
+	load(&q, "");
+	for (unsigned i = 0; i < 3 * LQUEUE_GHOSTS_MAX; i++) {
+		struct slot_place pl;
+
+		snprintf(who, sizeof(who), "%016x", i + 1);
+		/* 20 places from host aa, the rest from hosts of their own */
+		snprintf(host, sizeof(host), "%016x", i < 20 ? 0xaa : i + 0x100);
+		pl = place(i + 1, who, host);
+		step_as(&q, &p, 0, SLOT_RESERVE, &pl, getpid(), now, &res);
+		assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &pl, getpid(), now, &res),
+				 SLOT_ADMIT);
+		now += 10;
+	}
+	assert_int_equal(q.n_ghosts, LQUEUE_GHOSTS_MAX);
+	{
+		int aa = 0;
+
+		for (size_t i = 0; i < q.n_ghosts; i++)
+			aa += strcmp(q.ghosts[i].host, "00000000000000aa") == 0;
+		assert_int_equal(aa, LQUEUE_HOST_GHOSTS_MAX);
+	}
+	lqueue_free(&q);
+}
+
+/* R5: a place first in line whose lease runs out once its slot has come may have gone in
+   blind: it counts as admitted (the schedule moves on one interval), and leaves no ghost.
+   One that lapses before its slot leaves a ghost, and moves nothing. */
+static void test_lapsed_first_admitted(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", "");
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RESERVE, &c, NOW + 2, &res), SLOT_QUEUED);
+	/* B renews 1 s before its slot (outside no window: 2 s), then is heard of no more. */
+	assert_int_equal(step(&q, SLOT_RENEW, &b, NOW + T - 2 * S - 1, &res), SLOT_QUEUED);
+	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + 6 * S, &res), SLOT_QUEUED);
+	/* Its lease out at NOW + 8 s: C, now first, goes in an interval after B's slot. */
+	assert_int_equal(step(&q, SLOT_RENEW, &c, NOW + T + 4 * S, &res), SLOT_ADMIT);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
+	assert_int_equal(res.deadline_us, NOW + 2 * T);
+	assert_int_equal(q.tat_us, NOW + 3 * T);
+	lqueue_free(&q);
+
+	/* Lapsed before its slot (10 s off, its lease 5 s): a ghost; C gets B's slot. */
+	load(&q, "");
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &c, getpid(), NOW + 2, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &c, getpid(), NOW + 4 * S, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &c, getpid(), NOW + 1 + SLOT_LEASE_US, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(ghost_of(&q, "0b"), NOW + 1);
+	assert_int_equal(q.tat_us, NOW + 10 * S);
+	assert_int_equal(res.deadline_us, NOW + 10 * S);
+	lqueue_free(&q);
+}
+
+/* R7: the schedule keeps the strictest settings seen since it was made, decides by them and
+   names them; made afresh, once idle, by the next caller's. */
+static void test_schedule_settings(void **state)
+{
+	const struct slot_params lax = { .interval_us = 2 * S, .max_wait_us = 60 * S, .burst = 3 };
+	const struct slot_params strict = { .interval_us = 4 * S, .max_wait_us = 60 * S,
+					    .burst = 2 };
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", ""), d = place(4, "0d", "");
+	struct slot_result res;
+	struct lqueue q;
+	char *out, want[96];
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &lax, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 2 * S);
+	assert_int_equal(res.sched_burst, 3);
+	assert_int_equal(step_as(&q, &strict, 0, SLOT_RESERVE, &b, getpid(), NOW, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 4 * S);
+	assert_int_equal(res.sched_burst, 2);
+	/* A lax caller now: decided by 4 s and 2 (tat NOW + 2 s + 4 s: C waits 2 s). */
+	assert_int_equal(step_as(&q, &lax, 0, SLOT_RESERVE, &c, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 2 * S);
+	assert_int_equal(res.sched_interval_us, 4 * S);
+	assert_int_equal(res.sched_burst, 2);
+	out = text_of(&q);
+	snprintf(want, sizeof(want), "%" PRId64 " %" PRId64 " %" PRId64 " 2\n", NOW + 10 * S, NOW,
+		 4 * S);
+	assert_string_equal(out, want);
+	free(out);
+	/* Idle and passed: made afresh by the next caller's. */
+	assert_int_equal(step_as(&q, &lax, 0, SLOT_RESERVE, &d, getpid(), NOW + 20 * S, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 2 * S);
+	assert_int_equal(res.sched_burst, 3);
+	assert_int_equal(q.interval_us, 2 * S);
+	/* peek names them too. */
+	assert_int_equal(step_as(&q, &strict, 0, SLOT_PEEK, &d, getpid(), NOW + 20 * S, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.sched_interval_us, 4 * S);
+	lqueue_free(&q);
+}
+
+/* R11: peek's waiting counts a login admitted to go in later, with no place held. */
+static void test_peek_counts_admitted(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "");
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step(&q, SLOT_RESERVE, &a, NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step(&q, SLOT_RESERVE, &b, NOW + T - S, &res), SLOT_ADMIT);
+	assert_int_equal(res.wait_us, S);
+	assert_int_equal(q.n_waiters, 0);
+	assert_int_equal(step(&q, SLOT_PEEK, &b, NOW + T - S, &res), SLOT_QUEUED);
+	assert_int_equal(res.waiting, 1);
+	assert_int_equal(res.position, 2);
+	lqueue_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -761,6 +1080,15 @@ int main(void)
 		cmocka_unit_test(test_clock_step),
 		cmocka_unit_test(test_clock_step_moves_on),
 		cmocka_unit_test(test_empty_who),
+		cmocka_unit_test(test_renew_past_max_wait),
+		cmocka_unit_test(test_ghost_taken_back_once),
+		cmocka_unit_test(test_ghost_after_newcomer),
+		cmocka_unit_test(test_renew_lapsed_takes_back),
+		cmocka_unit_test(test_per_host_counts_ghosts),
+		cmocka_unit_test(test_ghost_caps),
+		cmocka_unit_test(test_lapsed_first_admitted),
+		cmocka_unit_test(test_schedule_settings),
+		cmocka_unit_test(test_peek_counts_admitted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,8 +174,8 @@ static void write_file(const char *path, const char *content, mode_t mode)
 	close(fd);
 }
 
-/* The tat of a schedule file, its first line "tat at\n", checking that at is no later than
-   tat. The lines after it are the queue's. */
+/* The tat of a schedule file, its first line "tat at interval burst\n", checking that at is
+   no later than tat. The lines after it are the queue's. */
 static int64_t read_tat(const char *path)
 {
 	char buf[8192], *end, *nl;
@@ -191,6 +191,10 @@ static int64_t read_tat(const char *path)
 	if (errno != 0 || end == buf || *end != ' ')
 		fail_msg("%s holds \"%s\"", path, buf);
 	at = strtoll(end + 1, &end, 10);
+	if (*end == ' ')
+		strtoll(end + 1, &end, 10);
+	if (*end == ' ')
+		strtoll(end + 1, &end, 10);
 	if (errno != 0 || strcmp(end, "\n") != 0 || at > v)
 		fail_msg("%s holds \"%s\"", path, buf);
 	return v;
@@ -897,11 +901,16 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
-/* A lock held too long (a stopped holder, a hung file system) gives up, in about a second. */
+/* A lock held too long (a stopped holder, a hung file system): a login waits for it as long
+   as its max_wait (at least a second), and is then refused, never let in without a wait. */
 static void test_lock_held(void **state)
 {
 	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 1500 * MS,
+				       .burst = 1 };
+	const struct slot_params quick = { .interval_us = 10 * S, .max_wait_us = 0, .burst = 1 };
+	const struct slot_params patient = { .interval_us = 10 * S, .max_wait_us = 60 * S,
+					     .burst = 1 };
 	struct slot_result res;
 	char path[PATH_MAX];
 	int64_t t0, took;
@@ -914,13 +923,21 @@ static void test_lock_held(void **state)
 	/* flock locks belong to the open file: this one blocks lslot's own open. */
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	t0 = fstime_mono_us();
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_REFUSE);
 	took = fstime_mono_us() - t0;
 	assert_non_null(strstr(fx->msg, "cannot lock"));
-	assert_true(took >= 900 * MS);
+	assert_true(took >= 1400 * MS);
 	assert_true(took < 3 * S);
+	assert_true(res.wait_us >= 1400 * MS);
+	/* max_wait 0: a second still. */
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "held", &quick, &res), SLOT_REFUSE);
+	took = fstime_mono_us() - t0;
+	assert_true(took >= 900 * MS && took < 3 * S);
+	/* A peek (flowslotctl) is no login: it says it could not tell, in a second. */
+	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &fx->place, &res), SLOT_UNAVAILABLE);
 	close(fd);
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
+	assert_int_equal(reserve(fx, "held", &patient, &res), SLOT_QUEUED);
 	assert_true(res.wait_us > 0);
 }
 
@@ -1152,11 +1169,149 @@ static void test_concurrent_prune(void **state)
 	print_message("%zu admissions on %zu files\n", n, inodes);
 }
 
+/* Issue 18 item 4: a burst of logins at once against a file full of ghosts (4,096, as a
+   flood of given-up logins leaves it) waits the lock out: no login is let in for want of it
+   (SLOT_UNAVAILABLE, "admitted without a wait"), and the slots given stay an interval
+   apart. */
+static void test_burst_on_ghosts(void **state)
+{
+	enum { N = 100, GHOSTS = 4096 };
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 20 * MS, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	int go[2], out[2], hold[2], bad = 0;
+	int64_t got[2], deadlines[N], end_us = fstime_mono_us() + 60 * S;
+	char path[PATH_MAX], *text = malloc((size_t)GHOSTS * 64 + 64);
+	size_t len;
+	pid_t pids[N];
+
+	assert_non_null(text);
+	make_state_dir(fx, 0700);
+	slot_path(fx, "burst", path, sizeof(path));
+	len = (size_t)sprintf(text, "%" PRId64 " %" PRId64 "\n", fstime_mono_us(), fstime_mono_us());
+	for (int i = 0; i < GHOSTS; i++)
+		len += (size_t)sprintf(text + len, "g %016x %" PRId64 " %" PRId64 "\n", i + 1,
+				       end_us - 90 * S, end_us);
+	write_file(path, text, 0600);
+	free(text);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(hold), 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char c;
+			enum slot_verdict v;
+
+			close(go[1]);
+			close(out[0]);
+			close(hold[1]);
+			(void)!read(go[0], &c, 1); /* returns at EOF: all start together */
+			v = child_reserve(fx, "burst", &p, &res);
+			got[0] = v;
+			got[1] = res.deadline_us;
+			if (write(out[1], got, sizeof(got)) != sizeof(got))
+				_exit(1);
+			(void)!read(hold[0], &c, 1); /* its place held until all have asked */
+			_exit(0);
+		}
+	}
+	close(go[0]);
+	close(out[1]);
+	close(hold[0]);
+	close(go[1]);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(read(out[0], got, sizeof(got)), sizeof(got));
+		if (got[0] != SLOT_ADMIT && got[0] != SLOT_QUEUED)
+			bad++;
+		deadlines[i] = got[1];
+	}
+	close(out[0]);
+	close(hold[1]);
+	for (int i = 0; i < N; i++) {
+		int status;
+
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	if (bad > 0)
+		fail_msg("%d of %d logins neither admitted nor queued", bad, N);
+	sort_us(deadlines, N);
+	for (int i = 1; i < N; i++) {
+		if (deadlines[i] - deadlines[i - 1] < p.interval_us)
+			fail_msg("slots %d and %d: %lld us apart", i, i + 1,
+				 (long long)(deadlines[i] - deadlines[i - 1]));
+	}
+	/* The ghosts were capped: the file stays small. */
+	assert_true(read_file(path, (char[1 << 17]){ 0 }, 1 << 17) < 100 * 1024);
+}
+
+/* Issue 18 item 8: a file whose waiters are dead or lapsed, whose ghosts have expired and
+   whose time has passed is dead, second line or not: pruned, so that a new key has a file of
+   its own rather than sharing one. */
+static void test_dead_files_pruned(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const int64_t now_us = fstime_mono_us();
+	struct slot_result res;
+	char path[PATH_MAX], buf[256];
+
+	make_state_dir(fx, 0700);
+	for (int i = 0; i < LSLOT_FILES_MAX; i++) {
+		snprintf(path, sizeof(path), "%s/slot.pr:user%d", fx->state, 100 + i);
+		snprintf(buf, sizeof(buf),
+			 "%" PRId64 " %" PRId64 "\n"
+			 "w 0a 0b - %" PRId64 " %" PRId64 " %ld\n"
+			 "g 0c - %" PRId64 " %" PRId64 "\n",
+			 now_us - 80 * S, now_us - 90 * S, now_us - 90 * S, now_us - 70 * S,
+			 (long)getpid(), now_us - 100 * S, now_us - 61 * S);
+		write_file(path, buf, 0600);
+	}
+	assert_int_equal(reserve(fx, "pr:user12", &p, &res), SLOT_ADMIT);
+	assert_true(exists(fx, "slot.pr:user12"));
+	assert_int_equal(count_entries(fx->state), 1);
+}
+
+/* Issue 18 item 8: a key whose logins wait in a shared file (too many live ones when it came)
+   is read there: by its renewals, and by peek (flowslotctl status), which lslot_where names. */
+static void test_shared_peek(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	struct slot_place first;
+	char path[PATH_MAX], buf[64], where[PATH_MAX + 16];
+
+	make_state_dir(fx, 0700);
+	snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64 "\n", fstime_mono_us() + 3600 * S,
+		 fstime_mono_us());
+	for (int i = 0; i < LSLOT_FILES_MAX; i++) {
+		snprintf(path, sizeof(path), "%s/slot.live%d", fx->state, i);
+		write_file(path, buf, 0600);
+	}
+	assert_int_equal(reserve(fx, "pr:user12", &p, &res), SLOT_ADMIT);
+	assert_false(exists(fx, "slot.pr:user12"));
+	assert_int_equal(reserve(fx, "pr:user12", &p, &res), SLOT_QUEUED);
+	first = fx->place;
+	assert_int_equal(call(fx, "pr:user12", &p, SLOT_PEEK, &first, &res), SLOT_QUEUED);
+	assert_int_equal(res.waiting, 1); /* the place held there */
+	assert_true(res.wait_us > p.interval_us);
+	lslot_where(fx->state, "pr:user12", where, sizeof(where));
+	assert_non_null(strstr(where, "/slot.~shared."));
+	assert_int_equal(call(fx, "pr:user12", &p, SLOT_RENEW, &first, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fixture_setup, fixture_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_admit_then_wait),
+		T(test_burst_on_ghosts),
+		T(test_dead_files_pruned),
+		T(test_shared_peek),
 		T(test_burst),
 		T(test_refusal_keeps_file),
 		T(test_state_dir_symlink),
