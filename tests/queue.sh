@@ -235,4 +235,33 @@ check "url=local: flowslotctl status on a key in a shared file shows that file's
 	sh -c "grep -q '^waiting: *1\$' '$TMP/q7.out' && grep -q 'slot.~shared.' '$TMP/q7.out' && [ ! -e '$TMP/q7/slot.pr:user12' ]"
 bg_wait
 
+# 8. max_wait bounds the whole wait when a stricter stack lengthens the queue: a waiter whose
+# slot a longer interval pushes past its reservation + max_wait is refused at its next
+# renewal, on Redis and on the per-host file alike.
+for backend in redis local; do
+	[ $backend = redis ] && url=$R || url="url=local state_dir=$TMP/q8state"
+	service q8a "auth requisite @M $url key=q8$backend interval=2s max_wait=7s countdown=0" \
+		"auth required @P/pam_permit.so"
+	service q8b "auth requisite @M $url key=q8$backend interval=6s max_wait=60s countdown=0" \
+		"auth required @P/pam_permit.so"
+	login "x0$backend" q8a x0 # goes in; the next is admitted to go in at +2 s
+	bg_login "x1$backend" q8a x1
+	wait_for 5 grep -q 'queued: ' "$TMP/x1$backend.err"
+	bg_login "x2$backend" q8a x2 # queued, about 4 s
+	wait_for 5 grep -q 'queued: ' "$TMP/x2$backend.err"
+	t0=$(now_ms)
+	bg_login "x3$backend" q8a x3 # queued, about 6 s: within its 7 s
+	wait_for 5 grep -q 'queued: ' "$TMP/x3$backend.err"
+	bg_login "xb$backend" q8b xb # the schedule's interval is 6 s from now on
+	wait_for 5 grep -q 'queued: ' "$TMP/xb$backend.err"
+	wait_for 9 grep -q 'refused: ' "$TMP/x3$backend.err"
+	took=$(($(now_ms) - t0))
+	kill "$(pam_pid "xb$backend")"
+	bg_wait
+	check "$backend: a waiter pushed past max_wait by a longer interval is refused at its renewal ($took ms)" \
+		sh -c "[ $(rc_of "x3$backend") != 0 ] && [ $took -lt 7500 ] &&
+			grep -q 'Too many logins at the moment' '$TMP/x3$backend.err'"
+	check "$backend: ... while the one ahead of it goes in" [ "$(rc_of "x2$backend")" = 0 ]
+done
+
 finish
