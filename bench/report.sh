@@ -549,9 +549,10 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 EOF
 # The sections of further measurements (see the end of bench/measure.sh): bench/NAME-report.sh
 # prints the section of the raw results in RAWDIR/NAME (and may draw a picture next to PNG).
-for r in "$BENCH_DIR"/*-report.sh; do
+# In the order bench/measure.sh runs them, which is the order of their numbers.
+for name in storm lookup; do
+	r=$BENCH_DIR/$name-report.sh
 	[ -e "$r" ] || continue
-	name=$(basename "$r" -report.sh)
 	[ -d "$RAW/$name" ] || continue
 	bash "$r" "$RAW" "$PNG" "$PNG_LINK" || fail "$r"
 	echo
