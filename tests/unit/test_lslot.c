@@ -1029,7 +1029,13 @@ static void test_prune_spares(void **state)
 	make_state_dir(fx, 0700);
 	for (int i = 0; i < LSLOT_PRUNE_AT; i++) {
 		snprintf(path, sizeof(path), "%s/slot.old%d", fx->state, i);
-		write_file(path, i % 2 ? "1\n" : "", 0600); /* passed, or garbled */
+		write_file(path, i % 2 ? "1\n" : "", 0600); /* passed, or empty and old */
+		if (i % 2 == 0) {
+			const struct timespec old[2] = { { .tv_sec = time(NULL) - 60 },
+							 { .tv_sec = time(NULL) - 60 } };
+
+			assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+		}
 	}
 	snprintf(path, sizeof(path), "%s/node.0123456789abcdef.master", fx->state);
 	write_file(path, "10.0.0.5:6379\n", 0600);
