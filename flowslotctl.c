@@ -517,17 +517,27 @@ static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
 	}
 }
 
+/* Says why a wait past max_wait is refused, as the module does. */
+static void ctl_refused(const struct ctl *c, const struct slot_result *res)
+{
+	char wait[32];
+
+	countdown_format(res->wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
+	fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
+}
+
 /* Waits for the slot; a signal (Ctrl-C, a hang-up), which closed stop's other end, gives
-   back a place held. */
+   back a place held; a slot past max_wait from the reservation (begun_us) refuses it. */
 static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot_result *res,
-			 bool local, int stop)
+			 bool local, int stop, int64_t begun_us)
 {
 	const struct queue_login l = { .o = &c->o,
 				       .argc = c->args.n,
 				       .argv = c->args.v,
 				       .key = c->key,
 				       .place = pl,
-				       .local = local };
+				       .local = local,
+				       .limit_us = begun_us + c->o.slot.max_wait_us };
 	struct hangup_watch w = { .n = 1, .events = { POLLIN } };
 	struct countdown cd;
 	bool tty = isatty(STDERR_FILENO) == 1;
@@ -539,12 +549,18 @@ static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot
 	countdown_start_say(&cd, ctl_say, &tty, tty ? 1000000 : c->o.countdown_us, !c->o.quiet,
 			    res);
 	end = queue_wait(&l, res, &w, &cd);
-	if (end == QUEUE_TURN)
+	if (end == QUEUE_TURN) {
 		countdown_turn(&cd);
-	else if (!c->o.quiet) /* a fixed slot (admitted, to go in later) stays taken */
+		return 0;
+	}
+	if (end == QUEUE_REFUSED) {
+		ctl_refused(c, res);
+		return 1;
+	}
+	if (!c->o.quiet) /* a fixed slot (admitted, to go in later) stays taken */
 		fprintf(stderr, "%sLogin queue: left%s\n", tty ? "\n" : "",
 			res->verdict == SLOT_QUEUED ? "; the place is given back." : ".");
-	return end == QUEUE_TURN ? 0 : 130;
+	return 130;
 }
 
 /* The signals are caught before the place is taken: one that comes during the reservation
@@ -553,7 +569,7 @@ static int ctl_wait(struct ctl *c)
 {
 	struct slot_place pl;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
-	char wait[32];
+	int64_t begun_us;
 	bool local;
 	int stop = ctl_stop_open(), rc = 1;
 
@@ -563,16 +579,16 @@ static int ctl_wait(struct ctl *c)
 	   Ctrl-C could give back: wait holds a renewable place whatever dry_run says. */
 	c->o.slot.dry_run = false;
 	ctl_place(&pl);
+	begun_us = fstime_mono_us();
 	switch (ctl_reserve(c, &pl, &res, &local)) {
 	case SLOT_ADMIT:
 	case SLOT_QUEUED:
 		rc = 0;
 		if (res.verdict == SLOT_QUEUED || res.wait_us > 0)
-			rc = ctl_wait_turn(c, &pl, &res, local, stop);
+			rc = ctl_wait_turn(c, &pl, &res, local, stop, begun_us);
 		break;
 	case SLOT_REFUSE:
-		countdown_format(res.wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
-		fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
+		ctl_refused(c, &res);
 		break;
 	case SLOT_REFUSE_HOST:
 		fprintf(stderr, "Too many logins from your address at the moment.\n");
