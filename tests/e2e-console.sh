@@ -76,8 +76,11 @@ ran=$(seen_at su 'su-ran')
 check "su: countdown live (${first:-never} then ${turn:-never} ms), then the command (${ran:-never} ms)" \
 	sh -c "[ -n '$ran' ] && [ $((turn - first)) -ge 1000 ] && [ $ran -ge $turn ]"
 
-# A terminal that hangs up while /bin/login waits in the queue: the module sees the terminal
-# hang up (PAM_TTY) and gives its place back at once, well before its 5 s lease would run out.
+# A terminal that hangs up while /bin/login waits in the queue. The hang-up's SIGHUP kills
+# login outright (see LOGIN-PATHS.md), and the module gives its place back at once only when
+# its poll on PAM_TTY happens to wake first: what it promises a process killed outright is
+# the lease (SLOT_LEASE_US, 5 s). So: the place was live when the terminal went, and is gone
+# within the lease plus a margin for a loaded machine, long before the 20 s slot.
 service login "auth requisite @M url=unix://$TMP/r.sock key=hup interval=20s countdown=1s" \
 	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so"
@@ -85,14 +88,37 @@ occupy login
 # login must keep its terminal as its standard streams; the shell after it outlives it.
 tmux_ new-session -d -s hup -x 120 -y 40 \
 	"$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root; sleep 30"
-hup_waiting() { [ "$(waiting r hup)" = "$1" ]; }
-wait_for 5 hup_waiting 1
-queued=$(waiting r hup)
+live_is() { [ "$(live r "$1")" = "$2" ]; }
+wait_for 10 live_is hup 1
+queued=$(live r hup)
 t0=$(now_ms)
 tmux_ kill-session -t hup
-wait_for 3 hup_waiting 0
+wait_for 12 live_is hup 0
 gone_ms=$(($(now_ms) - t0))
-check "console hang-up: the waiting login gives its place back at once (${queued} waiting, then 0 after ${gone_ms} ms)" \
-	sh -c "[ $queued = 1 ] && [ $gone_ms -lt 2000 ] && [ $(ghosts r hup) = 1 ]"
+check "console hang-up, login killed by SIGHUP: its place was live (${queued}), and is gone within the lease (${gone_ms} ms, lease 5000, slot 20000)" \
+	sh -c "[ $queued = 1 ] && [ $gone_ms -lt 9000 ]"
+
+# A hang-up the module sees: a login that ignores SIGHUP (as a trap '' HUP makes it, across
+# exec) lives on when its terminal hangs up, and the module's poll on PAM_TTY (its duplicate of
+# standard input) sees POLLHUP: the place goes back at once, and is remembered as a ghost for
+# a retry. The terminal is hung up only once the module logged that it watches it: a hang-up
+# before the watch opens is not one this checks.
+service hupig "auth requisite @M url=unix://$TMP/r.sock key=hupig interval=20s countdown=1s debug" \
+	"auth required @P/pam_permit.so"
+occupy hupig
+tmux_ new-session -d -s hupig -x 120 -y 40 \
+	"trap '' HUP; $(declare -f in_pane); TMP='$TMP' PAM_WRAPPER_DEBUGLEVEL=2 in_pane pamtester -v -I tty=\$(tty) hupig root authenticate 2> '$TMP/hupig.err'; echo \$? > '$TMP/hupig.rc'; sleep 30"
+watching() { grep -q 'watching for a hang-up: tty /dev/pts/' "$TMP/hupig.err" 2> /dev/null; }
+wait_for 10 watching
+queued=$(live r hupig)
+t0=$(now_ms)
+tmux_ kill-session -t hupig
+wait_for 9 live_is hupig 0
+gone_ms=$(($(now_ms) - t0))
+wait_for 5 test -s "$TMP/hupig.rc"
+check "console hang-up seen: the place was live (${queued}), is given back at once (${gone_ms} ms, lease 5000), leaving a ghost ($(ghosts r hupig))" \
+	sh -c "[ $queued = 1 ] && [ $gone_ms -lt 2000 ] && [ $(ghosts r hupig) = 1 ]"
+check "... because the module saw the hang-up: the login logged abandoned and failed (rc $(cat "$TMP/hupig.rc" 2> /dev/null))" \
+	sh -c "grep -q 'abandoned: ' '$TMP/hupig.err' && [ \"\$(cat '$TMP/hupig.rc')\" != 0 ]"
 
 finish
