@@ -12,13 +12,14 @@ echo "root:s3cret:login" > "$TMP/passdb"
 tmux_() { tmux -S "$TMUX_SOCK" "$@"; }
 trap 'tmux_ kill-server 2> /dev/null; cleanup' EXIT
 
-# watch NAME SECONDS: samples the pane every 100 ms; writes "<ms since start> <line>" to
-# $TMP/NAME.seen the first time each line shows.
+# watch NAME SECONDS LAST: samples the pane every 100 ms; writes "<ms since start> <line>" to
+# $TMP/NAME.seen the first time each line shows; stops once a line holds LAST, or after
+# SECONDS (generous: a loaded machine may be slow to start the login).
 watch_pane() {
 	local name=$1 until=$(($(now_ms) + $2 * 1000)) t0 now
 	t0=$(now_ms)
 	: > "$TMP/$name.seen"
-	while [ "$(now_ms)" -lt "$until" ]; do
+	while [ "$(now_ms)" -lt "$until" ] && ! grep -qF -- "$3" "$TMP/$name.seen"; do
 		now=$(($(now_ms) - t0))
 		tmux_ capture-pane -p -t "$name" 2> /dev/null | grep -v '^$' | while IFS= read -r line; do
 			grep -qxF -- "$line" <(cut -d' ' -f2- "$TMP/$name.seen") ||
@@ -45,21 +46,26 @@ service login "${recommended[@]}" \
 	"session required @P/pam_permit.so"
 occupy login
 tmux_ new-session -d -s login -x 120 -y 40 "$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root"
-watch_pane login 4
+watch_pane login 15 'Password:'
 first=$(seen_at login 'Login queue: you are next')
 step2=$(seen_at login 'Login queue: about 2 s to go.')
 step1=$(seen_at login 'Login queue: about 1 s to go.')
 turn=$(seen_at login 'Login queue: your turn now.')
 prompt=$(seen_at login 'Password:')
-check "login: the first line shows at once (${first:-never} ms)" in_range "${first:-99999}" -1 1000
+# Live, not all at the end: each line in a sample of its own, in order, the whole countdown
+# spread over its 3 s (the sampler may be late by a few hundred ms on a loaded machine).
+check "login: the first line shows before the countdown runs (${first:-never} ms)" \
+	sh -c "[ -n '$first' ] && [ -n '$step2' ] && [ $first -lt $step2 ] && [ $first -lt 2500 ]"
 check "login: each step shows a second apart, live (${step2:-?} ${step1:-?} ${turn:-?} ms)" \
-	sh -c "[ -n '$turn' ] && [ $((step2 - first)) -ge 500 ] && [ $((step1 - step2)) -ge 700 ] && [ $((turn - step1)) -ge 700 ]"
+	sh -c "[ -n '$turn' ] && [ $((step2 - first)) -ge 300 ] && [ $((step1 - step2)) -ge 300 ] && [ $((turn - step1)) -ge 300 ] && [ $((turn - first)) -ge 1500 ]"
 check "login: then the password prompt (${prompt:-never} ms)" sh -c "[ -n '$prompt' ] && [ $prompt -ge $turn ]"
+pane_has() { tmux_ capture-pane -p -t "$1" | grep -q -- "$2"; }
 tmux_ send-keys -t login 's3cret' Enter
-sleep 1
+# Typed only once the shell prompts: login may flush what was typed before.
+wait_for 15 pane_has login '[#$] *$'
 tmux_ send-keys -t login 'echo flowslot-$((6 * 7))' Enter
-sleep 1
-check "login: and then a shell" sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t login | grep -q '^flowslot-42'"
+wait_for 10 pane_has login '^flowslot-42'
+check "login: and then a shell" pane_has login '^flowslot-42'
 tmux_ send-keys -t login 'exit' Enter
 
 # su, through its own service: the same countdown, live, then the command.
@@ -69,7 +75,7 @@ service su "auth required @M url=unix://$TMP/r.sock key=su interval=2s countdown
 occupy su
 tmux_ new-session -d -s su -x 120 -y 40 \
 	"$(declare -f in_pane); TMP='$TMP' in_pane su -s /bin/sh -c 'echo su-ran' nobody; sleep 5"
-watch_pane su 3
+watch_pane su 12 'su-ran'
 first=$(seen_at su 'Login queue: you are next')
 turn=$(seen_at su 'Login queue: your turn now.')
 ran=$(seen_at su 'su-ran')
