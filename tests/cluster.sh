@@ -156,7 +156,9 @@ for i in 1 2 3 4; do
 		login "n${n}u$i" "${SVC[n]}" "n${n}u$i" &
 		lpids="$lpids $!"
 		names="$names n${n}u$i"
-		sleep 0.1
+		# The next starts once this one has its decision: the order they arrive in is the
+		# order their node saw them, whatever the machine's load.
+		wait_for 20 grep -q 'via=' "$TMP/n${n}u$i.err"
 	done
 done
 # Each schedule expires an interval after its last slot: look while the queues are still full.
@@ -169,7 +171,7 @@ check "three keys, one per node: 12 logins admitted, all by Redis" all_redis $na
 for n in 1 2 3; do
 	k=fs:${SVC[n]}
 	check "$k (slot $(slot_of "$k"), node $n): admitted 500 ms apart (>= 300) in arrival order ($(gaps "n$n"))" \
-		staggered "n$n" 300 200
+		staggered "n$n" 300 0
 	check "$k: stored on node $n, which owns its slot" [ "${stored:n-1:1}" = 1 ]
 	check "$k: decided on node $n" \
 		sh -c "for f in n${n}u1 n${n}u2 n${n}u3 n${n}u4; do grep -q 'redis 127.0.0.1:${P[n]}: decided' '$TMP/'\$f.err || exit 1; done"
@@ -232,11 +234,14 @@ service "$svc" "$ARRIVE" \
 rm -f "$TMP/stamps" "$TMP/arrivals"
 N=24
 names=$(seq -f 'mg%02g' 1 $N)
-# The first three at once, so that the queue (and so the schedule's TTL) stays a second or
-# more ahead even if the machine is slow to start the others: an empty schedule expires.
+# The first three one right after the other, so that the queue (and so the schedule's TTL)
+# stays a second or more ahead even if the machine is slow to start the others: an empty
+# schedule expires. Each starts once the one before has its decision, so arrival order is the
+# schedule's order, and each login's script ran between its arrival and the next one's.
 (
 	for nm in $names; do
 		login "$nm" "$svc" "$nm" &
+		wait_for 20 grep -q 'via=' "$TMP/$nm.err"
 		case $nm in mg0[12]) ;; *) sleep 0.2 ;; esac
 	done
 	wait
@@ -262,7 +267,7 @@ check "migration: every step answered OK" [ "$(grep -cx OK "$TMP/migrate.log")" 
 # shellcheck disable=SC2086
 check "migration: all $N logins admitted by Redis, none lost, none fell back" all_redis $names
 check "migration: $N admissions stamped" [ "$(grep -c ' mg' "$TMP/stamps")" = $N ]
-check "migration: admitted 300 ms apart (>= 150) in arrival order ($(gaps mg))" staggered mg 150 300
+check "migration: admitted 300 ms apart (>= 150) in arrival order ($(gaps mg))" staggered mg 150 0
 # A schedule lost or reset on the way would let later logins in early, and shorten this.
 span=$(grep ' mg' "$TMP/stamps" | sort -n | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }')
 check "migration: first to last admission spans >= 0.9*$((N - 1)) intervals (${span} ms)" \
@@ -273,21 +278,27 @@ check "... and no key of its slot is left on node $SRC" [ "$on_src" = 0 ]
 dst=$(stats $DST)
 check "migration: node $DST loaded the script once, with ASKING ($dst)" \
 	sh -c "echo '$dst' | grep -Eq '(^| )eval=1 ' && echo '$dst' | grep -Eq '(^| )asking=[1-9]'"
-# Each login: the phase it reached the gate in, and the node that decided it after how many
+# Each login: the phase its script ran in, and the node that decided it after how many
 # redirects. Phases: before, migrating (the key still on SRC), ask (after MIGRATE), moved
-# (after the final SETSLOT); "~PHASE" within 150 ms of its start (the time from a login's
-# arrival to its script), when it may have met either.
-SLACK=150000000
-for nm in $names; do
-	a=$(awk -v u="$nm" '$2 == u { print $1 }' "$TMP/arrivals")
-	phase=before
+# (after the final SETSLOT). A login's script ran after its arrival and before the next
+# login's arrival (each started once the one before had its decision) and its own pass:
+# "~PHASE" when a step fell within that span, so that it may have met either.
+prev_a="" prev_nm=""
+classify() { # NAME ARRIVAL UNTIL
+	local phase=before step t
 	for step in migrating:$t_migrating ask:$t_migrate moved:$t_node; do
 		t=${step#*:}
-		[ "$a" -gt $((t - SLACK)) ] && phase="~${step%:*}"
-		[ "$a" -gt $((t + SLACK)) ] && phase=${step%:*}
+		[ "$3" -gt "$t" ] && phase="~${step%:*}"
+		[ "$2" -gt "$t" ] && phase=${step%:*}
 	done
-	echo "$nm $phase $(decided "$nm")"
+	echo "$1 $phase $(decided "$1")"
+}
+for nm in $names; do
+	a=$(awk -v u="$nm" '$2 == u { print $1 }' "$TMP/arrivals")
+	[ -n "$prev_nm" ] && classify "$prev_nm" "$prev_a" "$a"
+	prev_nm=$nm prev_a=$a
 done > "$TMP/redirects"
+classify "$prev_nm" "$prev_a" "$(awk -v u="$prev_nm" '$2 == u { print $1 }' "$TMP/stamps")" >> "$TMP/redirects"
 echo "# $(awk '{ sub(/.*:/, "", $3); printf "%s:%s:%s ", $2, $3, $4 }' "$TMP/redirects")"
 # in_phase PHASE WANT: every login of PHASE was decided as WANT ("HOST:PORT REDIRECTS"), and
 # there was at least one.
@@ -388,7 +399,8 @@ while :; do
 		for w in wq1 wq2 wq3; do
 			login "$w" "$WQ" "$w" &
 			fpids="$fpids $!"
-			sleep 0.1
+			# In this order at the schedule: the next once this one has its decision.
+			wait_for 10 grep -q 'via=' "$TMP/$w.err"
 		done
 	fi
 	# Six logins each before the kill.
