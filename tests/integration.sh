@@ -8,11 +8,11 @@ set -u
 
 if [ -n "$VG" ]; then
 	# valgrind is slow: fewer logins, a wider interval.
-	N=6 T_MS=1500 B_MS=3000 CD_S=4
+	N=6 T_MS=1500 B_MS=3000
 else
 	# An interval wide enough that what a loaded machine adds between the gate and a login's
 	# stamp (pam_exec: a fork and an exec) does not reorder two stamps.
-	N=20 T_MS=500 B_MS=2000 CD_S=2
+	N=20 T_MS=500 B_MS=2000
 fi
 
 start_redis r || exit 1
@@ -40,16 +40,25 @@ span_ms() {
 	sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }'
 }
 
-# in_turn PREFIX SERVICE N [OPERATION]: N logins (users PREFIX01..), each started once the one
-# before has logged its decision (the service has debug), so that their places follow their
-# order whatever the load; waits for all.
+# in_turn PREFIX SERVICE N [OPERATION]: N logins (users PREFIX01..) started at once, each held
+# before the gate by $TURN (its stack's first line) until the one before has logged its
+# decision (the gate has debug): their places follow their order whatever the load, and no
+# login's start-up (seconds under valgrind) lies between two reservations. Waits for all.
+printf '%s\n' 'while [ ! -e "$1/$PAM_USER" ]; do sleep 0.01; done' > "$TMP/turn.sh"
+mkdir "$TMP/turns"
+TURN="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TMP/turn.sh $TMP/turns"
 in_turn() {
 	local pids="" i u
+	rm -f "$TMP/turns/$1"*
 	for i in $(seq -f '%02g' 1 "$3"); do
 		u=$1$i
 		login "$u" "$2" "$u" "${4:-authenticate}" &
 		pids="$pids $!"
-		wait_for 30 grep -Eq '(admitted|queued|refused): ' "$TMP/$u.err"
+	done
+	for i in $(seq -f '%02g' 1 "$3"); do
+		u=$1$i
+		touch "$TMP/turns/$u"
+		wait_for 60 grep -Eq '(admitted|queued|refused): ' "$TMP/$u.err"
 	done
 	wait $pids
 }
@@ -133,7 +142,7 @@ for backend in redis local; do
 
 	# 5. Stacked sufficient before pam_deny, the gate still vouches for no one.
 	fresh $backend
-	service suff "auth sufficient @M $url interval=2s debug" "auth requisite @P/pam_deny.so"
+	service suff "$TURN" "auth sufficient @M $url interval=2s debug" "auth requisite @P/pam_deny.so"
 	in_turn f suff 2
 	check "$backend: sufficient + pam_deny denies an admitted login" \
 		[ "$(rc_of f01)$(rc_of f02)" = 11 ]
@@ -142,7 +151,7 @@ for backend in redis local; do
 	# 6. PAM_SILENT prints nothing; quiet prints nothing but a refusal. Of three logins in
 	# turn, one goes straight in, one waits 2 s, and the third, at 4 s, is refused.
 	fresh $backend
-	service silent "auth required @M $url interval=2s countdown=500ms max_wait=3s debug" \
+	service silent "$TURN" "auth required @M $url interval=2s countdown=500ms max_wait=3s debug" \
 		"auth required @P/pam_permit.so"
 	in_turn q silent 3 'authenticate(PAM_SILENT)'
 	check "$backend: PAM_SILENT: one queued, one refused" \
@@ -150,29 +159,24 @@ for backend in redis local; do
 	check "$backend: PAM_SILENT: no login printed a message" \
 		sh -c "! grep -Eq 'Login queue|Too many' '$TMP'/q0?.out '$TMP'/q0?.err"
 	fresh $backend
-	service quiet "auth required @M $url interval=2s max_wait=3s quiet debug" \
+	service quiet "$TURN" "auth required @M $url interval=2s max_wait=3s quiet debug" \
 		"auth required @P/pam_permit.so"
 	in_turn k quiet 3
 	check "$backend: quiet: no countdown" sh -c "! grep -q 'Login queue' '$TMP'/k0?.out"
 	check "$backend: quiet: a refusal is still shown" grep -q 'Too many logins' "$TMP"/k0?.err
 
-	# 7. The countdown: first line, steps, last line, in order. Three logins, each started
-	# once the one before has its decision (so their places are 0, 1 and 2 whatever the load):
+	# 7. The countdown: first line, steps, last line, in order. Three logins in turn (so their
+	# places are 0, 1 and 2 whatever the load):
 	# the first goes in at once and is told nothing; the second is told it is next, and its
-	# turn; the third that it is number 2, at least one step, and its turn. How many steps the
-	# second sees depends on how long the third took to start: any number, in order.
+	# turn; the third that it is number 2, at least one step, and its turn. How many steps each
+	# sees depends on the time each one's reservation took: any number, in order.
 	fresh $backend
-	service count "auth required @M $url interval=${CD_S}s countdown=1s debug" \
+	service count "$TURN" "auth required @M $url interval=2s countdown=1s debug" \
 		"auth required @P/pam_permit.so"
-	cpids=""
-	for c in c01:admitted c02:queued c03:queued; do
-		login "${c%%:*}" count "${c%%:*}" &
-		cpids="$cpids $!"
-		wait_for 30 grep -q "${c#*:}: " "$TMP/${c%%:*}.err"
-	done
-	wait $cpids
+	in_turn c count 3
 	blur() { grep -o 'Login queue.*' "$TMP/$1.out" | sed -E 's/[0-9.]+ s/N s/' | tr '\n' '|'; }
-	step='(Login queue: about N s to go\.\|)'
+	# A step: the time left, or a new place once the one ahead went in.
+	step='(Login queue: about N s to go\.\||Login queue: you are now next; your turn in about N s\.\|)'
 	check "$backend: countdown: none, first+turn, first+step+turn, in order ($(blur c01) / $(blur c02) / $(blur c03))" \
 		sh -c "[ -z '$(blur c01)' ] &&
 			echo '$(blur c02)' | grep -Eqx 'Login queue: you are next; your turn in about N s\.\|$step*Login queue: your turn now\.\|' &&
