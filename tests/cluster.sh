@@ -269,7 +269,9 @@ check "migration: every step answered OK" [ "$(grep -cx OK "$TMP/migrate.log")" 
 # shellcheck disable=SC2086
 check "migration: all $N logins admitted by Redis, none lost, none fell back" all_redis $names
 check "migration: $N admissions stamped" [ "$(grep -c ' mg' "$TMP/stamps")" = $N ]
-check "migration: admitted 300 ms apart (>= 150) in arrival order ($(gaps mg))" staggered mg 150 0
+# At least a third of the interval: a stamp may be late by what a loaded machine adds (a
+# 438 ms gap then a 130 ms one was seen); a lost schedule would let two in together.
+check "migration: admitted 300 ms apart (>= 100) in arrival order ($(gaps mg))" staggered mg 100 0
 # A schedule lost or reset on the way would let later logins in early, and shorten this.
 span=$(grep ' mg' "$TMP/stamps" | sort -n | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }')
 check "migration: first to last admission spans >= 0.9*$((N - 1)) intervals (${span} ms)" \
@@ -522,7 +524,7 @@ check "... by node 3 before the kill, no other node ($bad)" [ -z "$bad" ]
 # (d) B, on node 2 (cluster-require-full-coverage no), never noticed.
 bad=$(rows 2 | awk -v w="127.0.0.1:${P[2]}" '$4 != "redis" || $5 != w')
 check "key B (node 2): all $i logins decided by node 2 throughout ($(echo "$bad" | head -1))" [ -z "$bad" ]
-check "... one interval apart (>= 180 ms) in arrival order ($(gaps_of 2 redis))" staggered f2 180 300
+check "... one interval apart (>= 120 ms) in arrival order ($(gaps_of 2 redis))" staggered f2 120 300
 # C, on node 1 (the default), fell back while node 1 said the cluster was down, and only then.
 phases 1 "${t_down:-0}" "${t_up:-0}" > "$TMP/phC"
 cloc=$(awk '$3 == "local" { print $1 }' "$TMP/phC" | tr '\n' ' ')
