@@ -253,14 +253,17 @@ sleep 0.9
 t_migrating=$(date +%s%N)
 rcli "c$DST" cluster setslot "$slot" importing "${ID[SRC]}" > "$TMP/migrate.log"
 rcli "c$SRC" cluster setslot "$slot" migrating "${ID[DST]}" >> "$TMP/migrate.log"
+t_migrating_end=$(date +%s%N)
 sleep 1
 t_migrate=$(date +%s%N)
 rcli "c$SRC" migrate 127.0.0.1 "${P[DST]}" "" 0 5000 keys "$key" >> "$TMP/migrate.log"
+t_migrate_end=$(date +%s%N)
 sleep 1
 t_node=$(date +%s%N)
 for n in $DST $SRC 3; do
 	rcli "c$n" cluster setslot "$slot" node "${ID[DST]}" >> "$TMP/migrate.log"
 done
+t_node_end=$(date +%s%N)
 # While the queue is still long (the schedule expires an interval after its last slot).
 on_dst=$(redis-cli -p "${P[DST]}" exists "$key")
 on_src=$(redis-cli -p "${P[SRC]}" cluster countkeysinslot "$slot")
@@ -285,15 +288,17 @@ check "migration: node $DST loaded the script once, with ASKING ($dst)" \
 # Each login: the phase its script ran in, and the node that decided it after how many
 # redirects. Phases: before, migrating (the key still on SRC), ask (after MIGRATE), moved
 # (after the final SETSLOT). A login's script ran after its arrival and before the next
-# login's arrival (each started once the one before had its decision) and its own pass:
-# "~PHASE" when a step fell within that span, so that it may have met either.
+# login's arrival (each started once the one before had its decision) and its own pass; a
+# step took effect between when its command was sent and when it answered: "~PHASE" when
+# the two spans meet, so that the login may have met either.
 prev_a="" prev_nm=""
 classify() { # NAME ARRIVAL UNTIL
-	local phase=before step t
-	for step in migrating:$t_migrating ask:$t_migrate moved:$t_node; do
-		t=${step#*:}
-		[ "$3" -gt "$t" ] && phase="~${step%:*}"
-		[ "$2" -gt "$t" ] && phase=${step%:*}
+	local phase=before step t0 t1
+	for step in migrating:$t_migrating:$t_migrating_end ask:$t_migrate:$t_migrate_end \
+		moved:$t_node:$t_node_end; do
+		IFS=: read -r _ t0 t1 <<< "$step"
+		[ "$3" -gt "$t0" ] && phase="~${step%%:*}"
+		[ "$2" -gt "$t1" ] && phase=${step%%:*}
 	done
 	echo "$1 $phase $(decided "$1")"
 }
