@@ -162,18 +162,19 @@ check "only the head is admitted at the slot (c: $early; b2: $turn)" \
 	sh -c "[ $(field "$early" 1) = 2 ] && [ $(field "$turn" 1) = 1 ] && [ $b2_gone = 1 ]"
 # A lease that runs out (the login died) gives the place back within the lease.
 q reserve h wh h5 0 300000 > /dev/null
-call reserve lz 1000000 1 60000000 z0 w0 h0 > /dev/null # takes the slot: the next ones wait
-# z1's lease is 1 s: long enough to hold when z2 reserves right after, whatever the load.
-call reserve lz 1000000 1 60000000 z1 w1 h1 0 1000000 > /dev/null
-before=$(field "$(call reserve lz 1000000 1 60000000 z2 w2 h2)" 3)
+call reserve lz 3000000 1 60000000 z0 w0 h0 > /dev/null # takes the slot: the next ones wait
+# z1's lease is 1 s: long enough to hold when z2 reserves right after, whatever the load, and
+# over well before its slot (3 s), so that it is given up, not counted as admitted there.
+call reserve lz 3000000 1 60000000 z1 w1 h1 0 1000000 > /dev/null
+before=$(field "$(call reserve lz 3000000 1 60000000 z2 w2 h2)" 3)
 sleep 1.1
-after=$(call renew lz 1000000 1 60000000 z2 w2 h2)
+after=$(call renew lz 3000000 1 60000000 z2 w2 h2)
 has_place s lz z1 && z1_gone=0 || z1_gone=1
 check "a place whose lease ran out is dropped: the one behind moves from $before to $(field "$after" 3)" \
 	sh -c "[ $before = 2 ] && [ $(field "$after" 3) = 1 ] && [ $z1_gone = 1 ]"
 check "... and remembered for a retry (a ghost)" has_ghost s lz w1
 # A waiter whose lease ran out while it lived on (stopped) takes its place back on renewal.
-again=$(call renew lz 1000000 1 60000000 z1 w1 h1)
+again=$(call renew lz 3000000 1 60000000 z1 w1 h1)
 has_ghost s lz w1 && w1_taken=0 || w1_taken=1
 check "a late renewal takes its own place back, ahead again ($again)" \
 	sh -c "[ $(field "$again" 1) = 2 ] && [ $(field "$again" 3) = 1 ] && [ $w1_taken = 1 ]"
@@ -215,8 +216,9 @@ check "reset: answers what it held ($r), and the key is gone" \
 	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s exists pk) = 0 ]"
 
 # --- The queue's promises at the edges (pam_flowslot(8), "The queue's promises").
-# e KEY OP ID WHO HOST [PER_HOST LEASE_US MAX_WAIT_US]: one call at interval 1 s, burst 1.
-e() { call "$2" "$1" 1000000 1 "${8:-60000000}" "$3" "$4" "$5" "${6:-0}" "${7:-60000000}"; }
+# e KEY OP ID WHO HOST [PER_HOST LEASE_US MAX_WAIT_US]: one call at interval 5 s, burst 1 (long
+# enough that no slot comes while a check runs, however slow the machine).
+e() { call "$2" "$1" 5000000 1 "${8:-60000000}" "$3" "$4" "$5" "${6:-0}" "${7:-60000000}"; }
 
 # A retry never goes ahead of a login that queued while it was away.
 e g1 reserve a0 wa ha > /dev/null
@@ -274,10 +276,10 @@ check "a renewal past what is left of max_wait is refused ($late), its place gon
 
 # A place whose lease ran out after its slot came counts as admitted: its login may have
 # gone in without reaching the schedule, so the next one waits an interval after it.
-e l1 reserve a0 wa ha > /dev/null
-e l1 reserve b wb hb 0 300000 > /dev/null
-sleep 1.2
-n=$(e l1 reserve c wc hc)
+call reserve l1 2000000 1 60000000 a0 wa ha > /dev/null
+call reserve l1 2000000 1 60000000 b wb hb 0 300000 > /dev/null # its slot 2 s off
+sleep 2.2
+n=$(call reserve l1 2000000 1 60000000 c wc hc)
 check "a lapsed place whose slot came counts as admitted: the next waits after it ($n)" \
 	sh -c "[ $(field "$n" 1) = 2 ] && [ $(field "$n" 2) -gt 500000 ] && [ $(ghosts s l1) = 0 ]"
 
