@@ -159,6 +159,25 @@ static int tls_poll(struct tls_conn *t, short events)
 	}
 }
 
+/* After the server hung up on a send: why, if it sent an alert first (TLS 1.3 servers refuse
+   a client certificate after the client has finished its handshake). */
+static void tls_last_words(struct tls_conn *t)
+{
+	unsigned char buf[4096];
+	size_t room = t->fn.BIO_ctrl_get_write_guarantee(t->net);
+	ssize_t n = recv(t->fd, buf, room < sizeof(buf) ? room : sizeof(buf), MSG_DONTWAIT);
+	unsigned long e;
+
+	if (n <= 0 || t->fn.BIO_write(t->net, buf, (int)n) != (int)n)
+		return;
+	t->fn.ERR_clear_error();
+	if (t->fn.SSL_read(t->ssl, buf, 1) <= 0 && (e = t->fn.ERR_peek_last_error()) != 0 &&
+	    t->fn.ERR_reason_error_string(e) != NULL)
+		tls_why(t, "the server closed the connection: %s",
+			t->fn.ERR_reason_error_string(e));
+	t->fn.ERR_clear_error();
+}
+
 /* Sends whatever OpenSSL has written to the pair. */
 static int tls_flush(struct tls_conn *t)
 {
@@ -181,6 +200,7 @@ static int tls_flush(struct tls_conn *t)
 			} else if (errno == EPIPE || errno == ECONNRESET) {
 				t->closed = true;
 				tls_why(t, "the server closed the connection");
+				tls_last_words(t);
 				return -1;
 			} else if (errno != EINTR) {
 				tls_why(t, "send failed: %s", strerror(errno));
