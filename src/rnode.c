@@ -39,6 +39,18 @@ static int rnode_poll(const struct rnode_call *call, short events, const char **
 	}
 }
 
+/* Why a send found the connection closed. A server that drops what it cannot parse without a
+   word is most often a TLS port (a full maxclients says so first). */
+static const char *rnode_hung_up(const struct rnode_call *call)
+{
+	char b;
+
+	if (call->received == 0 && recv(call->c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0)
+		return "the server closed the connection without a word (a TLS port? use "
+		       "rediss://)";
+	return "the server closed the connection";
+}
+
 /* Sends one command. Not hiredis's own write: without MSG_NOSIGNAL, a server that hangs up
    first (as a full maxclients does) raises SIGPIPE and kills the host process. Commands sent
    one after another without reading are still one round trip. */
@@ -70,7 +82,8 @@ static int rnode_send(struct rnode_call *call, int argc, const char **argv, cons
 		if (n >= 0) {
 			off += (size_t)n;
 		} else if (errno != EINTR && errno != EAGAIN) {
-			*why = errno == EPIPE ? "the server closed the connection" : "send failed";
+			*why = errno == EPIPE || errno == ECONNRESET ? rnode_hung_up(call)
+								     : "send failed";
 			rc = -1;
 		}
 	}
@@ -96,7 +109,7 @@ static int rnode_read_more(struct rnode_call *call, const char **why)
 		/* A TLS server drops what is not TLS without a word. */
 		if (call->received == 0) {
 			snprintf(call->tls_why, sizeof(call->tls_why),
-				 "%s, with no answer (a TLS port? use rediss://)", call->c->errstr);
+				 "%s, without a word (a TLS port? use rediss://)", call->c->errstr);
 			*why = call->tls_why;
 		}
 		return -1;

@@ -353,7 +353,7 @@ nbad expired "rediss:// to an expired certificate" "certificate verify failed: c
 	"rediss://127.0.0.1:$EXPIRED" "$CA $NAME"
 nbad plainport "rediss:// to a plaintext Redis" "TLS handshake: timed out: no answer to the TLS hello" \
 	"rediss://:$PW@127.0.0.1:$PLAIN" "$CA $NAME"
-nbad tlsport "redis:// (plaintext) to a TLS port" "with no answer (a TLS port? use rediss://)" \
+nbad tlsport "redis:// (plaintext) to a TLS port" "without a word (a TLS port? use rediss://)" \
 	"redis://:$PW@127.0.0.1:$NAT"
 # A listener that accepts and says nothing.
 stall_listener() {
