@@ -220,6 +220,10 @@ static int tls_fill(struct tls_conn *t)
 
 	if (room > sizeof(buf))
 		room = sizeof(buf);
+	if (room == 0) { /* OpenSSL reads whole records, well under TLS_PAIR_BUF */
+		tls_why(t, "TLS buffer full");
+		return -1;
+	}
 	for (;;) {
 		if (tls_poll(t, POLLIN) != 0)
 			return -1;
@@ -463,6 +467,10 @@ int tls_write(struct tls_conn *t, const void *buf, size_t len, int64_t deadline_
 	t->whysz = whysz;
 	if (len == 0)
 		return 0;
+	if (len > INT32_MAX) {
+		tls_why(t, "command too long");
+		return -1;
+	}
 	/* SSL_write sends all of len or nothing (no SSL_MODE_ENABLE_PARTIAL_WRITE). */
 	do {
 		t->fn.ERR_clear_error();

@@ -371,6 +371,18 @@ if on_free_port STALL stall_listener; then
 else
 	not_ok "the stalling listener did not start"
 fi
+# flowslotctl check, on the same objects, names the failure too (no conf file: the suite's
+# own, empty).
+: > "$TMP/ctl.conf"
+mkdir -p "$TMP/ctl-state"
+"$TOP/flowslotctl" "conf=$TMP/ctl.conf" "url=rediss://127.0.0.1:$NAT" "$CA" timeout=${TO}s \
+	tls_server_name=other.example.net "state_dir=$TMP/ctl-state" check > "$TMP/ctl.out" 2>&1
+ctl_rc=$?
+check "flowslotctl check names the TLS failure ($(head -1 "$TMP/ctl.out"))" \
+	sh -c "[ $ctl_rc != 0 ] && grep -q 'TLS handshake: certificate verify failed: hostname mismatch' '$TMP/ctl.out'"
+"$TOP/flowslotctl" "conf=$TMP/ctl.conf" "url=rediss://127.0.0.1:$NAT" "$CA" "$NAME" timeout=${TO}s \
+	"password_file=$TMP/redis.secret" "state_dir=$TMP/ctl-state" check > "$TMP/ctl2.out" 2>&1
+check "... and passes on the right name ($(head -1 "$TMP/ctl2.out"))" grep -q '^ok: ' "$TMP/ctl2.out"
 check "nothing reached the schedules of the refused logins" \
 	[ "$(nrcli keys 'nat-*' | grep -c .)" = 0 ]
 native keyperm "rediss://127.0.0.1:$TLS_PORT" "$CA $NAME tls_cert_file=$TMP/pki/client.crt tls_key_file=$TMP/pki/client.key"
