@@ -21,7 +21,7 @@ WARNINGS += -Werror
 endif
 
 # Deferred (=), so that "make check" on a bare machine can install the packages first.
-PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis)
+PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis openssl)
 PAM_LIBS = $(shell $(PKG_CONFIG) --libs pam hiredis)
 CMOCKA_CFLAGS = $(shell $(PKG_CONFIG) --cflags cmocka)
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
@@ -40,7 +40,7 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 
 LIB_SRCS = src/opt.c src/url.c src/str.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c \
 	   src/lslot.c src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c \
-	   src/lqueue.c src/trust.c src/stats.c src/pressure.c src/hold.c
+	   src/lqueue.c src/trust.c src/stats.c src/pressure.c src/hold.c src/tls.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
