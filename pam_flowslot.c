@@ -220,6 +220,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 		return SLOT_UNAVAILABLE;
 	case OPT_FALLBACK_LOCAL:
 	default:
+		log_msg(pamh, LOG_WARNING, "fallback=local: queueing on this host's schedule");
 		*via = "local";
 		return gate_reserve_local(pamh, o, key, place, res, via);
 	}

@@ -18,8 +18,8 @@ _Static_assert(CONF_SECRET_MAX == URL_PASSWORD_MAX, "password_file= holds a url'
 void opt_defaults(struct opt *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->url.backend = URL_BACKEND_TCP;
-	strcpy(o->url.host, "127.0.0.1");
+	/* No url: this host's own schedule, quietly; a Redis is shared only when named. */
+	o->url.backend = URL_BACKEND_LOCAL;
 	o->url.port = 6379;
 	strcpy(o->key, "pam_flowslot");
 	o->slot.interval_us = 7 * US_PER_S;

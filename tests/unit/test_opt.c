@@ -172,9 +172,7 @@ static void test_defaults(void **state)
 	(void)state;
 	memset(&o, 0x5a, sizeof(o));
 	opt_defaults(&o);
-	assert_int_equal(o.url.backend, URL_BACKEND_TCP);
-	assert_string_equal(o.url.host, "127.0.0.1");
-	assert_int_equal(o.url.port, 6379);
+	assert_int_equal(o.url.backend, URL_BACKEND_LOCAL);
 	assert_int_equal(o.url.db, 0);
 	assert_false(o.url.has_password);
 	assert_string_equal(o.url.user, "");

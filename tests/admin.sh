@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# What an administrator meets around the gate (issue 20), through real libpam under
+# pam_wrapper: a fresh install with no options queues quietly on the host's schedule, while a
+# Redis that is named but down is logged; and the shipped stacks, with the module gone, let
+# logins through, while the module, present, still refuses.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root (mount namespaces)"
+
+# fresh NAME SERVICE USER [USER2]: one login (two, 0.3 s apart, sharing one schedule) as on a
+# fresh host: private, empty /run, /etc/security and /tmp, so no configuration file and no
+# state. Each login's messages go to $TMP/NAME[.2].out, its syslog to .err, its status to .rc.
+fresh() {
+	# shellcheck disable=SC2016
+	unshare --mount --propagation private sh -c '
+		tmp=$1 name=$2 svc=$3 u1=$4 u2=$5
+		for d in /run /etc/security /tmp; do mount -t tmpfs tmpfs "$d" || exit 126; done
+		one() {
+			env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$tmp/svc" \
+				PAM_WRAPPER_DEBUGLEVEL=2 pamtester -v "$svc" "$1" authenticate \
+				> "$tmp/$2.out" 2> "$tmp/$2.err"
+			echo $? > "$tmp/$2.rc"
+		}
+		one "$u1" "$name" &
+		if [ -n "$u2" ]; then sleep 0.3; one "$u2" "$name.2" & fi
+		wait' sh "$TMP" "$1" "$2" "$3" "${4:-}"
+}
+
+# loud NAME: the lines the login logged at LOG_WARNING or above (pam_wrapper writes
+# "SYSLOG(PRIORITY)"), one per line.
+loud() { grep -a 'SYSLOG([0-4])' "$TMP/$1.err"; }
+
+# 3. No url, no configuration file, no Redis: the host's own schedule, and not a word above
+# LOG_NOTICE. Two logins, so that the second waits its turn (interval 7 s by default).
+service bare "auth required @M" "$STAMP" "auth required @P/pam_permit.so"
+fresh q bare alice bob
+check "no options, no Redis: both logins go in (rc $(rc_of q), $(rc_of q.2))" \
+	[ "$(rc_of q)" = 0 -a "$(rc_of q.2)" = 0 ]
+gap_ms=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }')
+check "... the second about the default interval after the first, on the host's schedule (${gap_ms} ms)" \
+	sh -c "[ $gap_ms -ge 6000 ] && grep -q 'queued: .*via=local' '$TMP/q.2.err'"
+check "... and nothing logged at LOG_WARNING or above ($(loud q; loud q.2))" \
+	sh -c "! grep -aq 'SYSLOG([0-4])' '$TMP/q.err' '$TMP/q.2.err'"
+
+# A Redis the administrator named, down: its cause at LOG_ERR, the fallback at LOG_WARNING, as
+# pam_flowslot(8) says.
+down=$(free_port)
+service named "auth required @M url=redis://127.0.0.1:$down interval=1s" "auth required @P/pam_permit.so"
+fresh n named alice
+check "a named Redis down: the login goes in on the host's schedule (rc $(rc_of n))" [ "$(rc_of n)" = 0 ]
+check "... the cause logged at LOG_ERR ($(grep -a 'SYSLOG(3)' "$TMP/n.err" | sed 's/.*SYSLOG(3): //'))" \
+	grep -aq "SYSLOG(3): redis 127.0.0.1:$down: .*Connection refused" "$TMP/n.err"
+check "... and the fallback at LOG_WARNING, in pam_flowslot(8)'s words" \
+	sh -c "grep -aq 'SYSLOG(4): fallback=local: queueing on this host.s schedule' '$TMP/n.err' &&
+		grep -q 'fallback=local: queueing on' '$TOP/pam_flowslot.8'"
+
+finish
