@@ -56,4 +56,42 @@ check "... and the fallback at LOG_WARNING, in pam_flowslot(8)'s words" \
 	sh -c "grep -aq 'SYSLOG(4): fallback=local: queueing on this host.s schedule' '$TMP/n.err' &&
 		grep -q 'fallback=local: queueing on' '$TOP/pam_flowslot.8'"
 
+# 2. The shipped stacks, with the module gone (the package removed, the lines left) and with
+# it present. stack_of WHAT MODULE ARGS: the active lines of etc/pam.d/WHAT, or of the
+# pam-auth-update profile (WHAT=profile), with the module at MODULE and ARGS instead of url=.
+stack_of() {
+	if [ "$1" = profile ]; then
+		sed -n '/^Session:/,/^[^\t]/p' "$TOP/etc/pam-configs/flowslot" | grep $'^\t' | sed 's/^/session/'
+	else
+		grep -v '^#' "$TOP/etc/pam.d/$1" | grep .
+	fi | tr '\t' ' ' | sed -E "s|pam_flowslot.so( url=[^ ]*)?|$2 $3|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+}
+# Each stack is followed by a stamp (which logins got past the gate) and pam_permit.
+for what in sshd-flowslot login-flowslot flowslot-example profile; do
+	case $what in login-flowslot) op=authenticate ph=auth ;; *) op=open_session ph=session ;; esac
+	after=("$ph optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/after-$what" \
+		"$ph required $PAM_DIR/pam_permit.so")
+	mapfile -t gone < <(stack_of "$what" /nonexistent/pam_flowslot.so "")
+	service "gone-$what" "${gone[@]}" "${after[@]}"
+	login "gone-$what" "gone-$what" nobody "$op"
+	check "$what, module gone: the login goes through (rc $(rc_of "gone-$what"); ${#gone[@]} lines)" \
+		sh -c "[ $(rc_of "gone-$what") = 0 ] && grep -q ' nobody\$' '$TMP/after-$what' &&
+			grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err'"
+	mapfile -t here < <(stack_of "$what" "$MODULE" "url=local state_dir=$TMP/st-$what interval=60s max_wait=1s")
+	service "here-$what" "${here[@]}" "${after[@]}"
+	: > "$TMP/after-$what"
+	login "first-$what" "here-$what" nobody "$op"
+	login "refused-$what" "here-$what" nobody "$op"
+	check "$what, module present: a login past max_wait is still refused, and nothing after the gate runs" \
+		sh -c "[ $(rc_of "first-$what") = 0 ] && [ $(rc_of "refused-$what") != 0 ] &&
+			grep -q 'refused:' '$TMP/refused-$what.err' && [ \$(grep -c . '$TMP/after-$what') = 1 ]"
+done
+# Why not plain requisite: with the module gone, it fails every login.
+service gone-requisite "session requisite /nonexistent/pam_flowslot.so" "session required $PAM_DIR/pam_permit.so"
+login gone-requisite gone-requisite nobody open_session
+check "the old 'requisite' line with the module gone: 'Module is unknown' (the lock-out this avoids)" \
+	sh -c "[ $(rc_of gone-requisite) != 0 ] && grep -q 'Module is unknown' '$TMP/gone-requisite.err' '$TMP/gone-requisite.out'"
+check "no shipped stack names the module 'requisite' or 'required'" \
+	sh -c "! grep -Eq '^[^#]*(requisite|required)[[:space:]]+pam_flowslot' '$TOP'/etc/pam.d/* '$TOP/etc/pam-configs/flowslot'"
+
 finish
