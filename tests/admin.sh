@@ -94,4 +94,45 @@ check "the old 'requisite' line with the module gone: 'Module is unknown' (the l
 check "no shipped stack names the module 'requisite' or 'required'" \
 	sh -c "! grep -Eq '^[^#]*(requisite|required)[[:space:]]+pam_flowslot' '$TOP'/etc/pam.d/* '$TOP/etc/pam-configs/flowslot'"
 
+# 7. The docs say what ships. The messages: each sentence src/countdown.c can make, and each
+# refusal the module sends, as pam_flowslot(8) renders them (N for a time, P for a place).
+man_text=$(MANWIDTH=1000 man -l "$TOP/pam_flowslot.8" 2> /dev/null | tr -s ' \n' '  ')
+sentences=()
+while IFS= read -r fmt; do
+	fmt=${fmt//%lld/%s}
+	case $fmt in
+	*%syou*) for how_now in "|" "|now " "your turn was put back; |"; do
+			# shellcheck disable=SC2059 # the code's own format
+			case $fmt in
+			*number*) sentences+=("$(printf "$fmt" "${how_now%|*}" "${how_now#*|}" P "N s")") ;;
+			*) sentences+=("$(printf "$fmt" "${how_now%|*}" "${how_now#*|}" "N s")") ;;
+			esac
+		done ;;
+	*) sentences+=("$(printf "$fmt" "N s")") ;;
+	esac
+done < <(grep -ho '"Login queue: [^"]*"' "$TOP/src/countdown.c" | tr -d '"')
+while IFS= read -r fmt; do sentences+=("${fmt//%s/N s}"); done < <(cat "$TOP/pam_flowslot.c" "$TOP"/src/*.c |
+	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -o 'pam_error(pamh, "[^"]*"' | sed 's/^pam_error(pamh, "//; s/"$//')
+missing=""
+for m in "${sentences[@]}"; do
+	grep -qF -- "$m" <<< "$man_text" || missing="$missing|$m"
+done
+check "pam_flowslot(8) lists every message the code sends (${#sentences[@]}${missing:+; missing: $missing})" \
+	[ -z "$missing" -a "${#sentences[@]}" -ge 10 ]
+# What make install (and so the package) puts in the documentation directory is named in the
+# README by its installed name, and the BENCHMARKS.md the man page points to is among them.
+make -s -C "$TOP" install DESTDIR="$TMP/mi" DOCDIR=/doc > /dev/null
+unnamed=$(cd "$TMP/mi/doc" && find . -type f | sed 's|^\./||' | grep -v '^bench/' | while read -r f; do
+	grep -qF "$f" "$TOP/README.md" || echo "$f"
+done | paste -sd ' ')
+check "the README names every installed example by its installed name${unnamed:+; not: $unnamed}" [ -z "$unnamed" ]
+check "BENCHMARKS.md and its pictures are installed in the documentation directory" \
+	test -f "$TMP/mi/doc/BENCHMARKS.md" -a -f "$TMP/mi/doc/bench/timeline.png" -a -f "$TMP/mi/doc/bench/storm.png"
+check "no doc says 'first in its phase'; README and the man page say 'before @include common-session'" \
+	sh -c "! grep -q 'first in its phase' '$TOP/README.md' '$TOP/pam_flowslot.8' &&
+		tr '\n' ' ' < '$TOP/README.md' | grep -q 'before .@include common-session' &&
+		grep -qF 'before \\(lq@include common\\-session' '$TOP/pam_flowslot.8'"
+check "pam_flowslot(8) says a refused ssh login still shows 'Last login' and is in wtmp (sshd's doing)" \
+	bash -c "grep -qF 'Last login' <<< \"\$1\" && grep -qF 'recorded in wtmp' <<< \"\$1\"" bash "$man_text"
+
 finish
