@@ -45,7 +45,7 @@ start_sshd() {
 	PermitRootLogin yes
 	StrictModes no
 	LoginGraceTime $grace
-	MaxStartups 100
+	MaxStartups ${MAXSTARTUPS:-100}
 	LogLevel VERBOSE
 	EOF
 	: > "$TMP/sshd.log"
@@ -98,6 +98,24 @@ check "publickey: sessions start one interval apart (gaps: $gaps ms)" \
 	sh -c "echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 800) exit 1; exit NF != 9 }'"
 positions=$(grep -a 'SYSLOG(5): queued:' "$TMP/sshd.err" | sed -E 's/.*position=([0-9]+).*/\1/' | sort -n | tr '\n' ' ')
 check "publickey: nine queued, at positions 1 to 9 ($positions)" [ "$positions" = "1 2 3 4 5 6 7 8 9 " ]
+
+# 1b. MaxStartups as etc/pam.d/sshd-flowslot recommends it: a storm of 30 publickey logins at
+# once, none dropped before PAM (the default 10:30:100 drops some past 10), all queued in the
+# session, where they no longer count.
+MAXSTARTUPS=$(sed -nE 's/^# sshd_config: MaxStartups ([0-9:]+)\..*/\1/p' "$TOP/etc/pam.d/sshd-flowslot")
+mapfile -t recommended < <(example sshd-flowslot "unix://$TMP/r.sock" "key=storm interval=100ms countdown=0")
+start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"${recommended[@]}" "session required @P/pam_permit.so" || exit 1
+pids=""
+for i in $(seq -w 1 30); do
+	key_login "s$i" &
+	pids="$pids $!"
+done
+wait $pids
+okcount=$(cat "$TMP"/s??.rc | grep -c '^0$')
+check "MaxStartups $MAXSTARTUPS (the sshd example's): 30 ssh logins at once all get a session ($okcount)" \
+	sh -c "[ '$MAXSTARTUPS' ] && [ $okcount = 30 ] && ! grep -q 'MaxStartups throttling' '$TMP/sshd.log'"
+MAXSTARTUPS=100
 
 # 2a. keyboard-interactive, gated in auth: the queue text comes with the password prompt,
 # after the wait.
