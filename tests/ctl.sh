@@ -364,4 +364,39 @@ snippet() { # MARKER: runs the snippet on a terminal (tmux); prints the schedule
 check "profile.d snippet: no wait after the module's marker" [ "$(snippet auth)" = 0 ]
 check "... and a wait without it" [ "$(snippet '')" = 1 ]
 
+# 9. status during a Redis outage shows the schedule the logins actually wait on, the per-host
+# one (fallback=local), and names the Redis as down; the exit status stays 1.
+down=$(free_port)
+O="url=redis://127.0.0.1:$down timeout=300ms state_dir=$TMP/od key=c9"
+service c9 "auth requisite @M $O interval=3s countdown=0" "auth required @P/pam_permit.so"
+for u in o1 o2 o3; do
+	bg_login "$u" c9 "$u"
+	sleep 0.3
+done
+wait_for 8 queued o 2
+"$CTL" "$C" $O status > "$TMP/outage.out" 2> "$TMP/outage.err"
+rc=$?
+"$CTL" "$C" $O --json status > "$TMP/outage.json" 2> /dev/null
+bg_wait
+check "status, Redis down: exit $rc, Redis named down, and the per-host schedule with its 2 waiting" \
+	sh -c "[ $rc = 1 ] && grep -q '^down: *redis 127.0.0.1:$down: logins queue on this host.s schedule' '$TMP/outage.out' &&
+		grep -q '^backend: *local $TMP/od/slot.c9\$' '$TMP/outage.out' && grep -q '^waiting: *2\$' '$TMP/outage.out' &&
+		grep -q 'cannot connect' '$TMP/outage.err'"
+got="$(json_field "['down']" < "$TMP/outage.json") $(json_field "['waiting']" < "$TMP/outage.json")"
+check "... and in --json: \"down\" and the waiting count ($got)" [ "$got" = "redis 127.0.0.1:$down 2" ]
+
+# 10. metrics --service NAME: that stack's schedules only; without --service, the host's all.
+for k in m-one m-two; do
+	service "$k" "auth requisite @M url=local state_dir=$TMP/ms key=$k interval=1ms countdown=0" \
+		"auth required @P/pam_permit.so"
+	login "$k" "$k" "$k"
+	printf 'auth requisite %s url=local state_dir=%s key=%s\n' "$MODULE" "$TMP/ms" "$k" > "$TMP/pamd/$k"
+done
+keys_in() { grep -o '^flowslot_logins_total{key="[^"]*"' "$1" | sort -u | sed 's/.*key="//; s/"$//' | paste -sd ' '; }
+"$CTL" "$C" --pam-dir "$TMP/pamd" --service m-one metrics > "$TMP/m-one.prom" 2> /dev/null
+"$CTL" "$C" url=local state_dir="$TMP/ms" metrics > "$TMP/m-all.prom" 2> /dev/null
+check "metrics --service m-one: only m-one's counters ($(keys_in "$TMP/m-one.prom")); without --service all ($(keys_in "$TMP/m-all.prom"))" \
+	sh -c "[ '$(keys_in "$TMP/m-one.prom")' = m-one ] && [ '$(keys_in "$TMP/m-all.prom")' = 'm-one m-two' ] &&
+		grep -q '^flowslot_queue_up{key=\"m-one\"} 1' '$TMP/m-one.prom'"
+
 finish
