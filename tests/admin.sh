@@ -135,4 +135,21 @@ check "no doc says 'first in its phase'; README and the man page say 'before @in
 check "pam_flowslot(8) says a refused ssh login still shows 'Last login' and is in wtmp (sshd's doing)" \
 	bash -c "grep -qF 'Last login' <<< \"\$1\" && grep -qF 'recorded in wtmp' <<< \"\$1\"" bash "$man_text"
 
+# 6. Who is exempt, by the profile's lines (group sudo read as group daemon here, of which the
+# user daemon is a member): the target user root or in the group, or the caller (PAM_RUSER, which
+# su and sudo set to who ran them; sshd sets none) root or in the group. The queue is full.
+mapfile -t ex < <(stack_of profile "$MODULE" "url=local state_dir=$TMP/st-ex interval=60s max_wait=1s" |
+	sed 's/ingroup sudo/ingroup daemon/')
+service ex "session required $SET_ITEMS" "${ex[@]}" \
+	"session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/after-ex" \
+	"session required $PAM_DIR/pam_permit.so"
+login ex-first ex nobody open_session
+verdicts=""
+for who in "nobody:" "nobody:nobody" "nobody:root" "nobody:daemon" "daemon:" "root:"; do
+	PAM_RUSER=${who#*:} login "ex-$who" ex "${who%%:*}" open_session
+	verdicts="$verdicts $who=$(rc_of "ex-$who")"
+done
+check "exempt by the profile: target root or in the group, caller root or in the group; nobody else ($verdicts)" \
+	[ "$verdicts" = " nobody:=1 nobody:nobody=1 nobody:root=0 nobody:daemon=0 daemon:=0 root:=0" ]
+
 finish

@@ -356,13 +356,21 @@ check "the module leaves FLOWSLOT_ADMITTED=auth in the PAM environment" \
 	grep -qx 'FLOWSLOT_ADMITTED=auth' "$TMP/c7.env"
 
 # 8. The profile.d snippet waits only without the marker.
-snippet() { # MARKER: runs the snippet on a terminal (tmux); prints the schedule's last write
-	tmux_ new-session -d -s "p$1" -x 100 -y 10 "env FLOWSLOT_ADMITTED='$1' FLOWSLOT_WAIT_ARGS='$C $R key=c8$1' PATH=$TREE:\$PATH sh -c '. $TREE/etc/profile.d/flowslot-wait.sh; echo started=\$FLOWSLOT_ADMITTED'; sleep 60"
+# snippet NAME MARKER [EXEMPT_GROUPS]: runs the snippet on a terminal (tmux), as root; prints
+# whether it wrote the schedule (1: it waited).
+snippet() {
+	local groups=""
+	[ $# -ge 3 ] && groups="FLOWSLOT_EXEMPT_GROUPS='$3'"
+	tmux_ new-session -d -s "p$1" -x 100 -y 10 "env FLOWSLOT_ADMITTED='$2' $groups FLOWSLOT_WAIT_ARGS='$C $R key=c8$1' PATH=$TREE:\$PATH sh -c '. $TREE/etc/profile.d/flowslot-wait.sh; echo started=\$FLOWSLOT_ADMITTED'; sleep 60"
 	wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t 'p$1' | grep -q '^started='"
 	rcli r exists "c8$1"
 }
-check "profile.d snippet: no wait after the module's marker" [ "$(snippet auth)" = 0 ]
-check "... and a wait without it" [ "$(snippet '')" = 1 ]
+check "profile.d snippet: no wait after the module's marker" [ "$(snippet a auth '')" = 0 ]
+check "... and a wait without it" [ "$(snippet b '' '')" = 1 ]
+check "... but none for an exempt user, as the stacks exempt them: root (group root) by default" \
+	[ "$(snippet c '')" = 0 ]
+check "... or a member of a group named in FLOWSLOT_EXEMPT_GROUPS ($(id -gn root), among others)" \
+	[ "$(snippet d '' "nosuch $(id -gn root)")" = 0 ]
 
 # 9. status during a Redis outage shows the schedule the logins actually wait on, the per-host
 # one (fallback=local), and names the Redis as down; the exit status stays 1.

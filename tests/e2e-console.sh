@@ -76,6 +76,38 @@ ran=$(seen_at su 'su-ran')
 check "su: countdown live (${first:-never} then ${turn:-never} ms), then the command (${ran:-never} ms)" \
 	sh -c "[ -n '$ran' ] && [ $((turn - first)) -ge 1000 ] && [ $ran -ge $turn ]"
 
+# Who is exempt: root running su to another user. pam_succeed_if's "uid eq 0" and "user ingroup
+# sudo" test the target user; su sets PAM_RUSER to its caller, which the pam-auth-update
+# profile's "ruser = root" and "ruser ingroup sudo" lines test. The queue is 60 s long
+# (max_wait 2 s): a user who is not exempt is refused.
+occ() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+	pamtester occ someone authenticate > /dev/null 2>&1; }
+service occ "auth required @M url=unix://$TMP/r.sock key=suex interval=60s"
+occ
+profile_block() { # the profile's session lines, the gate on the test's queue
+	sed -n '/^Session:/,/^[^\t]/p' "$TOP/etc/pam-configs/flowslot" | grep $'^\t' | tr '\t' ' ' |
+		sed -E "s|^ *|session |; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|;
+			s|pam_flowslot.so|$MODULE url=unix://$TMP/r.sock key=suex interval=60s max_wait=2s|"
+}
+su_as_root() { # NAME: root runs su to nobody in a pane; the pane's text in $TMP/NAME.screen
+	tmux_ new-session -d -s "$1" -x 150 -y 20 \
+		"$(declare -f in_pane); TMP='$TMP' in_pane su -s /bin/sh -c 'echo su-ran' nobody; echo rc=\$?; sleep 10"
+	wait_for 8 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t '$1' | grep -q '^rc='"
+	tmux_ capture-pane -p -t "$1" | grep -v '^$' > "$TMP/$1.screen"
+}
+mapfile -t block < <(profile_block)
+service su "auth required @P/pam_permit.so" "account required @P/pam_permit.so" "${block[@]}" \
+	"session required @P/pam_permit.so"
+su_as_root suex
+check "su by root to another user, through the profile: exempt, at once (${#block[@]} lines; $(tr '\n' '|' < "$TMP/suex.screen"))" \
+	sh -c "grep -qx 'su-ran' '$TMP/suex.screen' && grep -qx 'rc=0' '$TMP/suex.screen' && ! grep -q 'Login queue\|Too many' '$TMP/suex.screen'"
+mapfile -t block < <(profile_block | grep -v ruser | sed 's/success=4/success=2/; s/success=3/success=1/')
+service su "auth required @P/pam_permit.so" "account required @P/pam_permit.so" "${block[@]}" \
+	"session required @P/pam_permit.so"
+su_as_root suold
+check "... whereas the target-only tests (uid eq 0, user ingroup sudo) queue root's su: refused ($(tr '\n' '|' < "$TMP/suold.screen"))" \
+	sh -c "grep -q 'Too many logins' '$TMP/suold.screen' && ! grep -qx 'su-ran' '$TMP/suold.screen'"
+
 # A terminal that hangs up while /bin/login waits in the queue: the module sees the terminal
 # hang up (PAM_TTY) and gives its place back at once, well before its 5 s lease would run out.
 service login "auth requisite @M url=unix://$TMP/r.sock key=hup interval=20s countdown=1s" \
