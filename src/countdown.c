@@ -103,9 +103,20 @@ void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_a
 	countdown_tell(c, res, COUNTDOWN_FIRST);
 }
 
+/* Whether lines to the conversation must be COUNTDOWN_GAP_US apart (flowslotctl's own line,
+   rewritten in place, need not). */
+static bool countdown_spaced(const struct countdown *c)
+{
+	return c->say == NULL && c->said_us > 0;
+}
+
 int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 {
 	int64_t due = c->talk && c->next_mark_us > 0 ? deadline_us - c->next_mark_us : INT64_MAX;
+
+	/* A step due within the gap waits for its end. */
+	if (due != INT64_MAX && countdown_spaced(c) && due < c->said_us + COUNTDOWN_GAP_US)
+		due = c->said_us + COUNTDOWN_GAP_US;
 
 	if (c->talk && c->pending != COUNTDOWN_NONE && c->said_us + COUNTDOWN_GAP_US < due)
 		due = c->said_us + COUNTDOWN_GAP_US;
@@ -126,6 +137,8 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 		return;
 	}
 	if (c->next_mark_us <= 0 || left_us > c->next_mark_us)
+		return;
+	if (c->talk && countdown_spaced(c) && now_us < c->said_us + COUNTDOWN_GAP_US)
 		return;
 	/* A slot that moved up may have skipped marks: tell the one it is at. */
 	while (c->next_mark_us > 0 && left_us <= c->next_mark_us - c->step_us)
@@ -159,6 +172,28 @@ void countdown_update(struct countdown *c, const struct slot_result *res)
 
 void countdown_turn(struct countdown *c)
 {
-	if (c->talk)
-		countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
+	int64_t early_us;
+
+	if (!c->talk)
+		return;
+	/* Within the gap: a few milliseconds short (a step told at its mark, the turn at the
+	   slot) are waited out; any more, and the turn goes untold. */
+	early_us = countdown_spaced(c) ? c->said_us + COUNTDOWN_GAP_US - fstime_mono_us() : 0;
+	if (early_us > COUNTDOWN_TURN_SLACK_US)
+		return;
+	if (early_us > 0)
+		fstime_sleep_until(c->said_us + COUNTDOWN_GAP_US);
+	countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
+}
+
+void countdown_summary(pam_handle_t *pamh, int64_t waited_us, int64_t position)
+{
+	char waited[32];
+
+	countdown_format(waited_us, waited, sizeof(waited));
+	if (position <= 1)
+		pam_info(pamh, "Login queue: you waited %s (you were next).", waited);
+	else
+		pam_info(pamh, "Login queue: you waited %s (you were number %lld).", waited,
+			 (long long)position);
 }

@@ -157,6 +157,21 @@ static int opt_set_countdown(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_messages(struct opt *o, const char *v, const char **why)
+{
+	if (strcmp(v, "auto") == 0)
+		o->messages = OPT_MESSAGES_AUTO;
+	else if (strcmp(v, "live") == 0)
+		o->messages = OPT_MESSAGES_LIVE;
+	else if (strcmp(v, "summary") == 0)
+		o->messages = OPT_MESSAGES_SUMMARY;
+	else {
+		*why = "must be auto, live or summary";
+		return -1;
+	}
+	return 0;
+}
+
 static int opt_set_burst(struct opt *o, const char *v, const char **why)
 {
 	long long burst;
@@ -307,6 +322,7 @@ static const struct opt_setter {
 	{ "fallback=", opt_set_fallback, false },
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
+	{ "messages=", opt_set_messages, false },
 	{ "password_file=", opt_set_password_file, true },
 	{ "sentinel_password=", opt_set_sentinel_password, true },
 	{ "sync_replicas=", opt_set_sync_replicas, false },

@@ -147,7 +147,7 @@ for backend in redis local; do
 
 	# 7. The countdown: first line, steps, last line, in order.
 	fresh $backend
-	service count "auth required @M $url interval=1s countdown=1s" \
+	service count "auth required @M $url interval=2s countdown=2s" \
 		"auth required @P/pam_permit.so"
 	logins c count 3
 	# Who gets which place depends on who reaches the schedule first, and the times shown on

@@ -20,9 +20,11 @@ enum countdown_kind {
 };
 typedef void countdown_say_fn(void *arg, enum countdown_kind kind, const char *text);
 
-/* No two lines closer than this (GDM shows each for about 2 s, and piles them up): a move
-   told by countdown_update waits for it. */
+/* No two lines to the conversation closer than this (GDM shows each for about 2 s, and piles
+   them up): a move told by countdown_update, and a step, wait for it. */
 #define COUNTDOWN_GAP_US INT64_C(2000000)
+/* The turn, due this little before the gap is over, waits for it rather than go untold. */
+#define COUNTDOWN_TURN_SLACK_US INT64_C(150000)
 /* A slot that moved later than the one told by more than this is told again. */
 #define COUNTDOWN_LATER_US INT64_C(1000000)
 
@@ -80,7 +82,12 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us);
    countdown_tick). */
 void countdown_update(struct countdown *c, const struct slot_result *res);
 
-/* Says the turn has come. */
+/* Says the turn has come; to the conversation, only COUNTDOWN_GAP_US after the line before it
+   (waiting out up to COUNTDOWN_TURN_SLACK_US for that; past it, the turn goes untold). */
 void countdown_turn(struct countdown *c);
+
+/* Where messages cannot be live (sshd), the one line sent after the wait instead of the
+   countdown: "Login queue: you waited N s (you were number P)." */
+void countdown_summary(pam_handle_t *pamh, int64_t waited_us, int64_t position);
 
 #endif

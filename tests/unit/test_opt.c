@@ -293,7 +293,17 @@ static void test_parse_every_option(void **state)
 	assert_int_equal(o.url.backend, URL_BACKEND_LOCAL);
 	assert_int_equal(opt_set(&o, NULL, "fallback=local"), 0);
 	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
+	assert_int_equal(opt_set(&o, NULL, "messages=summary"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_SUMMARY);
+	assert_int_equal(opt_set(&o, NULL, "messages=live"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_LIVE);
+	assert_int_equal(opt_set(&o, NULL, "messages=auto"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
 	assert_int_equal(o.errors, 0);
+	assert_int_equal(opt_set(&o, NULL, "messages=loud"), -1);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
+	o.errors = 0;
 }
 
 /* At the limits exactly: accepted. One past them is in test_set_bad_values. */
