@@ -302,7 +302,8 @@ static void ctl_print_view(const struct ctl *c, const struct slot_result *res, c
 	countdown_format(res->since_us, since, sizeof(since));
 	printf("schedule:       %s\n", c->key);
 	if (down != NULL)
-		printf("down:           %s: logins queue on this host's schedule (fallback=local)\n",
+		printf("down:           %s: logins queue on this host's schedule "
+		       "(fallback=local)\n",
 		       down);
 	printf("backend:        %s\n", c->where);
 	printf("waiting:        %" PRId64 "\n", res->waiting);

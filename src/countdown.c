@@ -77,6 +77,11 @@ static void countdown_tell(struct countdown *c, const struct slot_result *res,
 		countdown_say(c, COUNTDOWN_TELL,
 			      "Login queue: %syou are %snumber %lld; your turn in about %s.",
 			      how[move], now, (long long)res->position, left);
+	/* The gap to the next line counts from the reservation (the marks and the slot do),
+	   not from this line's lag behind it. */
+	if (move == COUNTDOWN_FIRST && res->deadline_us > res->wait_us &&
+	    res->deadline_us - res->wait_us < c->said_us)
+		c->said_us = res->deadline_us - res->wait_us;
 }
 
 void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
@@ -125,7 +130,7 @@ int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 
 void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 {
-	int64_t left_us = deadline_us - now_us;
+	int64_t left_us = deadline_us - now_us, due_us = countdown_due(c, deadline_us);
 	char left[32];
 
 	if (c->pending != COUNTDOWN_NONE && now_us >= c->said_us + COUNTDOWN_GAP_US) {
@@ -147,6 +152,9 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 		countdown_format(left_us < c->next_mark_us ? left_us : c->next_mark_us, left,
 				 sizeof(left));
 		countdown_say(c, COUNTDOWN_STEP, "Login queue: about %s to go.", left);
+		/* Likewise from the step's own time, not its lag. */
+		if (due_us < c->said_us)
+			c->said_us = due_us;
 	}
 	c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
 }
@@ -176,13 +184,12 @@ void countdown_turn(struct countdown *c)
 
 	if (!c->talk)
 		return;
-	/* Within the gap: a few milliseconds short (a step told at its mark, the turn at the
-	   slot) are waited out; any more, and the turn goes untold. */
+	/* Within the gap, the turn goes untold: the login is never held back for a line. Short
+	   of it by no more than the lag of the line before (told a little after its mark, which
+	   was 2 s or more before the slot), it is told. */
 	early_us = countdown_spaced(c) ? c->said_us + COUNTDOWN_GAP_US - fstime_mono_us() : 0;
 	if (early_us > COUNTDOWN_TURN_SLACK_US)
 		return;
-	if (early_us > 0)
-		fstime_sleep_until(c->said_us + COUNTDOWN_GAP_US);
 	countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
 }
 

@@ -108,6 +108,9 @@ while IFS= read -r fmt; do
 			*) sentences+=("$(printf "$fmt" "${how_now%|*}" "${how_now#*|}" "N s")") ;;
 			esac
 		done ;;
+	# shellcheck disable=SC2059 # the code's own format
+	*number*) sentences+=("$(printf "$fmt" "N s" P)") ;;
+	# shellcheck disable=SC2059
 	*) sentences+=("$(printf "$fmt" "N s")") ;;
 	esac
 done < <(grep -ho '"Login queue: [^"]*"' "$TOP/src/countdown.c" | tr -d '"')

@@ -65,13 +65,13 @@ check "login: and then a shell" sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t l
 tmux_ send-keys -t login 'exit' Enter
 
 # su, through its own service: the same countdown, live, then the command.
-service su "auth required @M url=unix://$TMP/r.sock key=su interval=2s countdown=2s" \
+service su "auth required @M url=unix://$TMP/r.sock key=su interval=3s countdown=0" \
 	"auth required @P/pam_permit.so" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so"
 occupy su
 tmux_ new-session -d -s su -x 120 -y 40 \
 	"$(declare -f in_pane); TMP='$TMP' in_pane su -s /bin/sh -c 'echo su-ran' nobody; sleep 5"
-watch_pane su 3
+watch_pane su 4
 first=$(seen_at su 'Login queue: you are next')
 turn=$(seen_at su 'Login queue: your turn now.')
 ran=$(seen_at su 'su-ran')
