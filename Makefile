@@ -139,7 +139,7 @@ check:
 CHECK_EXTRA =
 include mk/sanitize.mk
 include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
-	mk/tls.mk mk/ha.mk mk/deb.mk
+	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk
 include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)
@@ -183,6 +183,9 @@ install: pam_flowslot.so flowslotctl
 	install -m 0644 etc/security/pam_flowslot.conf "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example"
 	install -m 0644 etc/stunnel/flowslot-redis.conf "$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf"
 	install -m 0644 etc/pam-configs/flowslot "$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
+	install -d -m 0755 "$(DESTDIR)$(DOCDIR)/bench"
+	install -m 0644 BENCHMARKS.md "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md"
+	install -m 0644 bench/timeline.png bench/storm.png "$(DESTDIR)$(DOCDIR)/bench/"
 
 uninstall:
 	rm -f "$(DESTDIR)$(PAMDIR)/pam_flowslot.so" "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8" \
@@ -192,8 +195,9 @@ uninstall:
 		"$(DESTDIR)$(DOCDIR)/pam.d-example" "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example" \
 		"$(DESTDIR)$(DOCDIR)/sshd-flowslot" "$(DESTDIR)$(DOCDIR)/login-flowslot" \
 		"$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf" \
-		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
-	-rmdir "$(DESTDIR)$(DOCDIR)"
+		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot" "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md" \
+		"$(DESTDIR)$(DOCDIR)/bench/timeline.png" "$(DESTDIR)$(DOCDIR)/bench/storm.png"
+	-rmdir "$(DESTDIR)$(DOCDIR)/bench" "$(DESTDIR)$(DOCDIR)"
 
 clean:
 	rm -rf build pam_flowslot.so flowslotctl

@@ -272,13 +272,19 @@ static const char *ctl_verdict_name(enum slot_verdict v)
 	return v == SLOT_ADMIT ? "admit" : v == SLOT_QUEUED ? "queue" : "refuse";
 }
 
-static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
+/* The schedule's view; down names the Redis that could not be read, whose logins wait on
+   this one (the per-host schedule), or is NULL. */
+static void ctl_print_view(const struct ctl *c, const struct slot_result *res, const char *down)
 {
 	char wait[32], since[32];
 
 	if (c->json) {
 		printf("{\"key\": ");
 		ctl_json_str(c->key);
+		if (down != NULL) {
+			printf(", \"down\": ");
+			ctl_json_str(down);
+		}
 		printf(", \"backend\": ");
 		ctl_json_str(c->where);
 		printf(", \"waiting\": %" PRId64 ", \"new_login\": {\"verdict\": \"%s\", "
@@ -295,6 +301,10 @@ static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
 	countdown_format(res->wait_us, wait, sizeof(wait));
 	countdown_format(res->since_us, since, sizeof(since));
 	printf("schedule:       %s\n", c->key);
+	if (down != NULL)
+		printf("down:           %s: logins queue on this host's schedule "
+		       "(fallback=local)\n",
+		       down);
 	printf("backend:        %s\n", c->where);
 	printf("waiting:        %" PRId64 "\n", res->waiting);
 	if (res->verdict == SLOT_REFUSE)
@@ -305,13 +315,23 @@ static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
 	       res->since_us < 0 ? "" : " ago");
 }
 
+/* status: the schedule the logins wait on. With Redis down and fallback=local, that is the
+   per-host one: shown, with the Redis named as down, and the exit status still 1. */
 static int ctl_status(struct ctl *c)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	const struct slot_place none = { .id = "flowslotctl" };
+	char down[sizeof(c->where)];
 	int rc = ctl_call_or_say(c, SLOT_PEEK, &res);
 
 	if (rc == 0)
-		ctl_print_view(c, &res);
+		ctl_print_view(c, &res, NULL);
+	if (rc != 1 || c->o.url.backend == URL_BACKEND_LOCAL || c->o.fallback != OPT_FALLBACK_LOCAL)
+		return rc;
+	snprintf(down, sizeof(down), "%s", c->where);
+	res = (struct slot_result){ .verdict = SLOT_UNAVAILABLE };
+	if (ctl_call_local(c, SLOT_PEEK, &none, &res) != SLOT_UNAVAILABLE)
+		ctl_print_view(c, &res, down);
 	return rc;
 }
 
@@ -364,7 +384,9 @@ static int ctl_metrics(struct ctl *c)
 			c->o.errors == 1 ? "" : "s");
 		return 2;
 	}
-	if (stats_write_prometheus(stdout, c->o.state_dir, &why) != 0) {
+	/* --service: that stack's schedules only; without it, the host's all. */
+	if (stats_write_prometheus(stdout, c->o.state_dir, c->service != NULL ? c->o.key : NULL,
+				   &why) != 0) {
 		fprintf(stderr, "flowslotctl: %s/%s: %s\n", c->o.state_dir, STATS_FILE, why);
 		return 1;
 	}

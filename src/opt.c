@@ -18,8 +18,8 @@ _Static_assert(CONF_SECRET_MAX == URL_PASSWORD_MAX, "password_file= holds a url'
 void opt_defaults(struct opt *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->url.backend = URL_BACKEND_TCP;
-	strcpy(o->url.host, "127.0.0.1");
+	/* No url: this host's own schedule, quietly; a Redis is shared only when named. */
+	o->url.backend = URL_BACKEND_LOCAL;
 	o->url.port = 6379;
 	strcpy(o->key, "pam_flowslot");
 	o->slot.interval_us = 7 * US_PER_S;
@@ -154,6 +154,21 @@ static int opt_set_countdown(struct opt *o, const char *v, const char **why)
 		return -1;
 	}
 	o->countdown_us = us;
+	return 0;
+}
+
+static int opt_set_messages(struct opt *o, const char *v, const char **why)
+{
+	if (strcmp(v, "auto") == 0)
+		o->messages = OPT_MESSAGES_AUTO;
+	else if (strcmp(v, "live") == 0)
+		o->messages = OPT_MESSAGES_LIVE;
+	else if (strcmp(v, "summary") == 0)
+		o->messages = OPT_MESSAGES_SUMMARY;
+	else {
+		*why = "must be auto, live or summary";
+		return -1;
+	}
 	return 0;
 }
 
@@ -378,6 +393,7 @@ static const struct opt_setter {
 	{ "fallback=", opt_set_fallback, false },
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
+	{ "messages=", opt_set_messages, false },
 	{ "password_file=", opt_set_password_file, true },
 	{ "sentinel_password=", opt_set_sentinel_password, true },
 	{ "sync_replicas=", opt_set_sync_replicas, false },

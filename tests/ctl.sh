@@ -368,13 +368,56 @@ check "the module leaves FLOWSLOT_ADMITTED=auth in the PAM environment" \
 	grep -qx 'FLOWSLOT_ADMITTED=auth' "$TMP/c7.env"
 
 # 8. The profile.d snippet waits only without the marker.
-snippet() { # MARKER: runs the snippet on a terminal (tmux); prints the schedule's last write
-	tmux_ new-session -d -s "p$1" -x 100 -y 10 "env FLOWSLOT_ADMITTED='$1' FLOWSLOT_WAIT_ARGS='$C $R key=c8$1' PATH=$TREE:\$PATH sh -c '. $TREE/etc/profile.d/flowslot-wait.sh; echo started=\$FLOWSLOT_ADMITTED'; sleep 60"
+# snippet NAME MARKER [EXEMPT_GROUPS]: runs the snippet on a terminal (tmux), as root; prints
+# whether it wrote the schedule (1: it waited).
+snippet() {
+	local groups=""
+	[ $# -ge 3 ] && groups="FLOWSLOT_EXEMPT_GROUPS='$3'"
+	tmux_ new-session -d -s "p$1" -x 100 -y 10 "env FLOWSLOT_ADMITTED='$2' $groups FLOWSLOT_WAIT_ARGS='$C $R key=c8$1' PATH=$TREE:\$PATH sh -c '. $TREE/etc/profile.d/flowslot-wait.sh; echo started=\$FLOWSLOT_ADMITTED'; sleep 60"
 	wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t 'p$1' | grep -q '^started='"
 	rcli r exists "c8$1"
 }
-check "profile.d snippet: no wait after the module's marker" [ "$(snippet auth)" = 0 ]
-check "... and a wait without it" [ "$(snippet '')" = 1 ]
+check "profile.d snippet: no wait after the module's marker" [ "$(snippet a auth '')" = 0 ]
+check "... and a wait without it" [ "$(snippet b '' '')" = 1 ]
+check "... but none for an exempt user, as the stacks exempt them: root (group root) by default" \
+	[ "$(snippet c '')" = 0 ]
+check "... or a member of a group named in FLOWSLOT_EXEMPT_GROUPS ($(id -gn root), among others)" \
+	[ "$(snippet d '' "nosuch $(id -gn root)")" = 0 ]
+
+# 9. status during a Redis outage shows the schedule the logins actually wait on, the per-host
+# one (fallback=local), and names the Redis as down; the exit status stays 1.
+down=$(free_port)
+O="url=redis://127.0.0.1:$down timeout=300ms state_dir=$TMP/od key=c9"
+service c9 "auth requisite @M $O interval=3s countdown=0" "auth required @P/pam_permit.so"
+for u in o1 o2 o3; do
+	bg_login "$u" c9 "$u"
+	sleep 0.3
+done
+wait_for 8 queued o 2
+"$CTL" "$C" $O status > "$TMP/outage.out" 2> "$TMP/outage.err"
+rc=$?
+"$CTL" "$C" $O --json status > "$TMP/outage.json" 2> /dev/null
+bg_wait
+check "status, Redis down: exit $rc, Redis named down, and the per-host schedule with its 2 waiting" \
+	sh -c "[ $rc = 1 ] && grep -q '^down: *redis 127.0.0.1:$down: logins queue on this host.s schedule' '$TMP/outage.out' &&
+		grep -q '^backend: *local $TMP/od/slot.c9\$' '$TMP/outage.out' && grep -q '^waiting: *2\$' '$TMP/outage.out' &&
+		grep -q 'cannot connect' '$TMP/outage.err'"
+got="$(json_field "['down']" < "$TMP/outage.json") $(json_field "['waiting']" < "$TMP/outage.json")"
+check "... and in --json: \"down\" and the waiting count ($got)" [ "$got" = "redis 127.0.0.1:$down 2" ]
+
+# 10. metrics --service NAME: that stack's schedules only; without --service, the host's all.
+for k in m-one m-two; do
+	service "$k" "auth requisite @M url=local state_dir=$TMP/ms key=$k interval=1ms countdown=0" \
+		"auth required @P/pam_permit.so"
+	login "$k" "$k" "$k"
+	printf 'auth requisite %s url=local state_dir=%s key=%s\n' "$MODULE" "$TMP/ms" "$k" > "$TMP/pamd/$k"
+done
+keys_in() { grep -o '^flowslot_logins_total{key="[^"]*"' "$1" | sort -u | sed 's/.*key="//; s/"$//' | paste -sd ' '; }
+"$CTL" "$C" --pam-dir "$TMP/pamd" --service m-one metrics > "$TMP/m-one.prom" 2> /dev/null
+"$CTL" "$C" url=local state_dir="$TMP/ms" metrics > "$TMP/m-all.prom" 2> /dev/null
+check "metrics --service m-one: only m-one's counters ($(keys_in "$TMP/m-one.prom")); without --service all ($(keys_in "$TMP/m-all.prom"))" \
+	sh -c "[ '$(keys_in "$TMP/m-one.prom")' = m-one ] && [ '$(keys_in "$TMP/m-all.prom")' = 'm-one m-two' ] &&
+		grep -q '^flowslot_queue_up{key=\"m-one\"} 1' '$TMP/m-one.prom'"
 
 # 9. flowslotctl wait keeps max_wait over the whole wait: a wait whose slot moves past it (two
 # places put ahead of it, here by hand, as logins taking their places back would) is refused

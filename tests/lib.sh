@@ -278,5 +278,5 @@ in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
 # the tests: the module by its path, on URL, with OPTIONS added to its line.
 example() {
 	grep -v '^#' "$TOP/etc/pam.d/$1" | grep . |
-		sed "s|pam_flowslot.so url=[^ ]*|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
 }

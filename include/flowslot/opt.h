@@ -50,6 +50,14 @@ struct opt_tls {
 	bool set; /* any tls_* option was given */
 };
 
+/* What the waiting user is told: the live countdown, one line after the wait, or whichever
+   fits the login (summary under sshd, whose messages never reach the client live). */
+enum opt_messages {
+	OPT_MESSAGES_AUTO,
+	OPT_MESSAGES_LIVE,
+	OPT_MESSAGES_SUMMARY,
+};
+
 /* The pressure hold (src/hold.c). */
 struct opt_pressure {
 	int64_t limit_ppm[PRESSURE_RES_N]; /* 0: not watched; all 0: no hold */
@@ -63,6 +71,7 @@ struct opt {
 	struct slot_params slot;
 	int64_t timeout_us;
 	int64_t countdown_us; /* 0: no countdown */
+	enum opt_messages messages;
 	enum opt_fallback fallback;
 	char state_dir[OPT_DIR_MAX + 1];
 	char password_file[OPT_DIR_MAX + 1]; /* empty: none */

@@ -172,9 +172,7 @@ static void test_defaults(void **state)
 	(void)state;
 	memset(&o, 0x5a, sizeof(o));
 	opt_defaults(&o);
-	assert_int_equal(o.url.backend, URL_BACKEND_TCP);
-	assert_string_equal(o.url.host, "127.0.0.1");
-	assert_int_equal(o.url.port, 6379);
+	assert_int_equal(o.url.backend, URL_BACKEND_LOCAL);
 	assert_int_equal(o.url.db, 0);
 	assert_false(o.url.has_password);
 	assert_string_equal(o.url.user, "");
@@ -303,7 +301,17 @@ static void test_parse_every_option(void **state)
 	assert_int_equal(o.url.backend, URL_BACKEND_LOCAL);
 	assert_int_equal(opt_set(&o, NULL, "fallback=local"), 0);
 	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
+	assert_int_equal(opt_set(&o, NULL, "messages=summary"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_SUMMARY);
+	assert_int_equal(opt_set(&o, NULL, "messages=live"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_LIVE);
+	assert_int_equal(opt_set(&o, NULL, "messages=auto"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
 	assert_int_equal(o.errors, 0);
+	assert_int_equal(opt_set(&o, NULL, "messages=loud"), -1);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
+	o.errors = 0;
 }
 
 /* Every TLS option flipped from its default, and checked together by opt_check. */
