@@ -260,15 +260,17 @@ static int64_t lqueue_stored_tat(const struct lqueue *q, int64_t now_us)
 	return at_us > now_us ? tat_us - (at_us - now_us) : tat_us;
 }
 
-/* R5: the waiter first in line that left (lease out, process dead), its slot come by now,
-   when that is seen, may have gone in blind at it: it counts as admitted there, and leaves no
-   ghost. Returns whether it did. */
+/* R5: the waiter first in line that left (lease out, process dead) once its slot had come
+   may have gone in blind at it: it counts as admitted there, and leaves no ghost. Returns
+   whether it did. */
 static bool lqueue_left_admitted(struct lqueue *q, const struct slot_params *s, size_t i,
 				 int64_t now_us)
 {
-	int64_t tat_us = lqueue_stored_tat(q, now_us);
+	int64_t tat_us = lqueue_stored_tat(q, now_us), left_us = q->waiters[i].lease_us;
 
-	if (tat_us - (s->burst - 1) * s->interval_us > now_us)
+	if (left_us > now_us)
+		left_us = now_us;
+	if (tat_us - (s->burst - 1) * s->interval_us > left_us)
 		return false;
 	q->tat_us = tat_us + s->interval_us;
 	q->at_us = now_us;

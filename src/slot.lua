@@ -55,8 +55,8 @@
 -- - A ghost is taken back once (a place taken back leaves none), by a retry or by its own
 --   renewal after its lease ran out, and only if nobody queued after it left: else the login
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
--- - A place whose lease ran out while it was first in line, its slot come by the time that is
---   seen, counts as admitted: its login may have gone in without reaching the schedule.
+-- - A place whose lease ran out while it was first in line, its slot come by then, counts as
+--   admitted: its login may have gone in without reaching the schedule.
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
@@ -391,7 +391,7 @@ for i = 1, #ended, 2 do
 end
 table.sort(lapsed, function(a, b) return a.arrival < b.arrival end)
 for _, p in ipairs(lapsed) do
-  if p.arrival >= 0 and rank_of(p.arrival) == 0 and start_of(0) == now then
+  if p.arrival >= 0 and rank_of(p.arrival) == 0 and tat_raw - (burst - 1) * interval <= p.left then
     drop(p.place)
     admit(0)
   else
