@@ -13,10 +13,12 @@ set -u
 # fresh host: private, empty /run, /etc/security and /tmp, so no configuration file and no
 # state. Each login's messages go to $TMP/NAME[.2].out, its syslog to .err, its status to .rc.
 fresh() {
+	# /tmp as lib.sh's PRIVATE_TMP makes it (empty, but for a checkout under /tmp, which
+	# stays at its own path); then /run and /etc/security.
 	# shellcheck disable=SC2016
-	unshare --mount --propagation private sh -c '
+	"${PRIVATE_TMP[@]}" unshare --mount --propagation private sh -c '
 		tmp=$1 name=$2 svc=$3 u1=$4 u2=$5
-		for d in /run /etc/security /tmp; do mount -t tmpfs tmpfs "$d" || exit 126; done
+		for d in /run /etc/security; do mount -t tmpfs tmpfs "$d" || exit 126; done
 		one() {
 			env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$tmp/svc" \
 				PAM_WRAPPER_DEBUGLEVEL=2 pamtester -v "$svc" "$1" authenticate \

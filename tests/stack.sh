@@ -87,7 +87,8 @@ faillock_stack() {
 		"auth required @P/pam_deny.so"
 }
 mkdir -m 0700 "$TMP/faillock"
-shipped=$(grep -oE '^auth[[:space:]]+[a-z]+[[:space:]]+pam_flowslot' "$TOP/etc/pam.d/login-flowslot" | awk '{ print $2 }')
+# The control field as shipped: a word, or a bracket of value=action pairs.
+shipped=$(sed -nE 's/^auth[[:space:]]+(\[[^]]*\]|[a-z]+)[[:space:]]+pam_flowslot.*/\1/p' "$TOP/etc/pam.d/login-flowslot")
 faillock_stack flship "$shipped"
 faillock_stack flreq required
 # pam_faillock records only users that exist: nobody and daemon do on Debian.
