@@ -116,17 +116,19 @@ done
 # (a) unix://, the module without TLS (A) against this tree's (B).
 say "a plain login on unix://, $NOTLS_REV's module against this tree's, $PAIRS pairs"
 # shellcheck disable=SC2046
-line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$OUT/unix.raw" "$TMP/old-unix.log" \
+line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/unix.raw" "$TMP/old-unix.log" \
 	"$TMP/new-unix.log" -- $(pamtester_cmd old-unix) -- $(pamtester_cmd new-unix)) ||
 	fail "pairtime unix: $line"
+cp "$TMP/unix.raw" "$OUT/" || fail "unix.raw"
 echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/old-unix.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/new-unix.log")" > "$OUT/unix.txt"
 
 # (b) redis:// (A) against rediss:// (B): whole logins, then decisions in one process.
 say "a login on redis:// against rediss://, $PAIRS pairs"
 # shellcheck disable=SC2046
-line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$OUT/tcp.raw" "$TMP/plain.log" \
+line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/tcp.raw" "$TMP/plain.log" \
 	"$TMP/tls.log" -- $(pamtester_cmd plain) -- $(pamtester_cmd tls)) ||
 	fail "pairtime tcp: $line"
+cp "$TMP/tcp.raw" "$OUT/" || fail "tcp.raw"
 echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/plain.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/tls.log")" > "$OUT/tcp.txt"
 say "a decision on redis:// against rediss:// in one process, $ROUNDS rounds"
 mkdir -p "$TMP/state"
