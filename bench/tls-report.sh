@@ -68,7 +68,7 @@ echo "Issue 21 asked two things of the module's own TLS (\`rediss://\`, \`src/tl
 echo "loaded with \`dlopen\` only for the \`rediss\` schemes). First, that a login on \`redis://\`"
 echo "or \`unix://\` pay nothing measurable for TLS existing: here, $PAIRS pairs of the same"
 echo "pamtester login under pam_wrapper on \`unix://\`, one with the module of commit $NOTLS_REV"
-echo "(the last main before TLS, $NOTLS_BUILT from \`git archive\` into \`build/bench/\`) and one"
+echo "(the last main before TLS, built from its \`git archive\` in \`build/bench/\` $NOTLS_BUILT) and one"
 echo "with this tree's, alternating (\`bench/pairtime\`: each timed from spawn to exit, so the"
 echo "module's loading is in it). The two also differ by what came between, the script"
 echo "(\`src/slot.lua\`) included; each has a schedule of its own on one private redis-server."

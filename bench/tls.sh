@@ -22,7 +22,8 @@ set -u
 say() { echo "tls: $*" >&2; }
 
 [ $# -eq 1 ] || { echo "usage: bench/tls.sh RAWDIR" >&2; exit 2; }
-RAW=$1 # for run and put (bench/lib.sh)
+RAW=$1 # for run and put (bench/lib.sh); absolute, for the clients run from $TMP
+case $RAW in /*) ;; *) RAW=$PWD/$RAW ;; esac
 OUT=$RAW/tls
 if [ "${QUICK:-0}" = 1 ]; then PAIRS=30 ROUNDS=200; else PAIRS=300 ROUNDS=2000; fi
 NOTLS_REV=cf490dd
@@ -36,7 +37,7 @@ put_param() { printf '%s=%s\n' "$1" "$2" >> "$OUT/params"; }
 # The module without TLS: NOTLS_REV's tree, built with its own Makefile, once.
 NOTLS_DIR=$TOP/build/bench/notls-$NOTLS_REV
 if [ -f "$NOTLS_DIR/pam_flowslot.so" ]; then
-	put_param NOTLS_BUILT "reused from an earlier run"
+	put_param NOTLS_BUILT "by an earlier run, and reused"
 else
 	say "building the module of $NOTLS_REV (no TLS) in build/bench/notls-$NOTLS_REV/"
 	b0=$(date +%s)
@@ -48,7 +49,7 @@ else
 		fail "building $NOTLS_REV's module: $(tail -n 5 "$NOTLS_DIR.new/build.log")"
 	rm -rf "$NOTLS_DIR"
 	mv "$NOTLS_DIR.new" "$NOTLS_DIR" || fail "mv $NOTLS_DIR"
-	put_param NOTLS_BUILT "built by this run in $(($(date +%s) - b0)) s"
+	put_param NOTLS_BUILT "by this run, in $(($(date +%s) - b0)) s"
 fi
 echo "git archive $NOTLS_REV | tar -x -C build/bench/notls-$NOTLS_REV && make -C build/bench/notls-$NOTLS_REV pam_flowslot.so" >> "$RAW/commands"
 NOTLS_MODULE=$TREE/build/bench/notls-$NOTLS_REV/pam_flowslot.so
