@@ -91,9 +91,10 @@ name_on() {
 	return 1
 }
 
-# decided NAME: "HOST:PORT REDIRECTS" from the login's debug line, if Redis decided.
+# decided NAME: the node that decided the login's reservation, and after how many redirects
+# (its renewals, later, may meet another phase of a migration).
 decided() {
-	sed -n 's/.*redis \([0-9.]*:[0-9]*\): decided after \([0-9]*\) redirects.*/\1 \2/p' "$TMP/$1.err" | tail -1
+	sed -n 's/.*redis \([0-9.]*:[0-9]*\): decided after \([0-9]*\) redirects.*/\1 \2/p' "$TMP/$1.err" | head -1
 }
 
 # all_redis NAME...: every login succeeded and was admitted by Redis (no fallback).
