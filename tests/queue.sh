@@ -183,25 +183,25 @@ service q7a "auth requisite @M $R key=q7 interval=3s burst=1 countdown=0" "$STAM
 service q7b "auth requisite @M $R key=q7 interval=1s burst=4 countdown=0" "$STAMP" \
 	"auth required @P/pam_permit.so"
 rm -f "$TMP/stamps"
-login s0 q7a s0 # takes the slot: the next ones wait
-bg_login s1 q7a s1
-wait_for 5 grep -q 'queued: ' "$TMP/s1.err"
-bg_login s2 q7a s2
-wait_for 5 grep -q 'queued: ' "$TMP/s2.err"
-bg_login s3 q7b s3
+login st0 q7a st0 # takes the slot: the next ones wait
+bg_login st1 q7a st1
+wait_for 5 grep -q 'queued: ' "$TMP/st1.err"
+bg_login st2 q7a st2
+wait_for 5 grep -q 'queued: ' "$TMP/st2.err"
+bg_login st3 q7b st3
 bg_wait
 order=$(awk '{ print $2 }' "$TMP/stamps" | tr '\n' ' ')
 check "a burst=4 stack on a burst=1 schedule goes in last, in its turn ($order)" \
-	[ "$order" = "s0 s1 s2 s3 " ]
+	[ "$order" = "st0 st1 st2 st3 " ]
 check "... and says once that the schedule keeps its own settings" \
-	sh -c "[ \$(grep -c 'key q7: the schedule keeps interval=3s burst=1, not this stack.s interval=1s burst=4' '$TMP/s3.err') = 1 ]"
+	sh -c "[ \$(grep -c 'key q7: the schedule keeps interval=3s burst=1, not this stack.s interval=1s burst=4' '$TMP/st3.err') = 1 ]"
 
-# 6. url=local, issue 18 item 4: 30 logins at once against a file of 4,096 ghosts wait the
+# 8. url=local, issue 18 item 4: 30 logins at once against a file of 4,096 ghosts wait the
 # lock out: none is let in without a wait, and they go in spread over their slots.
 mkdir -m 0700 "$TMP/q6"
-awk -v now="$(awk '{ printf "%d", $1 * 1e6 }' /proc/uptime)" 'BEGIN {
-	printf "%d %d\n", now, now
-	for (i = 1; i <= 4096; i++) printf "g %016x %d %d\n", i, now - 30e6, now + 60e6 }' \
+awk -v now="$(awk '{ printf "%.0f", $1 * 1e6 }' /proc/uptime)" 'BEGIN {
+	printf "%.0f %.0f\n", now, now
+	for (i = 1; i <= 4096; i++) printf "g %016x %.0f %.0f\n", i, now - 30e6, now + 60e6 }' \
 	> "$TMP/q6/slot.q6"
 chmod 0600 "$TMP/q6/slot.q6"
 service q6 "auth requisite @M url=local state_dir=$TMP/q6 key=q6 interval=200ms countdown=0 debug" \
@@ -219,11 +219,11 @@ check "... spread over their slots (${span} ms from first to last, 29 intervals 
 check "... and the file stays small ($(stat -c %s "$TMP/q6/slot.q6") bytes)" \
 	[ "$(stat -c %s "$TMP/q6/slot.q6")" -lt 100000 ]
 
-# 7. url=local, issue 18 item 8: dead files (a waiter whose process is gone, a ghost long
+# 9. url=local, issue 18 item 8: dead files (a waiter whose process is gone, a ghost long
 # expired) are pruned, so a new key gets a file of its own; and a key whose logins wait in a
 # shared file is shown there by flowslotctl status.
 mkdir -m 0700 "$TMP/q7"
-now_us=$(awk '{ printf "%d", $1 * 1e6 }' /proc/uptime)
+now_us=$(awk '{ printf "%.0f", $1 * 1e6 }' /proc/uptime)
 for i in $(seq 1 256); do
 	printf '%d %d\nw 0a 0b - %d %d 999999999\ng 0c %d %d\n' $((now_us - 80000000)) \
 		$((now_us - 90000000)) $((now_us - 90000000)) $((now_us - 70000000)) \
@@ -248,7 +248,7 @@ check "url=local: flowslotctl status on a key in a shared file shows that file's
 	sh -c "grep -q '^waiting: *1\$' '$TMP/q7.out' && grep -q 'slot.~shared.' '$TMP/q7.out' && [ ! -e '$TMP/q7/slot.pr:user12' ]"
 bg_wait
 
-# 8. max_wait bounds the whole wait when a stricter stack lengthens the queue: a waiter whose
+# 10. max_wait bounds the whole wait when a stricter stack lengthens the queue: a waiter whose
 # slot a longer interval pushes past its reservation + max_wait is refused at its next
 # renewal, on Redis and on the per-host file alike.
 for backend in redis local; do
