@@ -1,0 +1,369 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The schedule against its model (docs/MODEL.md): hypothesis drives random logins through
+src/slot.lua on a private redis-server and through the per-host file's queue
+(build/model/lqdrive), on a clock the test sets, compares every reply with tests/model/model.py,
+and checks P1-P7 over the admissions. Environment: MODEL_LUA (the script on the test's clock),
+MODEL_DRIVER, MODEL_EXAMPLES (per backend), MODEL_SEED (none: derandomized), MODEL_COMPARE=0
+(the properties alone, for an older tree), MODEL_BACKENDS (redis,file)."""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import redis
+from hypothesis import HealthCheck, Phase, settings, seed, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from model import LEASE, Schedule, Settings
+
+S = 1_000_000
+RENEW = 2 * S  # SLOT_RENEW_US: a waiting login renews this often, and at its slot
+T0 = 1_700_000_000 * S
+SETTINGS = [Settings(1 * S, 1, 12 * S, 0), Settings(3 * S, 1, 12 * S, 1),
+            Settings(1 * S, 4, 30 * S, 0), Settings(6 * S, 1, 12 * S, 2),
+            Settings(2 * S, 2, 5 * S, 1)]
+COMPARE = os.environ.get('MODEL_COMPARE', '1') != '0'
+
+
+class Redis:
+    """src/slot.lua on a redis-server of the test's own, on the test's clock (ARGV[12])."""
+    server = None
+
+    @classmethod
+    def start(cls):
+        cls.dir = tempfile.mkdtemp(prefix='flowslot-model.')
+        sock = os.path.join(cls.dir, 'redis.sock')
+        cls.server = subprocess.Popen(['redis-server', '--port', '0', '--unixsocket', sock,
+                                       '--save', '', '--appendonly', 'no', '--dir', cls.dir],
+                                      stdout=subprocess.DEVNULL)
+        cls.r = redis.Redis(unix_socket_path=sock, socket_timeout=10)
+        for _ in range(100):
+            try:
+                cls.r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        with open(os.environ['MODEL_LUA']) as f:
+            cls.script = cls.r.register_script(f.read())
+
+    @classmethod
+    def stop(cls):
+        if cls.server:
+            cls.server.terminate()  # by pid: Popen knows it
+            cls.server.wait()
+
+    def __init__(self, n):
+        self.key = 'model%d' % n
+
+    def call(self, op, server_now, s, pid, who, host):
+        exp = self.r.get(self.key + ':expires')
+        if exp is not None and server_now >= int(exp):
+            self.r.delete(self.key, self.key + ':expires')
+        r = self.script(keys=[self.key], args=[
+            op, s.interval, s.burst, s.max_wait, 0, pid, '' if who == '-' else who,
+            '' if host == '-' else host, s.per_host, LEASE, RENEW, server_now])
+        r = [int(x) for x in r] + [None] * 7
+        if op in ('peek', 'reset'):
+            return (r[0], r[1], r[2], r[3], r[5], r[6])
+        return tuple(r[:5])
+
+    def close(self):
+        pass
+
+
+class File:
+    """The per-host file's queue, through the module's own lqueue.c (tests/model/lqdrive.c)."""
+
+    def __init__(self, n):
+        self.p = subprocess.Popen([os.environ['MODEL_DRIVER']], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+
+    def call(self, op, server_now, s, pid, who, host):
+        self.p.stdin.write('%s %d %d %d %d %s %s %s %d\n' % (
+            op, server_now, s.interval, s.burst, s.max_wait, pid, who, host, s.per_host))
+        self.p.stdin.flush()
+        r = [int(x) for x in self.p.stdout.readline().split()]
+        r = [x if x else None for x in r[:5]] + r[5:] if r[3] == 0 else r
+        if op in ('peek', 'reset'):
+            return (r[0], r[1], r[2], r[5], r[3], r[4])
+        return tuple(r[:5])
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+class Login:
+    def __init__(self, n, who, host, s, now, retry):
+        self.id, self.who, self.host, self.s = '%08x' % n, who, host, s
+        self.begun, self.limit, self.retry = now, now + s.max_wait, retry
+        self.state, self.last, self.deadline = 'wait', now, now
+        self.stopped_until, self.stopped = 0, False
+        self.told = (s.interval, s.burst)  # the settings of its last reply
+        self.epoch = self.fwd_begun = self.fwd_told = 0  # set by Queue.reserve
+
+    def next_call(self):
+        return max(self.stopped_until, min(self.last + RENEW, self.deadline))
+
+
+class Violation(AssertionError):
+    pass
+
+
+class Queue(RuleBasedStateMachine):
+    """Logins on one schedule, waiting as src/queue.c waits: renewing every 2 s and at the
+    slot, with what is left of max_wait."""
+    backend = None
+    count = 0
+
+    @initialize()
+    def setup(self):
+        Queue.count += 1
+        self.b = self.backend(Queue.count)
+        self.model = Schedule(file=self.backend is File)
+        self.now, self.skew, self.n = T0, 0, 0
+        self.forward = 0  # how far the server's clock has stepped forward in all
+        self.epoch = 0  # resets so far
+        self.top_skew = 0
+        self.logins, self.admissions, self.log = [], [], []
+
+    def teardown(self):
+        if hasattr(self, 'b'):
+            self.b.close()
+
+    # -- one call, compared -------------------------------------------------------------
+    def call(self, op, s, login=None, who='-', host='-'):
+        pid = login.id if login else '%08x' % 0
+        who, host = (login.who, login.host) if login else (who, host)
+        # Every call takes a microsecond, as a real one takes more: the server's TIME
+        # then moves on between calls, and the schedule's clock stays the observer's.
+        self.now += 1
+        server_now = self.now + self.skew
+        got = self.b.call(op, server_now, s, pid, who, host)
+        want = self.model.call(op, server_now, s, pid, who, host)
+        self.log.append('%s %s @%.3f -> %s' % (op, pid, (self.now - T0) / S, got))
+        n = len([x for x in got if x is not None])
+        if COMPARE and got[:n] != want[:n]:
+            raise Violation('reply: %s %s at %.6f s: got %s, the model says %s' % (
+                op, pid, (self.now - T0) / S, got, want))
+        return got
+
+    # -- the properties -------------------------------------------------------------------
+    def admitted(self, login, at, told, blind=False):
+        login.state = 'in'
+        login.told = told
+        fwd = login.fwd_told if blind else self.forward
+        self.admissions.append((at, told[0], told[1], login, blind, fwd))
+        self.check_spacing()
+        self.check_order(login, at)
+        if not login.stopped and not blind and at > login.limit:
+            raise Violation('P4: %s admitted at %.6f, past begun+max_wait %.6f' % (
+                login.id, (at - T0) / S, (login.limit - T0) / S))
+
+    def check_spacing(self):
+        """P1: admissions i < j (by time) are at least (j - i - burst + 1) * interval apart,
+        with the loosest settings any of them was told, less how far the server's clock
+        stepped forward between them (the schedule keeps time by it)."""
+        a = sorted([x for x in self.admissions if x[4] != 'past lease'], key=lambda x: x[0])
+        for i in range(len(a)):
+            tmin, bmax, flo, fhi = a[i][1], a[i][2], a[i][5], a[i][5]
+            for j in range(i + 1, len(a)):
+                tmin, bmax = min(tmin, a[j][1]), max(bmax, a[j][2])
+                flo, fhi = min(flo, a[j][5]), max(fhi, a[j][5])
+                eps = fhi - flo
+                if a[j][0] - a[i][0] < (j - i - bmax + 1) * tmin - eps:
+                    raise Violation('P1: %s at %.6f and %s at %.6f: %d admissions, interval '
+                                    '%d burst %d' % (a[i][3].id, (a[i][0] - T0) / S, a[j][3].id,
+                                                     (a[j][0] - T0) / S, j - i + 1, tmin, bmax))
+
+    def stayed(self, login):
+        """Renewed on time since it reserved, on one schedule (no reset), its lease never cut
+        short by the server's clock stepping forward, and not a retry."""
+        return not login.stopped and not login.retry and login.epoch_begun == self.epoch and \
+            login.fwd_begun == self.forward
+
+    def check_order(self, login, at):
+        """P2: a login that reserved earlier and stayed goes in no later than one that
+        reserved later (a retry aside), but for one renewal: with burst, a waiter whose slot
+        came early learns it at its next renewal."""
+        if not self.stayed(login):
+            return
+        for (bt, _, _, b, blind, _) in self.admissions:
+            if not blind and not b.retry and b.begun > login.begun and at > bt + RENEW:
+                raise Violation('P2: %s (reserved %.6f) admitted at %.6f, after %s (reserved '
+                                '%.6f) at %.6f' % (login.id, (login.begun - T0) / S,
+                                                   (at - T0) / S, b.id, (b.begun - T0) / S,
+                                                   (bt - T0) / S))
+
+    def refused(self, login):
+        login.state = 'out'
+        if not self.stayed(login):
+            return
+        for (bt, _, _, b, blind, _) in self.admissions:
+            if not blind and not b.retry and b.begun > login.begun:
+                raise Violation('P2: %s refused at %.6f after %s, reserved later, went in' %
+                                (login.id, (self.now - T0) / S, b.id))
+
+    @invariant()
+    def within_max_wait(self):
+        """P4: a live login that renews on time is answered by begun + max_wait."""
+        for l in self.logins:
+            if l.state == 'wait' and not l.stopped and self.now > l.limit and \
+                    l.next_call() > l.limit:
+                raise Violation('P4: %s still waits at %.6f, past %.6f' % (
+                    l.id, (self.now - T0) / S, (l.limit - T0) / S))
+
+    def per_host(self, login):
+        """P6: no host holds more than per_host places, ghosts included (as the model has
+        them)."""
+        k = login.s.per_host
+        if k and login.host != '-':
+            live = [l for l in self.logins if l.host == login.host and l.state == 'wait' and
+                    self.stayed(l)]
+            ghosts = self.model.ghosts_of(login.host) if COMPARE else 0
+            if len(live) + ghosts > k:
+                raise Violation('P6: host %s holds %d places and %d ghosts, per_host %d' % (
+                    login.host, len(live), ghosts, k))
+
+    # -- what logins do -----------------------------------------------------------------
+    @rule(user=st.integers(1, 3), host=st.integers(0, 2), si=st.integers(0, len(SETTINGS) - 1))
+    def reserve(self, user, host, si):
+        s = SETTINGS[si]
+        who = '%x%x' % (user, host)
+        retry = any(l.who == who for l in self.logins)
+        self.n += 1
+        login = Login(self.n, who, 'e%x' % host if host else '-', s, self.now, retry)
+        login.epoch = login.epoch_begun = self.epoch
+        login.fwd_begun = login.fwd_told = self.forward
+        self.logins.append(login)
+        r = self.call('reserve', s, login)
+        self.answered(login, r)
+        if r[0] == 2:
+            self.per_host(login)
+
+    def answered(self, login, r):
+        told = (r[3] or login.s.interval, r[4] or login.s.burst)
+        if r[0] == 1:
+            self.admitted(login, self.now + r[1], told)
+        elif r[0] == 2:
+            login.state, login.last, login.deadline, login.told = \
+                'wait', self.now, self.now + r[1], told
+            login.fwd_told, login.epoch = self.forward, self.epoch
+        elif login.state == 'wait' and login.begun < self.now:
+            self.refused(login)
+        else:
+            login.state = 'out'
+
+    def renew(self, login):
+        left = max(login.limit - self.now, 0)
+        r = self.call('renew', Settings(login.s.interval, login.s.burst, left,
+                                        login.s.per_host), login)
+        self.answered(login, r)
+
+    @rule(dt=st.integers(1, 8000))
+    def advance(self, dt):
+        """Time passes by dt ms; every waiter renews when src/queue.c would."""
+        target = self.now + dt * 1000
+        while True:
+            waiting = [l for l in self.logins if l.state == 'wait']
+            if not waiting:
+                break
+            login = min(waiting, key=Login.next_call)
+            if login.next_call() > target:
+                break
+            self.now = max(self.now, login.next_call())
+            self.renew(login)
+        self.now = target
+
+    def pick(self, i):
+        waiting = [l for l in self.logins if l.state == 'wait']
+        return waiting[i % len(waiting)] if waiting else None
+
+    @rule(i=st.integers(0, 9))
+    def hang_up(self, i):
+        login = self.pick(i)
+        if login:
+            self.call('leave', login.s, login)
+            login.state = 'gone'
+
+    @rule(i=st.integers(0, 9))
+    def kill(self, i):
+        login = self.pick(i)
+        if login:
+            login.state = 'killed'
+
+    @rule(i=st.integers(0, 9), dt=st.integers(1, 12))
+    def stop(self, i, dt):
+        """SIGSTOP for dt s, then SIGCONT."""
+        login = self.pick(i)
+        if login:
+            login.stopped, login.stopped_until = True, self.now + dt * S
+
+    @rule(i=st.integers(0, 9))
+    def blind(self, i):
+        """The schedule cannot be reached from now on: the login goes in at its last slot.
+        A slot past its lease is a bound, not checked (docs/MODEL.md, P1)."""
+        login = self.pick(i)
+        if login:
+            at = max(login.deadline, self.now)
+            past = at > login.last + LEASE or login.epoch != self.epoch
+            self.admitted(login, at, login.told, blind='past lease' if past else True)
+            login.state = 'blind'
+
+    @rule(si=st.integers(0, len(SETTINGS) - 1))
+    def peek(self, si):
+        r = self.call('peek', SETTINGS[si])
+        held = sum(1 for l in self.logins if l.state in ('wait', 'killed', 'blind') and
+                   l.last + LEASE > self.now)
+        # The schedule's clock stands behind by as far as the server's stepped back.
+        lag = self.top_skew - self.skew
+        later = [a for a in self.admissions if a[0] > self.now - lag]
+        if any((a[1], a[2]) != (r[4], r[5]) for a in self.admissions):
+            return  # stricter settings read the schedule's next slot anew
+        if r[3] > held + len(later):
+            raise Violation('P5: peek counts %d waiting, but only %d places can be held and %d '
+                            'admitted later' % (r[3], held, len(later)))
+
+    @rule(si=st.integers(0, len(SETTINGS) - 1), one_in=st.integers(0, 7))
+    def reset(self, si, one_in):
+        if one_in == 0:
+            self.call('reset', SETTINGS[si])
+            self.admissions = []  # a reset starts the schedule afresh: a new history
+            self.epoch += 1
+
+    @precondition(lambda self: self.backend is Redis)
+    @rule(dt=st.integers(-40, 40))
+    def step_clock(self, dt):
+        """The server's clock steps (Redis: NTP, a failover); the file's never does."""
+        self.skew += dt * S
+        self.top_skew = max(self.top_skew, self.skew)
+        self.forward += max(dt, 0) * S
+
+
+def suite():
+    examples = int(os.environ.get('MODEL_EXAMPLES', '500'))
+    rnd = os.environ.get('MODEL_SEED')
+    cfg = settings(max_examples=examples, stateful_step_count=40, deadline=None, database=None,
+                   derandomize=rnd is None, print_blob=True,
+                   suppress_health_check=list(HealthCheck))
+    cases = []
+    for name in os.environ.get('MODEL_BACKENDS', 'redis,file').split(','):
+        machine = type('Queue_' + name, (Queue,), {'backend': {'redis': Redis,
+                                                                'file': File}[name]})
+        case = machine.TestCase
+        case.settings = cfg
+        if rnd is not None:
+            case.runTest = seed(int(rnd))(case.runTest)
+        cases.append(unittest.defaultTestLoader.loadTestsFromTestCase(case))
+    return unittest.TestSuite(cases)
+
+
+if __name__ == '__main__':
+    Redis.start()
+    try:
+        ok = unittest.TextTestRunner(verbosity=2).run(suite()).wasSuccessful()
+    finally:
+        Redis.stop()
+    sys.exit(0 if ok else 1)
