@@ -178,7 +178,7 @@ class Schedule:
             if c.stored_tat() - (c.burst - 1) * c.interval <= left:
                 self.places.remove(first)
                 c.tat = c.stored_tat() + c.interval  # R5, as lqueue_left_admitted
-                c.admitted = c.at = c.now
+                c.admitted, c.at = c.now, min(c.now, c.tat)
                 c.changed = True
             else:
                 self.give_up(c, first, False, left)
