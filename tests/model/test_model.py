@@ -364,13 +364,51 @@ class Queue(RuleBasedStateMachine):
         self.forward += max(dt, 0) * S
 
 
+# Minimal sequences the test found, replayed on both backends before the random runs (rule,
+# arguments; si indexes the full SETTINGS).
+REPLAYS = {
+    # lqueue.c: the second of two waiters cut off at their slots was given up, and its slot
+    # went to a newcomer (P1).
+    'two lapsed in a row': [
+        ('reserve', dict(host=0, si=1, user=1)), ('reserve', dict(host=0, si=0, user=1)),
+        ('advance', dict(dt=1000)), ('blind', dict(i=0)),
+        ('reserve', dict(host=0, si=0, user=1)), ('blind', dict(i=0)),
+        ('advance', dict(dt=5000)), ('reserve', dict(host=0, si=0, user=1))],
+}
+FULL = list(SETTINGS)
+
+
+class Replay(unittest.TestCase):
+    def replay(self, backend):
+        global SETTINGS
+        keep, SETTINGS = SETTINGS, FULL
+        try:
+            for name, steps in REPLAYS.items():
+                m = type('Queue_' + backend.__name__, (Queue,), {'backend': backend})()
+                m.setup()
+                try:
+                    for rule_name, kw in steps:
+                        getattr(m, rule_name)(**kw)
+                        m.within_max_wait()
+                finally:
+                    m.teardown()
+        finally:
+            SETTINGS = keep
+
+    def test_redis(self):
+        self.replay(Redis)
+
+    def test_file(self):
+        self.replay(File)
+
+
 def suite():
     examples = int(os.environ.get('MODEL_EXAMPLES', '500'))
     rnd = os.environ.get('MODEL_SEED')
     cfg = settings(max_examples=examples, stateful_step_count=40, deadline=None, database=None,
                    derandomize=rnd is None, print_blob=True,
                    suppress_health_check=list(HealthCheck))
-    cases = []
+    cases = [unittest.defaultTestLoader.loadTestsFromTestCase(Replay)]
     for name in os.environ.get('MODEL_BACKENDS', 'redis,file').split(','):
         machine = type('Queue_' + name, (Queue,), {'backend': {'redis': Redis,
                                                                 'file': File}[name]})
