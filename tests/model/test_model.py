@@ -108,6 +108,7 @@ class Login:
         self.stopped_until, self.stopped = 0, False
         self.told = (s.interval, s.burst)  # the settings of its last reply
         self.epoch = self.fwd_begun = self.fwd_told = 0  # set by Queue.reserve
+        self.pos = 0  # its position in the last reply
 
     def next_call(self):
         return max(self.stopped_until, min(self.last + RENEW, self.deadline))
@@ -182,7 +183,7 @@ class Queue(RuleBasedStateMachine):
         """P1: admissions i < j (by time) are at least (j - i - burst + 1) * interval apart,
         with the loosest settings any of them was told, less how far the server's clock
         stepped forward between them (the schedule keeps time by it)."""
-        a = sorted([x for x in self.admissions if x[4] != 'past lease'], key=lambda x: x[0])
+        a = sorted([x for x in self.admissions if x[4] != 'bound'], key=lambda x: x[0])
         for i in range(len(a)):
             tmin, bmax, flo, fhi = a[i][1], a[i][2], a[i][5], a[i][5]
             for j in range(i + 1, len(a)):
@@ -266,7 +267,7 @@ class Queue(RuleBasedStateMachine):
         elif r[0] == 2:
             login.state, login.last, login.deadline, login.told = \
                 'wait', self.now, self.now + r[1], told
-            login.fwd_told, login.epoch = self.forward, self.epoch
+            login.fwd_told, login.epoch, login.pos = self.forward, self.epoch, r[2]
         elif login.state == 'wait' and login.begun < self.now:
             self.refused(login)
         else:
@@ -324,12 +325,13 @@ class Queue(RuleBasedStateMachine):
     @unless_skipped('blind')
     def blind(self, i):
         """The schedule cannot be reached from now on: the login goes in at its last slot.
-        A slot past its lease is a bound, not checked (docs/MODEL.md, P1)."""
+        P1 holds for it when it was first in line and its slot within its lease (R5); else
+        that is a bound, not checked (docs/MODEL.md, P1)."""
         login = self.pick(i)
         if login:
             at = max(login.deadline, self.now)
-            past = at > login.last + LEASE or login.epoch != self.epoch
-            self.admitted(login, at, login.told, blind='past lease' if past else True)
+            checked = login.pos == 1 and at <= login.last + LEASE and login.epoch == self.epoch
+            self.admitted(login, at, login.told, blind=True if checked else 'bound')
             login.state = 'blind'
 
     @rule(si=st.integers(0, len(SETTINGS) - 1))
@@ -359,6 +361,8 @@ class Queue(RuleBasedStateMachine):
     @rule(dt=st.integers(-40, 40))
     def step_clock(self, dt):
         """The server's clock steps (Redis: NTP, a failover); the file's never does."""
+        if self.backend is not Redis:
+            return
         self.skew += dt * S
         self.top_skew = max(self.top_skew, self.skew)
         self.forward += max(dt, 0) * S
@@ -374,6 +378,22 @@ REPLAYS = {
         ('advance', dict(dt=1000)), ('blind', dict(i=0)),
         ('reserve', dict(host=0, si=0, user=1)), ('blind', dict(i=0)),
         ('advance', dict(dt=5000)), ('reserve', dict(host=0, si=0, user=1))],
+    # Found on 138ddb0, the parent of issue 18's fixes (docs/MODEL.md, "Acceptance"):
+    # a wait past max_wait: a stricter interval pushed a queued login back (P4),
+    'max_wait': [('reserve', dict(host=0, si=s, user=1)) for s in (0, 3, 3, 0)] + [
+        ('advance', dict(dt=1024)), ('advance', dict(dt=5192)), ('advance', dict(dt=5784))],
+    # a caller's burst=4 going in ahead of a login queued on a burst=1 schedule (P2),
+    'burst jumps the queue': [
+        ('reserve', dict(host=0, si=1, user=2)), ('reserve', dict(host=1, si=0, user=1)),
+        ('reserve', dict(host=0, si=2, user=1)), ('advance', dict(dt=2000))],
+    # a lapsed place at its slot given to the next login while its own went in blind (P1),
+    'blind at the slot': [('reserve', dict(host=0, si=0, user=1))] * 5 + [
+        ('advance', dict(dt=1000)), ('blind', dict(i=1)), ('stop', dict(dt=2, i=0)),
+        ('advance', dict(dt=2000))],
+    # logins that reserved after a clock step back went ahead, pushing one past max_wait (P4).
+    'clock step back': [('reserve', dict(host=0, si=3, user=1))] * 2 + [
+        ('step_clock', dict(dt=-1)), ('reserve', dict(host=0, si=3, user=1)),
+        ('advance', dict(dt=3081)), ('advance', dict(dt=6920))],
 }
 FULL = list(SETTINGS)
 
