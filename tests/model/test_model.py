@@ -106,7 +106,7 @@ class Login:
     def __init__(self, n, who, host, s, now, retry):
         self.id, self.who, self.host, self.s = '%08x' % n, who, host, s
         self.begun, self.limit, self.retry = now, now + s.max_wait, retry
-        self.state, self.last, self.deadline = 'wait', now, now
+        self.state, self.last, self.deadline = 'new', now, now
         self.stopped_until, self.stopped = 0, False
         self.told = (s.interval, s.burst)  # the settings of its last reply
         self.epoch = self.fwd_begun = self.fwd_told = 0  # set by Queue.reserve
@@ -146,7 +146,7 @@ class Queue(RuleBasedStateMachine):
         self.forward = 0  # how far the server's clock has stepped forward in all
         self.epoch = 0  # resets so far
         self.top_skew = 0
-        self.logins, self.admissions, self.log = [], [], []
+        self.logins, self.admissions = [], []
 
     def teardown(self):
         if hasattr(self, 'b'):
@@ -162,7 +162,6 @@ class Queue(RuleBasedStateMachine):
         server_now = self.now + self.skew
         got = self.b.call(op, server_now, s, pid, who, host)
         want = self.model.call(op, server_now, s, pid, who, host)
-        self.log.append('%s %s @%.3f -> %s' % (op, pid, (self.now - T0) / S, got))
         n = len([x for x in got if x is not None])
         if COMPARE and got[:n] != want[:n]:
             raise Reply('%s %s at %.6f s: got %s, the model says %s' % (
@@ -197,11 +196,14 @@ class Queue(RuleBasedStateMachine):
                                     '%d burst %d' % (a[i][3].id, (a[i][0] - T0) / S, a[j][3].id,
                                                      (a[j][0] - T0) / S, j - i + 1, tmin, bmax))
 
-    def stayed(self, login):
+    def held(self, login):
         """Renewed on time since it reserved, on one schedule (no reset), its lease never cut
-        short by the server's clock stepping forward, and not a retry."""
-        return not login.stopped and not login.retry and login.epoch_begun == self.epoch and \
+        short by the server's clock stepping forward."""
+        return not login.stopped and login.epoch_begun == self.epoch and \
             login.fwd_begun == self.forward
+
+    def stayed(self, login):
+        return self.held(login) and not login.retry
 
     def check_order(self, login, at):
         """P2: a login that reserved earlier and stayed goes in no later than one that
@@ -240,7 +242,7 @@ class Queue(RuleBasedStateMachine):
         k = login.s.per_host
         if k and login.host != '-':
             live = [l for l in self.logins if l.host == login.host and l.state == 'wait' and
-                    self.stayed(l)]
+                    self.held(l)]
             ghosts = self.model.ghosts_of(login.host) if COMPARE else 0
             if len(live) + ghosts > k:
                 raise P6('host %s holds %d places and %d ghosts, per_host %d' % (
@@ -270,7 +272,7 @@ class Queue(RuleBasedStateMachine):
             login.state, login.last, login.deadline, login.told = \
                 'wait', self.now, self.now + r[1], told
             login.fwd_told, login.epoch, login.pos = self.forward, self.epoch, r[2]
-        elif login.state == 'wait' and login.begun < self.now:
+        elif login.state == 'wait':  # its renewal refused it
             self.refused(login)
         else:
             login.state = 'out'
