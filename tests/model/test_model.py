@@ -278,7 +278,7 @@ class Queue(RuleBasedStateMachine):
             login.state = 'out'
 
     def renew(self, login):
-        left = max(login.limit - self.now, 0)
+        left = max(login.limit - (self.now + 1), 0)  # at the call's own microsecond
         r = self.call('renew', Settings(login.s.interval, login.s.burst, left,
                                         login.s.per_host), login)
         self.answered(login, r)
@@ -382,6 +382,12 @@ REPLAYS = {
         ('advance', dict(dt=1000)), ('blind', dict(i=0)),
         ('reserve', dict(host=0, si=0, user=1)), ('blind', dict(i=0)),
         ('advance', dict(dt=5000)), ('reserve', dict(host=0, si=0, user=1))],
+    # A waiter stopped past its lease takes its place back ahead of one that queued
+    # meanwhile, which its renewal then refuses at its max_wait to the microsecond (P4).
+    'stopped past its lease': [
+        ('reserve', dict(host=0, si=3, user=1)), ('reserve', dict(host=0, si=0, user=1)),
+        ('stop', dict(dt=6, i=0)), ('reserve', dict(host=0, si=0, user=1)),
+        ('advance', dict(dt=3088)), ('advance', dict(dt=6913))],
     # Found on 138ddb0, the parent of issue 18's fixes (docs/MODEL.md, "Acceptance"):
     # a wait past max_wait: a stricter interval pushed a queued login back (P4),
     'max_wait': [('reserve', dict(host=0, si=s, user=1)) for s in (0, 3, 3, 0)] + [
