@@ -64,6 +64,7 @@ class Call:
     burst: int
     admitted: int = 0
     at: int = 0  # the file: when the last admission was written
+    off: int = 0  # Redis: the schedule's clock less the server's
     file: bool = False
     changed: bool = False
 
@@ -110,14 +111,14 @@ class Schedule:
         if not self.file and self.expires is not None and server_now >= self.expires:
             self.wipe()
         h = self.head
-        now = server_now + (h.off if h else 0)
-        self.off = h.off if h else 0
-        if h and not self.file and now <= h.at:
-            self.off += h.at + 1 - now
+        off = h.off if h else 0
+        now = server_now + off
+        if h and not self.file and now <= h.at:  # one clock per schedule: never behind
+            off += h.at + 1 - now
             now = h.at + 1
         c = Call(now=now, tat=h.tat if h else (0 if self.file else now), interval=s.interval,
                  burst=s.burst, admitted=h.admitted if h else 0, at=h.at if h else 0,
-                 file=self.file)
+                 off=off, file=self.file)
         if h and h.interval:
             c.interval, c.burst = max(c.interval, h.interval), min(c.burst, h.burst)
         return c
@@ -283,6 +284,6 @@ class Schedule:
             self.wipe()
             return
         if c.changed:
-            self.head = Head(tat, c.now, self.off, c.interval, c.burst, c.admitted)
+            self.head = Head(tat, c.now, c.off, c.interval, c.burst, c.admitted)
             self.expires = server_now + 1000 * ceil((last - c.now) / 1000)
 
