@@ -2,7 +2,8 @@
 # tests/model.sh: the schedule against its model (docs/MODEL.md), on the test's clock:
 # src/slot.lua on a private Redis and the per-host file's queue, through hypothesis.
 #   make check-model            about a minute, derandomized (part of make check)
-#   make model-long             MODEL_EXAMPLES (20000) seeded by MODEL_SEED (the time)
+#   make model-long             MODEL_EXAMPLES (20000) of MODEL_STEPS (100), seeded by
+#                               MODEL_SEED (the time)
 #   make model-old OLD=/tmp/old the properties alone against another tree's script and queue
 .PHONY: check-model model-long model-old
 CHECK_EXTRA += check-model
@@ -23,7 +24,8 @@ check-model: build/model/slot_clock.lua build/model/lqdrive
 	bash tests/model.sh
 
 model-long: build/model/slot_clock.lua build/model/lqdrive
-	MODEL_EXAMPLES=$${MODEL_EXAMPLES:-20000} MODEL_SEED=$${MODEL_SEED:-$$(date +%s)} \
+	MODEL_EXAMPLES=$${MODEL_EXAMPLES:-20000} MODEL_STEPS=$${MODEL_STEPS:-100} \
+		MODEL_SEED=$${MODEL_SEED:-$$(date +%s)} \
 		bash tests/model.sh
 
 # Another tree (git -C /work/main archive 138ddb0 | tar -x -C /tmp/old): its script and its

@@ -3,7 +3,7 @@
 src/slot.lua on a private redis-server and through the per-host file's queue
 (build/model/lqdrive), on a clock the test sets, compares every reply with tests/model/model.py,
 and checks P1-P7 over the admissions. Environment: MODEL_LUA (the script on the test's clock),
-MODEL_DRIVER, MODEL_EXAMPLES (per backend), MODEL_SEED (none: derandomized), MODEL_COMPARE=0
+MODEL_DRIVER, MODEL_EXAMPLES (per backend), MODEL_STEPS (40 per example), MODEL_SEED (none: derandomized), MODEL_COMPARE=0
 (the properties alone, for an older tree), MODEL_BACKENDS (redis,file), MODEL_SKIP and
 MODEL_SETTINGS (to tell which rules and settings a failure needs)."""
 import os
@@ -434,7 +434,8 @@ class Replay(unittest.TestCase):
 def suite():
     examples = int(os.environ.get('MODEL_EXAMPLES', '500'))
     rnd = os.environ.get('MODEL_SEED')
-    cfg = settings(max_examples=examples, stateful_step_count=40, deadline=None, database=None,
+    steps = int(os.environ.get('MODEL_STEPS', '40'))
+    cfg = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
                    derandomize=rnd is None, print_blob=True,
                    suppress_health_check=list(HealthCheck))
     cases = [unittest.defaultTestLoader.loadTestsFromTestCase(Replay)]
