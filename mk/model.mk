@@ -8,6 +8,7 @@
 .PHONY: check-model model-long model-old
 CHECK_EXTRA += check-model
 
+# Another tree's sources, with its own headers (ALL_CFLAGS names ours).
 MODEL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CPPFLAGS) $(CFLAGS)
 
 # The script on the test's clock: both substitutions must take, or the build fails.
@@ -18,7 +19,7 @@ build/model/slot_clock.lua: src/slot.lua tests/model/clock.sed
 
 build/model/lqdrive: tests/model/lqdrive.c build/lqueue.o build/slot.o build/fstime.o $(HEADERS)
 	mkdir -p build/model
-	$(CC) $(MODEL_CFLAGS) -Iinclude -o $@ $< build/lqueue.o build/slot.o build/fstime.o
+	$(CC) $(ALL_CFLAGS) -o $@ $< build/lqueue.o build/slot.o build/fstime.o
 
 check-model: build/model/slot_clock.lua build/model/lqdrive
 	bash tests/model.sh
