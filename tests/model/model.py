@@ -5,7 +5,7 @@ ghosts, the reference the randomized test (tests/model/test_model.py) holds both
 Times are microseconds. A call answers as src/slot.lua does: (verdict, wait, position,
 interval, burst), and peek and reset (verdict, wait, position, waiting, interval, burst).
 Verdicts: 1 admitted, 2 queued, 0 refused (max_wait), 3 refused (per_host)."""
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from math import ceil
 
 

@@ -7,6 +7,7 @@ MODEL_DRIVER, MODEL_EXAMPLES (per backend), MODEL_STEPS (40 per example), MODEL_
 (the properties alone, for an older tree), MODEL_BACKENDS (redis,file), MODEL_SKIP and
 MODEL_SETTINGS (to tell which rules and settings a failure needs)."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import time
 import unittest
 
 import redis
-from hypothesis import HealthCheck, Phase, settings, seed, strategies as st
+from hypothesis import HealthCheck, settings, seed, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from model import LEASE, Schedule, Settings
@@ -59,6 +60,7 @@ class Redis:
         if cls.server:
             cls.server.terminate()  # by pid: Popen knows it
             cls.server.wait()
+            shutil.rmtree(cls.dir, ignore_errors=True)
 
     def __init__(self, n):
         self.key = 'model%d' % n
