@@ -330,13 +330,15 @@ class Queue(RuleBasedStateMachine):
     @rule(i=st.integers(0, 9))
     @unless_skipped('blind')
     def blind(self, i):
-        """The schedule cannot be reached from now on: the login goes in at its last slot.
-        P1 holds for it when it was first in line and its slot within its lease (R5); else
-        that is a bound, not checked (docs/MODEL.md, P1)."""
+        """The schedule cannot be reached from now on: the login goes in at its last slot
+        (once it runs again, if stopped). P1 holds for it when it was first in line and goes
+        in at its slot, within its lease (R5); else that is a bound, not checked
+        (docs/MODEL.md, P1)."""
         login = self.pick(i)
         if login:
-            at = max(login.deadline, self.now)
-            checked = login.pos == 1 and at <= login.last + LEASE and login.epoch == self.epoch
+            at = max(login.deadline, self.now, login.stopped_until)
+            checked = login.pos == 1 and at <= login.last + LEASE and \
+                login.epoch == self.epoch and at == login.deadline
             self.admitted(login, at, login.told, blind=True if checked else 'bound')
             login.state = 'blind'
 
@@ -390,6 +392,14 @@ REPLAYS = {
         ('reserve', dict(host=0, si=3, user=1)), ('reserve', dict(host=0, si=0, user=1)),
         ('stop', dict(dt=6, i=0)), ('reserve', dict(host=0, si=0, user=1)),
         ('advance', dict(dt=3088)), ('advance', dict(dt=6913))],
+    # A login stopped past its slot, then cut off, goes in blind late, while the schedule
+    # counted it at its slot: a bound (P1), not a failure.
+    'blind after a stop': [
+        ('reserve', dict(host=0, si=1, user=1)), ('reserve', dict(host=0, si=3, user=1)),
+        ('advance', dict(dt=1)), ('advance', dict(dt=2049)), ('advance', dict(dt=4258)),
+        ('reserve', dict(host=0, si=0, user=1)), ('stop', dict(dt=5, i=0)),
+        ('advance', dict(dt=4153)), ('blind', dict(i=0)), ('advance', dict(dt=2539)),
+        ('reserve', dict(host=0, si=0, user=1))],
     # Found on 138ddb0, the parent of issue 18's fixes (docs/MODEL.md, "Acceptance"):
     # a wait past max_wait: a stricter interval pushed a queued login back (P4),
     'max_wait': [('reserve', dict(host=0, si=s, user=1)) for s in (0, 3, 3, 0)] + [
