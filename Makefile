@@ -9,7 +9,7 @@
 #   make WERROR=1        warnings are errors (CI)
 
 # The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).
-VERSION = 0.9.0
+VERSION = 0.10.0
 
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -21,7 +21,7 @@ WARNINGS += -Werror
 endif
 
 # Deferred (=), so that "make check" on a bare machine can install the packages first.
-PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis)
+PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis openssl)
 PAM_LIBS = $(shell $(PKG_CONFIG) --libs pam hiredis)
 CMOCKA_CFLAGS = $(shell $(PKG_CONFIG) --cflags cmocka)
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
@@ -40,7 +40,7 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 
 LIB_SRCS = src/opt.c src/url.c src/str.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c \
 	   src/lslot.c src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c \
-	   src/lqueue.c src/trust.c src/stats.c src/pressure.c src/hold.c
+	   src/lqueue.c src/trust.c src/stats.c src/pressure.c src/hold.c src/tls.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
@@ -139,7 +139,7 @@ check:
 CHECK_EXTRA =
 include mk/sanitize.mk
 include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
-	mk/tls.mk mk/ha.mk mk/deb.mk mk/model.mk
+	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk
 include mk/fuzz.mk mk/bench.mk
 
 check-run: all unit $(CHECK_EXTRA)
@@ -183,6 +183,9 @@ install: pam_flowslot.so flowslotctl
 	install -m 0644 etc/security/pam_flowslot.conf "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example"
 	install -m 0644 etc/stunnel/flowslot-redis.conf "$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf"
 	install -m 0644 etc/pam-configs/flowslot "$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
+	install -d -m 0755 "$(DESTDIR)$(DOCDIR)/bench"
+	install -m 0644 BENCHMARKS.md "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md"
+	install -m 0644 bench/timeline.png bench/storm.png "$(DESTDIR)$(DOCDIR)/bench/"
 
 uninstall:
 	rm -f "$(DESTDIR)$(PAMDIR)/pam_flowslot.so" "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8" \
@@ -192,8 +195,9 @@ uninstall:
 		"$(DESTDIR)$(DOCDIR)/pam.d-example" "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example" \
 		"$(DESTDIR)$(DOCDIR)/sshd-flowslot" "$(DESTDIR)$(DOCDIR)/login-flowslot" \
 		"$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf" \
-		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
-	-rmdir "$(DESTDIR)$(DOCDIR)"
+		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot" "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md" \
+		"$(DESTDIR)$(DOCDIR)/bench/timeline.png" "$(DESTDIR)$(DOCDIR)/bench/storm.png"
+	-rmdir "$(DESTDIR)$(DOCDIR)/bench" "$(DESTDIR)$(DOCDIR)"
 
 clean:
 	rm -rf build pam_flowslot.so flowslotctl

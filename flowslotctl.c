@@ -272,13 +272,19 @@ static const char *ctl_verdict_name(enum slot_verdict v)
 	return v == SLOT_ADMIT ? "admit" : v == SLOT_QUEUED ? "queue" : "refuse";
 }
 
-static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
+/* The schedule's view; down names the Redis that could not be read, whose logins wait on
+   this one (the per-host schedule), or is NULL. */
+static void ctl_print_view(const struct ctl *c, const struct slot_result *res, const char *down)
 {
 	char wait[32], since[32];
 
 	if (c->json) {
 		printf("{\"key\": ");
 		ctl_json_str(c->key);
+		if (down != NULL) {
+			printf(", \"down\": ");
+			ctl_json_str(down);
+		}
 		printf(", \"backend\": ");
 		ctl_json_str(c->where);
 		printf(", \"waiting\": %" PRId64 ", \"new_login\": {\"verdict\": \"%s\", "
@@ -295,6 +301,10 @@ static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
 	countdown_format(res->wait_us, wait, sizeof(wait));
 	countdown_format(res->since_us, since, sizeof(since));
 	printf("schedule:       %s\n", c->key);
+	if (down != NULL)
+		printf("down:           %s: logins queue on this host's schedule "
+		       "(fallback=local)\n",
+		       down);
 	printf("backend:        %s\n", c->where);
 	printf("waiting:        %" PRId64 "\n", res->waiting);
 	if (res->verdict == SLOT_REFUSE)
@@ -305,13 +315,23 @@ static void ctl_print_view(const struct ctl *c, const struct slot_result *res)
 	       res->since_us < 0 ? "" : " ago");
 }
 
+/* status: the schedule the logins wait on. With Redis down and fallback=local, that is the
+   per-host one: shown, with the Redis named as down, and the exit status still 1. */
 static int ctl_status(struct ctl *c)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+	const struct slot_place none = { .id = "flowslotctl" };
+	char down[sizeof(c->where)];
 	int rc = ctl_call_or_say(c, SLOT_PEEK, &res);
 
 	if (rc == 0)
-		ctl_print_view(c, &res);
+		ctl_print_view(c, &res, NULL);
+	if (rc != 1 || c->o.url.backend == URL_BACKEND_LOCAL || c->o.fallback != OPT_FALLBACK_LOCAL)
+		return rc;
+	snprintf(down, sizeof(down), "%s", c->where);
+	res = (struct slot_result){ .verdict = SLOT_UNAVAILABLE };
+	if (ctl_call_local(c, SLOT_PEEK, &none, &res) != SLOT_UNAVAILABLE)
+		ctl_print_view(c, &res, down);
 	return rc;
 }
 
@@ -364,7 +384,9 @@ static int ctl_metrics(struct ctl *c)
 			c->o.errors == 1 ? "" : "s");
 		return 2;
 	}
-	if (stats_write_prometheus(stdout, c->o.state_dir, &why) != 0) {
+	/* --service: that stack's schedules only; without it, the host's all. */
+	if (stats_write_prometheus(stdout, c->o.state_dir, c->service != NULL ? c->o.key : NULL,
+				   &why) != 0) {
 		fprintf(stderr, "flowslotctl: %s/%s: %s\n", c->o.state_dir, STATS_FILE, why);
 		return 1;
 	}
@@ -517,17 +539,27 @@ static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
 	}
 }
 
+/* Says why a wait past max_wait is refused, as the module does. */
+static void ctl_refused(const struct ctl *c, const struct slot_result *res)
+{
+	char wait[32];
+
+	countdown_format(res->wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
+	fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
+}
+
 /* Waits for the slot; a signal (Ctrl-C, a hang-up), which closed stop's other end, gives
-   back a place held. */
+   back a place held; a slot past max_wait from the reservation (begun_us) refuses it. */
 static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot_result *res,
-			 bool local, int stop)
+			 bool local, int stop, int64_t begun_us)
 {
 	const struct queue_login l = { .o = &c->o,
 				       .argc = c->args.n,
 				       .argv = c->args.v,
 				       .key = c->key,
 				       .place = pl,
-				       .local = local };
+				       .local = local,
+				       .limit_us = begun_us + c->o.slot.max_wait_us };
 	struct hangup_watch w = { .n = 1, .events = { POLLIN } };
 	struct countdown cd;
 	bool tty = isatty(STDERR_FILENO) == 1;
@@ -539,12 +571,18 @@ static int ctl_wait_turn(struct ctl *c, const struct slot_place *pl, struct slot
 	countdown_start_say(&cd, ctl_say, &tty, tty ? 1000000 : c->o.countdown_us, !c->o.quiet,
 			    res);
 	end = queue_wait(&l, res, &w, &cd);
-	if (end == QUEUE_TURN)
+	if (end == QUEUE_TURN) {
 		countdown_turn(&cd);
-	else if (!c->o.quiet) /* a fixed slot (admitted, to go in later) stays taken */
+		return 0;
+	}
+	if (end == QUEUE_REFUSED) {
+		ctl_refused(c, res);
+		return 1;
+	}
+	if (!c->o.quiet) /* a fixed slot (admitted, to go in later) stays taken */
 		fprintf(stderr, "%sLogin queue: left%s\n", tty ? "\n" : "",
 			res->verdict == SLOT_QUEUED ? "; the place is given back." : ".");
-	return end == QUEUE_TURN ? 0 : 130;
+	return 130;
 }
 
 /* The signals are caught before the place is taken: one that comes during the reservation
@@ -553,7 +591,7 @@ static int ctl_wait(struct ctl *c)
 {
 	struct slot_place pl;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
-	char wait[32];
+	int64_t begun_us;
 	bool local;
 	int stop = ctl_stop_open(), rc = 1;
 
@@ -563,16 +601,16 @@ static int ctl_wait(struct ctl *c)
 	   Ctrl-C could give back: wait holds a renewable place whatever dry_run says. */
 	c->o.slot.dry_run = false;
 	ctl_place(&pl);
+	begun_us = fstime_mono_us();
 	switch (ctl_reserve(c, &pl, &res, &local)) {
 	case SLOT_ADMIT:
 	case SLOT_QUEUED:
 		rc = 0;
 		if (res.verdict == SLOT_QUEUED || res.wait_us > 0)
-			rc = ctl_wait_turn(c, &pl, &res, local, stop);
+			rc = ctl_wait_turn(c, &pl, &res, local, stop, begun_us);
 		break;
 	case SLOT_REFUSE:
-		countdown_format(res.wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
-		fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
+		ctl_refused(c, &res);
 		break;
 	case SLOT_REFUSE_HOST:
 		fprintf(stderr, "Too many logins from your address at the moment.\n");

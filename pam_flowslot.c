@@ -220,6 +220,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 		return SLOT_UNAVAILABLE;
 	case OPT_FALLBACK_LOCAL:
 	default:
+		log_msg(pamh, LOG_WARNING, "fallback=local: queueing on this host's schedule");
 		*via = "local";
 		return gate_reserve_local(pamh, o, key, place, res, via);
 	}
@@ -238,12 +239,24 @@ static void gate_settings(pam_handle_t *pamh, const struct opt *o, const char *k
 	log_msg(pamh, LOG_WARNING, "key %s: %s", key_shown, text);
 }
 
+/* Whether the user's messages cannot be live. auto: under sshd (SSH_CONNECTION, which sshd
+   puts in the PAM environment), where none reaches the client before the wait is over: in
+   the session and with password auth they are printed after it, and keyboard-interactive
+   sends them with its next prompt, which comes after it too. */
+static bool gate_summary(const struct opt *o, const struct gate_who *who)
+{
+	if (o->messages != OPT_MESSAGES_AUTO)
+		return o->messages == OPT_MESSAGES_SUMMARY;
+	return who->ssh_connection != NULL && who->ssh_connection[0] != '\0';
+}
+
 /* One login at the gate, once its reservation is made. */
 struct gate_login {
 	struct queue_login q;
 	const struct gate_who *who;
 	enum gate_phase phase;
 	bool silent;
+	bool summary; /* messages cannot be live: one line after the wait instead */
 	const char *via;
 	int64_t begun_us; /* when the login came to the gate: max_wait counts from there */
 };
@@ -278,7 +291,8 @@ static enum queue_end gate_wait(const struct gate_login *g, struct slot_result *
 	hangup_watch_open(g->q.pamh, g->who->rhost, g->who->ssh_connection, g->who->tty, &w);
 	if (o->debug && w.what[0] != '\0')
 		log_msg(g->q.pamh, LOG_DEBUG, "watching for a hang-up: %s", w.what);
-	countdown_start(&cd, g->q.pamh, o->countdown_us, !g->silent && !o->quiet, res);
+	countdown_start(&cd, g->q.pamh, o->countdown_us, !g->silent && !o->quiet && !g->summary,
+			res);
 	end = queue_wait(&g->q, res, &w, &cd);
 	if (end == QUEUE_TURN)
 		countdown_turn(&cd);
@@ -365,7 +379,8 @@ static int gate_hold(const struct gate_login *g, const struct slot_result *res,
 	/* One line per key template, not per expanded key: pressure is the host's, and logins
 	   of different users (key=...%u) must still go in one by one. */
 	const struct hold_login h = { .pamh = pamh, .o = o, .key = o->key,
-				      .place = g->q.place, .talk = !g->silent && !o->quiet,
+				      .place = g->q.place,
+				      .talk = !g->silent && !o->quiet && !g->summary,
 				      .begun_us = g->begun_us,
 				      .deadline_us = g->begun_us + o->slot.max_wait_us,
 				      .interval_us = gate_interval_us(g, res) };
@@ -461,7 +476,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	const struct gate_who *who = g->who;
 	enum stats_result r = gate_result(g, res, v);
 	enum queue_end end;
-	int64_t waited_us = 0;
+	int64_t waited_us = 0, position = res->position;
 	int rc = PAM_IGNORE;
 
 	if (o->slot.dry_run)
@@ -497,6 +512,8 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 		if (opt_pressure_on(o))
 			rc = gate_hold(g, res, &r, &waited_us);
 		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
+		if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
+			countdown_summary(pamh, waited_us, position);
 		if (rc == PAM_IGNORE)
 			gate_set_admitted(pamh, g->phase, false);
 		return rc;
@@ -562,6 +579,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 			pam_strerror(pamh, rc));
 		return PAM_CONV_ERR;
 	}
+	g.summary = gate_summary(&o, &who);
 	key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key));
 	gate_place(&who, &place);
 	/* max_wait counts from here: not the time the user took to type a name. */

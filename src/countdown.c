@@ -77,6 +77,11 @@ static void countdown_tell(struct countdown *c, const struct slot_result *res,
 		countdown_say(c, COUNTDOWN_TELL,
 			      "Login queue: %syou are %snumber %lld; your turn in about %s.",
 			      how[move], now, (long long)res->position, left);
+	/* The gap to the next line counts from the reservation (the marks and the slot do),
+	   not from this line's lag behind it. */
+	if (move == COUNTDOWN_FIRST && res->deadline_us > res->wait_us &&
+	    res->deadline_us - res->wait_us < c->said_us)
+		c->said_us = res->deadline_us - res->wait_us;
 }
 
 void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
@@ -103,9 +108,20 @@ void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_a
 	countdown_tell(c, res, COUNTDOWN_FIRST);
 }
 
+/* Whether lines to the conversation must be COUNTDOWN_GAP_US apart (flowslotctl's own line,
+   rewritten in place, need not). */
+static bool countdown_spaced(const struct countdown *c)
+{
+	return c->say == NULL && c->said_us > 0;
+}
+
 int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 {
 	int64_t due = c->talk && c->next_mark_us > 0 ? deadline_us - c->next_mark_us : INT64_MAX;
+
+	/* A step due within the gap waits for its end. */
+	if (due != INT64_MAX && countdown_spaced(c) && due < c->said_us + COUNTDOWN_GAP_US)
+		due = c->said_us + COUNTDOWN_GAP_US;
 
 	if (c->talk && c->pending != COUNTDOWN_NONE && c->said_us + COUNTDOWN_GAP_US < due)
 		due = c->said_us + COUNTDOWN_GAP_US;
@@ -114,7 +130,7 @@ int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 
 void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 {
-	int64_t left_us = deadline_us - now_us;
+	int64_t left_us = deadline_us - now_us, due_us = countdown_due(c, deadline_us);
 	char left[32];
 
 	if (c->pending != COUNTDOWN_NONE && now_us >= c->said_us + COUNTDOWN_GAP_US) {
@@ -127,6 +143,8 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 	}
 	if (c->next_mark_us <= 0 || left_us > c->next_mark_us)
 		return;
+	if (c->talk && countdown_spaced(c) && now_us < c->said_us + COUNTDOWN_GAP_US)
+		return;
 	/* A slot that moved up may have skipped marks: tell the one it is at. */
 	while (c->next_mark_us > 0 && left_us <= c->next_mark_us - c->step_us)
 		c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
@@ -134,6 +152,9 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 		countdown_format(left_us < c->next_mark_us ? left_us : c->next_mark_us, left,
 				 sizeof(left));
 		countdown_say(c, COUNTDOWN_STEP, "Login queue: about %s to go.", left);
+		/* Likewise from the step's own time, not its lag. */
+		if (due_us < c->said_us)
+			c->said_us = due_us;
 	}
 	c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
 }
@@ -159,6 +180,27 @@ void countdown_update(struct countdown *c, const struct slot_result *res)
 
 void countdown_turn(struct countdown *c)
 {
-	if (c->talk)
-		countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
+	int64_t early_us;
+
+	if (!c->talk)
+		return;
+	/* Within the gap, the turn goes untold: the login is never held back for a line. Short
+	   of it by no more than the lag of the line before (told a little after its mark, which
+	   was 2 s or more before the slot), it is told. */
+	early_us = countdown_spaced(c) ? c->said_us + COUNTDOWN_GAP_US - fstime_mono_us() : 0;
+	if (early_us > COUNTDOWN_TURN_SLACK_US)
+		return;
+	countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
+}
+
+void countdown_summary(pam_handle_t *pamh, int64_t waited_us, int64_t position)
+{
+	char waited[32];
+
+	countdown_format(waited_us, waited, sizeof(waited));
+	if (position <= 1)
+		pam_info(pamh, "Login queue: you waited %s (you were next).", waited);
+	else
+		pam_info(pamh, "Login queue: you waited %s (you were number %lld).", waited,
+			 (long long)position);
 }

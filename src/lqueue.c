@@ -266,8 +266,7 @@ static int64_t lqueue_stored_tat(const struct lqueue *q, int64_t now_us)
 static bool lqueue_left_admitted(struct lqueue *q, const struct slot_params *s, size_t i,
 				 int64_t now_us)
 {
-	const struct lqueue_waiter *w = &q->waiters[i];
-	int64_t tat_us = lqueue_stored_tat(q, now_us), left_us = w->lease_us;
+	int64_t tat_us = lqueue_stored_tat(q, now_us), left_us = q->waiters[i].lease_us;
 
 	if (left_us > now_us)
 		left_us = now_us;
@@ -281,13 +280,21 @@ static bool lqueue_left_admitted(struct lqueue *q, const struct slot_params *s, 
 	return true;
 }
 
-/* Drops the waiters no longer alive (R5 for those first in line, ghosts for the others) and
-   the ghosts whose time has passed. */
-static void lqueue_purge(struct lqueue *q, const struct slot_params *s, int64_t now_us)
+/* Whether waiter i has left: its lease out or its process gone. The caller's own place
+   (self_id) has not: it is renewing or leaving now. */
+static bool lqueue_gone(const struct lqueue *q, size_t i, const char *self_id, int64_t now_us)
+{
+	return strcmp(q->waiters[i].id, self_id) != 0 && !lqueue_alive(&q->waiters[i], now_us);
+}
+
+/* Drops the waiters that left (R5 for those first in line, ghosts for the others) and the
+   ghosts whose time has passed. */
+static void lqueue_purge(struct lqueue *q, const struct slot_params *s, const char *self_id,
+			 int64_t now_us)
 {
 	ssize_t first;
 
-	while ((first = lqueue_first(q)) >= 0 && !lqueue_alive(&q->waiters[first], now_us)) {
+	while ((first = lqueue_first(q)) >= 0 && lqueue_gone(q, (size_t)first, self_id, now_us)) {
 		int64_t left_us = q->waiters[first].lease_us;
 
 		if (q->line || !lqueue_left_admitted(q, s, (size_t)first, now_us))
@@ -296,7 +303,7 @@ static void lqueue_purge(struct lqueue *q, const struct slot_params *s, int64_t 
 	for (size_t i = q->n_waiters; i-- > 0;) {
 		int64_t left_us = q->waiters[i].lease_us;
 
-		if (!lqueue_alive(&q->waiters[i], now_us))
+		if (lqueue_gone(q, i, self_id, now_us))
 			lqueue_drop(q, i, true, left_us < now_us ? left_us : now_us);
 	}
 	for (size_t i = q->n_ghosts; i-- > 0;) {
@@ -479,8 +486,8 @@ static enum slot_verdict lqueue_reserve(struct lqueue *q, const struct lqueue_cl
 }
 
 /* The renewing login's place: kept, with a new lease; or, its lease out while it lived on,
-   taken back from WHO's ghost whatever came since (R2), or held anew at the back. -1 when
-   the queue is full. */
+   taken back from WHO's ghost as a retry would (R2: at its arrival if nobody queued since it
+   left), or held anew at the back. -1 when the queue is full. */
 static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, int64_t now_us)
 {
 	ssize_t self = lqueue_find(q, given->pl->id), ghost;
@@ -495,7 +502,8 @@ static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, in
 	h.arrival_us = now_us;
 	h.taken_back = ghost >= 0;
 	if (ghost >= 0) {
-		h.arrival_us = q->ghosts[ghost].arrival_us;
+		if (!lqueue_arrived_since(q, q->ghosts[ghost].left_us))
+			h.arrival_us = q->ghosts[ghost].arrival_us;
 		lqueue_forget_ghost(q, (size_t)ghost);
 	}
 	return lqueue_hold(q, &h, now_us);
@@ -549,15 +557,15 @@ bool lqueue_idle(struct lqueue *q, int64_t now_us)
 	struct slot_params s = { .interval_us = 1, .burst = 1 };
 
 	lqueue_settings(q, &s, &s);
-	lqueue_purge(q, &s, now_us);
+	lqueue_purge(q, &s, "", now_us);
 	return lqueue_empty(q, now_us);
 }
 
 /* Brings the stored schedule to now: a clock that went back moves it back as far (kept, or
    every renewal would find the same wait until the clock caught up); lapsed waiters and
    ghosts go; the settings to decide by are put in s, and stored when they change. */
-static void lqueue_prepare(struct lqueue *q, const struct slot_params *p, int64_t now_us,
-			   struct slot_params *s)
+static void lqueue_prepare(struct lqueue *q, const struct slot_params *p, const char *self_id,
+			   int64_t now_us, struct slot_params *s)
 {
 	if (q->at_us > now_us) {
 		q->tat_us = slot_recover(now_us, q->tat_us, q->at_us);
@@ -565,7 +573,7 @@ static void lqueue_prepare(struct lqueue *q, const struct slot_params *p, int64_
 		q->changed = 1;
 	}
 	lqueue_settings(q, p, s);
-	lqueue_purge(q, s, now_us);
+	lqueue_purge(q, s, self_id, now_us);
 	if (lqueue_empty(q, now_us))
 		*s = *p;
 	if (!q->line && (q->interval_us != s->interval_us || q->burst != s->burst)) {
@@ -584,7 +592,7 @@ enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int
 	const struct lqueue_hold h = { .pl = place, .pid = pid };
 	ssize_t self;
 
-	lqueue_prepare(q, p, now_us, &s);
+	lqueue_prepare(q, p, op == SLOT_RESERVE ? "" : place->id, now_us, &s);
 	/* A bare tat (no at), as versions before 0.2 wrote it, reads as written now. */
 	c.tat_us = slot_recover(now_us, q->tat_us, q->at_us > 0 ? q->at_us : now_us);
 	res->sched_interval_us = s.interval_us;

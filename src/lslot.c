@@ -21,6 +21,7 @@
 #include "flowslot/trust.h"
 
 #define LSLOT_PREFIX "slot."
+#define LSLOT_EMPTY_S 10
 #define LSLOT_LOCK_WAIT_US 1000000
 #define LSLOT_OPEN_TRIES 4
 
@@ -124,7 +125,8 @@ static bool lslot_idle(int fd)
 }
 
 /* Removes the schedule file name if it is idle (a schedule that says nothing any more, as
-   Redis lets its key expire), unless someone holds it. Returns whether it did. */
+   Redis lets its key expire), unless someone holds it. An empty file is one its maker has
+   yet to lock and write, unless it is older than LSLOT_EMPTY_S. Returns whether it did. */
 static bool lslot_prune_one(int dfd, const char *name)
 {
 	struct stat st;
@@ -133,8 +135,9 @@ static bool lslot_prune_one(int dfd, const char *name)
 
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) == 0 && trust_own_file(&st, 0) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-	    lslot_still_named(dfd, name, fd) && lslot_idle(fd))
+	if (fstat(fd, &st) == 0 && trust_own_file(&st, 0) &&
+	    (st.st_size > 0 || st.st_mtime < time(NULL) - LSLOT_EMPTY_S) &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0 && lslot_still_named(dfd, name, fd) && lslot_idle(fd))
 		gone = unlinkat(dfd, name, 0) == 0;
 	close(fd); /* and with it the lock */
 	return gone;
@@ -271,12 +274,13 @@ static bool lslot_login(const struct lslot_call *call)
 	       strcmp(call->prefix, LSLOT_PREFIX) == 0;
 }
 
-/* How long a call waits for the file's lock: a login as long as it may still wait (its
-   max_wait, or what is left of it on renewal), and at least LSLOT_LOCK_WAIT_US; any other
-   call (leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
+/* How long a call waits for the file's lock: a reservation as long as its login may wait
+   (its max_wait), and at least LSLOT_LOCK_WAIT_US; any other call (a renewal, which is tried
+   again until its slot, leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
 static int64_t lslot_lock_wait_us(const struct lslot_call *call)
 {
-	if (lslot_login(call) && call->p->max_wait_us > LSLOT_LOCK_WAIT_US)
+	if (lslot_login(call) && call->op == SLOT_RESERVE &&
+	    call->p->max_wait_us > LSLOT_LOCK_WAIT_US)
 		return call->p->max_wait_us;
 	return LSLOT_LOCK_WAIT_US;
 }
@@ -401,7 +405,7 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 		fd = lslot_open_locked(pamh, &f, peek);
 	if (fd < 0 && peek && errno == ENOENT)
 		verdict = lslot_peek_empty(&c, res);
-	else if (fd < 0 && f.timed_out && lslot_login(&c))
+	else if (fd < 0 && f.timed_out && lslot_login(&c) && c.op == SLOT_RESERVE)
 		verdict = lslot_refuse_locked(&f, res);
 	if (fd >= 0) {
 		verdict = lslot_step(&f, fd, res);

@@ -18,8 +18,8 @@ _Static_assert(CONF_SECRET_MAX == URL_PASSWORD_MAX, "password_file= holds a url'
 void opt_defaults(struct opt *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->url.backend = URL_BACKEND_TCP;
-	strcpy(o->url.host, "127.0.0.1");
+	/* No url: this host's own schedule, quietly; a Redis is shared only when named. */
+	o->url.backend = URL_BACKEND_LOCAL;
 	o->url.port = 6379;
 	strcpy(o->key, "pam_flowslot");
 	o->slot.interval_us = 7 * US_PER_S;
@@ -157,6 +157,21 @@ static int opt_set_countdown(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_messages(struct opt *o, const char *v, const char **why)
+{
+	if (strcmp(v, "auto") == 0)
+		o->messages = OPT_MESSAGES_AUTO;
+	else if (strcmp(v, "live") == 0)
+		o->messages = OPT_MESSAGES_LIVE;
+	else if (strcmp(v, "summary") == 0)
+		o->messages = OPT_MESSAGES_SUMMARY;
+	else {
+		*why = "must be auto, live or summary";
+		return -1;
+	}
+	return 0;
+}
+
 static int opt_set_burst(struct opt *o, const char *v, const char **why)
 {
 	long long burst;
@@ -279,6 +294,77 @@ static int opt_set_pressure_timeout(struct opt *o, const char *v, const char **w
 	return 0;
 }
 
+/* A path option: absolute, and fits dst (OPT_DIR_MAX + 1 bytes). */
+static int opt_set_path(char *dst, const char *v, const char **why)
+{
+	if (v[0] != '/') {
+		*why = "must be an absolute path";
+		return -1;
+	}
+	if (strlen(v) > OPT_DIR_MAX) {
+		*why = "longer than 255 bytes";
+		return -1;
+	}
+	strcpy(dst, v);
+	return 0;
+}
+
+/* Notes that a tls_* option was set (rc 0), for opt_check. */
+static int opt_tls_set(struct opt *o, int rc)
+{
+	if (rc == 0)
+		o->tls.set = true;
+	return rc;
+}
+
+static int opt_set_tls_ca_file(struct opt *o, const char *v, const char **why)
+{
+	return opt_tls_set(o, opt_set_path(o->tls.ca_file, v, why));
+}
+
+static int opt_set_tls_ca_dir(struct opt *o, const char *v, const char **why)
+{
+	return opt_tls_set(o, opt_set_path(o->tls.ca_dir, v, why));
+}
+
+static int opt_set_tls_cert_file(struct opt *o, const char *v, const char **why)
+{
+	return opt_tls_set(o, opt_set_path(o->tls.cert_file, v, why));
+}
+
+static int opt_set_tls_key_file(struct opt *o, const char *v, const char **why)
+{
+	return opt_tls_set(o, opt_set_path(o->tls.key_file, v, why));
+}
+
+/* A DNS name or an IP address, as a certificate names it: no wildcard, no port. */
+static int opt_set_tls_server_name(struct opt *o, const char *v, const char **why)
+{
+	size_t n = strlen(v);
+
+	if (n == 0 || n > 253 ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != n) {
+		*why = "must be a DNS name or an IP address (letters, digits, '.', '-', ':'), at "
+		       "most 253 bytes";
+		return -1;
+	}
+	strcpy(o->tls.server_name, v);
+	return opt_tls_set(o, 0);
+}
+
+static int opt_set_tls_verify(struct opt *o, const char *v, const char **why)
+{
+	if (strcmp(v, "name") == 0)
+		o->tls.verify = OPT_TLS_VERIFY_NAME;
+	else if (strcmp(v, "ca") == 0)
+		o->tls.verify = OPT_TLS_VERIFY_CA;
+	else {
+		*why = "must be name or ca (there is no mode that checks nothing)";
+		return -1;
+	}
+	return opt_tls_set(o, 0);
+}
+
 /* conf= itself is read by opt_parse before anything else; here it is only checked. */
 static int opt_set_conf(struct opt *o, const char *v, const char **why)
 {
@@ -307,6 +393,7 @@ static const struct opt_setter {
 	{ "fallback=", opt_set_fallback, false },
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
+	{ "messages=", opt_set_messages, false },
 	{ "password_file=", opt_set_password_file, true },
 	{ "sentinel_password=", opt_set_sentinel_password, true },
 	{ "sync_replicas=", opt_set_sync_replicas, false },
@@ -315,6 +402,12 @@ static const struct opt_setter {
 	{ "pressure=", opt_set_pressure, false },
 	{ "pressure_dir=", opt_set_pressure_dir, false },
 	{ "pressure_timeout=", opt_set_pressure_timeout, false },
+	{ "tls_ca_file=", opt_set_tls_ca_file, false },
+	{ "tls_ca_dir=", opt_set_tls_ca_dir, false },
+	{ "tls_cert_file=", opt_set_tls_cert_file, false },
+	{ "tls_key_file=", opt_set_tls_key_file, false },
+	{ "tls_server_name=", opt_set_tls_server_name, false },
+	{ "tls_verify=", opt_set_tls_verify, false },
 };
 
 static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
@@ -471,6 +564,17 @@ void opt_check(struct opt *o, const pam_handle_t *pamh)
 		o->errors++;
 		log_msg(pamh, LOG_ERR, "url names the user \"%s\" but no password is given",
 			o->url.user);
+	}
+	if ((o->tls.cert_file[0] == '\0') != (o->tls.key_file[0] == '\0')) {
+		o->errors++;
+		log_msg(pamh, LOG_ERR, "tls_cert_file and tls_key_file go together: one is missing");
+	}
+	/* Whoever set them expects TLS: saying nothing would send the password in clear. */
+	if (o->tls.set && !o->url.tls) {
+		o->errors++;
+		log_msg(pamh, LOG_ERR,
+			"tls_* options are given but the url does not use TLS (rediss://, "
+			"rediss-sentinel://, rediss-cluster://)");
 	}
 }
 

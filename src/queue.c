@@ -18,6 +18,7 @@ struct queue_state {
 	bool held;	  /* a place is held: renew it */
 	bool failing;	  /* a renewal failed and that was logged: once a wait */
 	int64_t renew_us; /* the next renewal, unless the slot comes first */
+	int64_t lease_us; /* the end of the lease last taken (at most: it began before) */
 };
 
 static int64_t queue_min(int64_t a, int64_t b)
@@ -83,9 +84,14 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 		st->failing = true;
 		return QUEUE_HOLD;
 	}
+	/* The schedule counts a place whose lease ran out at its slot as admitted; one that ran
+	   out before its slot is given up, and that slot may go to another login. */
 	log_msg(l->pamh, LOG_WARNING,
 		"queue: the place could not be renewed at its slot either: going in blind at the "
-		"last slot given");
+		"last slot given%s",
+		res->deadline_us > st->lease_us ? " (its lease ran out before it: the schedule "
+						  "may give that slot again)"
+						: "");
 	res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
 	return QUEUE_GO;
 }
@@ -111,6 +117,7 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 		return QUEUE_GO;
 	case SLOT_QUEUED:
 		*res = now;
+		st->lease_us = fstime_mono_us() + SLOT_LEASE_US;
 		countdown_update(cd, res);
 		return QUEUE_HOLD;
 	case SLOT_REFUSE: /* the place is gone */
@@ -126,7 +133,8 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd)
 {
 	struct queue_state st = { .held = res->verdict == SLOT_QUEUED,
-				  .renew_us = fstime_mono_us() + SLOT_RENEW_US };
+				  .renew_us = fstime_mono_us() + SLOT_RENEW_US,
+				  .lease_us = fstime_mono_us() + SLOT_LEASE_US };
 
 	for (;;) {
 		int64_t now_us = fstime_mono_us(), wake_us;

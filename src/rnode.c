@@ -11,6 +11,7 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
+#include "flowslot/tls.h"
 #include "flowslot/url.h"
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
 
@@ -38,6 +39,18 @@ static int rnode_poll(const struct rnode_call *call, short events, const char **
 	}
 }
 
+/* Why a send found the connection closed. A server that drops what it cannot parse without a
+   word is most often a TLS port (a full maxclients says so first). */
+static const char *rnode_hung_up(const struct rnode_call *call)
+{
+	char b;
+
+	if (call->received == 0 && recv(call->c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0)
+		return "the server closed the connection without a word (a TLS port? use "
+		       "rediss://)";
+	return "the server closed the connection";
+}
+
 /* Sends one command. Not hiredis's own write: without MSG_NOSIGNAL, a server that hangs up
    first (as a full maxclients does) raises SIGPIPE and kills the host process. Commands sent
    one after another without reading are still one round trip. */
@@ -52,7 +65,13 @@ static int rnode_send(struct rnode_call *call, int argc, const char **argv, cons
 		*why = "out of memory";
 		return -1;
 	}
-	while (rc == 0 && off < (size_t)len) {
+	if (call->tls != NULL &&
+	    tls_write(call->tls, cmd, (size_t)len, call->deadline_us, call->tls_why,
+		      sizeof(call->tls_why)) != 0) {
+		*why = call->tls_why;
+		rc = -1;
+	}
+	while (call->tls == NULL && rc == 0 && off < (size_t)len) {
 		ssize_t n;
 
 		if (rnode_poll(call, POLLOUT, why) != 0) {
@@ -63,7 +82,8 @@ static int rnode_send(struct rnode_call *call, int argc, const char **argv, cons
 		if (n >= 0) {
 			off += (size_t)n;
 		} else if (errno != EINTR && errno != EAGAIN) {
-			*why = errno == EPIPE ? "the server closed the connection" : "send failed";
+			*why = errno == EPIPE || errno == ECONNRESET ? rnode_hung_up(call)
+								     : "send failed";
 			rc = -1;
 		}
 	}
@@ -71,6 +91,40 @@ static int rnode_send(struct rnode_call *call, int argc, const char **argv, cons
 	explicit_bzero(cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return rc;
+}
+
+/* Reads what the server sent next into the reader: hiredis's read on a plain connection, by
+   way of TLS on the other. */
+static int rnode_read_more(struct rnode_call *call, const char **why)
+{
+	char buf[16384];
+	ssize_t n;
+
+	if (call->tls == NULL) {
+		if (rnode_poll(call, POLLIN, why) != 0)
+			return -1;
+		if (redisBufferRead(call->c) == REDIS_OK)
+			return 0;
+		*why = call->c->errstr;
+		/* A TLS server drops what is not TLS without a word. */
+		if (call->received == 0) {
+			snprintf(call->tls_why, sizeof(call->tls_why),
+				 "%s, without a word (a TLS port? use rediss://)", call->c->errstr);
+			*why = call->tls_why;
+		}
+		return -1;
+	}
+	n = tls_read(call->tls, buf, sizeof(buf), call->deadline_us, call->tls_why,
+		     sizeof(call->tls_why));
+	if (n < 0) {
+		*why = call->tls_why;
+		return -1;
+	}
+	if (redisReaderFeed(call->c->reader, buf, (size_t)n) != REDIS_OK) {
+		*why = call->c->reader->errstr;
+		return -1;
+	}
+	return 0;
 }
 
 /* Reads the next reply. hiredis's own blocking read would bound each read(), not the reply:
@@ -90,13 +144,9 @@ static int rnode_get_reply(struct rnode_call *call, redisReply **reply, const ch
 			*reply = r;
 			return 0;
 		}
-		if (rnode_poll(call, POLLIN, why) != 0)
-			return -1;
 		before = call->c->reader->len;
-		if (redisBufferRead(call->c) != REDIS_OK) {
-			*why = call->c->errstr;
+		if (rnode_read_more(call, why) != 0)
 			return -1;
-		}
 		/* hiredis takes replies of any size: a broken server could make the host process
 		   allocate hundreds of MB within the timeout. Everything read counts, since hiredis
 		   turns parsed data into reply objects and drops it from its buffer. */
@@ -180,6 +230,32 @@ static redisContext *rnode_open(const struct rnode_call *call, const struct url_
 	}
 }
 
+static void rnode_disconnect(struct rnode_call *call)
+{
+	tls_close(call->tls);
+	call->tls = NULL;
+	redisFree(call->c);
+	call->c = NULL;
+}
+
+/* TLS on the new connection, within its deadline. A sentinel is checked against its host in
+   the url; the servers that hold the schedule against tls_server_name=, else their host. */
+static int rnode_start_tls(struct rnode_call *call, const char *role, const struct url_node *node)
+{
+	const struct opt *o = call->o;
+	const char *name = node ? node->host : o->url.host;
+
+	if (strcmp(role, "sentinel") != 0 && o->tls.server_name[0] != '\0')
+		name = o->tls.server_name;
+	call->tls = tls_open(call->c->fd, &o->tls, name, call->deadline_us, call->tls_why,
+			     sizeof(call->tls_why));
+	if (call->tls == NULL) {
+		rnode_fail(call, "TLS handshake", call->tls_why);
+		return -1;
+	}
+	return 0;
+}
+
 /* Connects to node (NULL: the url's own host or socket), with a deadline of its own: timeout,
    or what is left of the decision's budget. */
 static int rnode_connect(struct rnode_call *call, const char *role, const struct url_node *node)
@@ -218,13 +294,11 @@ static int rnode_connect(struct rnode_call *call, const char *role, const struct
 	}
 	rnode_cap_reader(c->reader, &call->cap);
 	call->c = c;
+	if (u->tls && rnode_start_tls(call, role, node) != 0) {
+		rnode_disconnect(call);
+		return -1;
+	}
 	return 0;
-}
-
-static void rnode_disconnect(struct rnode_call *call)
-{
-	redisFree(call->c);
-	call->c = NULL;
 }
 
 static int rnode_send_auth(struct rnode_call *call, const char *user, const char *password,

@@ -31,7 +31,7 @@ static int rslot_read_ints(const redisReply *r, size_t n, long long *v, struct s
 			   const char **why)
 {
 	if (r->type != REDIS_REPLY_ARRAY || (r->elements != n && r->elements != n + 2)) {
-		*why = "not an array of the expected length";
+		*why = n == 3 ? "not an array of three or five" : "not an array of five or seven";
 		return -1;
 	}
 	for (size_t i = 0; i < r->elements; i++) {

@@ -10,12 +10,12 @@
 --            arrival           "w:ID:WHO:HOST" a waiter's place, ranked by arrival; with ":t"
 --                              after it when the place was taken back from a ghost
 --            LEASE + end       "l:ID:WHO:HOST" that place's lease
---            GHOST + end       "g:WHO:ARRIVAL:LEFT:HOST:F"  a place given up (at LEFT), that the
---                              same login tried again takes back; F 1: only its own renewal may
+--            GHOST + end       "g:WHO:ARRIVAL:LEFT:HOST:0"  a place given up (at LEFT), that the
+--                              same login tried again takes back
 --          and the indexes that keep every lookup logarithmic, below 0:
 --            -(1 + H(HOST))    "h:HOST:ID"     the places of a HOST
 --            -(2^49 + H(HOST)) "i:HOST:WHO"    the ghosts of a HOST
---            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:F"  WHO's ghost
+--            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:0"  WHO's ghost
 --          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
 --          reset empties it
@@ -52,10 +52,10 @@
 --   stretches no lease.
 -- - The schedule's interval and burst are the strictest seen since it was made (the longest
 --   interval, the smallest burst), until it goes quiet and expires, or is reset.
--- - A ghost is taken back once, only by a retry that comes before anyone queued after it
---   left (later, the retry goes to the back), and counts for per_host; ghosts are capped per
---   HOST and per schedule. A renewal whose own lease ran out takes its ghost back whatever.
--- - A place whose lease ran out while it was first in line and its slot had come counts as
+-- - A ghost is taken back once (a place taken back leaves none), by a retry or by its own
+--   renewal after its lease ran out, and only if nobody queued after it left: else the login
+--   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
+-- - A place whose lease ran out while it was first in line, its slot come by then, counts as
 --   admitted: its login may have gone in without reaching the schedule.
 --
 -- Try it:
@@ -229,17 +229,17 @@ local function hold(arrival, taken)
   changed = true
 end
 
--- WHO's ghost, or nil: {payload, arrival, left, host, renew_only}.
+-- WHO's ghost, or nil: {payload, who, arrival, left, host}.
 local function ghost_of(whom)
   if whom == '-' then
     return nil
   end
   local score = index(GHOST_BY_WHO, whom)
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, score, score)) do
-    local gw, ga, gl, gh, gf = string.match(m, '^j:([%w-]+):(%d+):(%d+):([%w-]+):([01])$')
+    local gw, ga, gl, gh = string.match(m, '^j:([%w-]+):(%d+):(%d+):([%w-]+):0$')
     if gw == whom then
       return {payload = string.sub(m, 3), who = gw, arrival = tonumber(ga), left = tonumber(gl),
-              host = gh, renew_only = gf == '1'}
+              host = gh}
     end
   end
   return nil
@@ -253,9 +253,8 @@ local function forget_ghost(g)
   changed = true
 end
 
--- Remembers a place given up at its arrival for WHO's next attempt, within the caps; one
--- taken back already leaves a ghost only its own renewal may take.
-local function make_ghost(pwho, phost, arrival, renew_only)
+-- Remembers a place given up at left_us for WHO's next attempt, within the caps.
+local function make_ghost(pwho, phost, arrival, left_us)
   local old = ghost_of(pwho)
   if old then
     forget_ghost(old)
@@ -267,9 +266,8 @@ local function make_ghost(pwho, phost, arrival, renew_only)
   if phost ~= '-' and redis.call('ZCOUNT', K, by_host, by_host) >= GHOSTS_PER_HOST then
     return
   end
-  local payload = pwho .. ':' .. us(arrival) .. ':' .. us(now) .. ':' .. phost .. ':' ..
-      (renew_only and '1' or '0')
-  redis.call('ZADD', K, us(GHOST + now + GHOST_US), 'g:' .. payload)
+  local payload = pwho .. ':' .. us(arrival) .. ':' .. us(left_us) .. ':' .. phost .. ':0'
+  redis.call('ZADD', K, us(GHOST + left_us + GHOST_US), 'g:' .. payload)
   redis.call('ZADD', K, index(GHOST_BY_WHO, pwho), 'j:' .. payload)
   if phost ~= '-' then
     redis.call('ZADD', K, by_host, 'i:' .. phost .. ':' .. pwho)
@@ -277,15 +275,23 @@ local function make_ghost(pwho, phost, arrival, renew_only)
   changed = true
 end
 
--- Gives a place up: a login that left by itself leaves a ghost unless its place was taken
--- back already; a lease that ran out leaves one for its own renewal at least.
-local function give_up(place, by_itself)
+-- Gives a place up at left_us, leaving a ghost unless it was taken back already.
+local function give_up(place, left_us)
   local arrival, taken = arrival_of(place)
   local _, pwho, phost = parse_place(place)
   drop(place)
-  if arrival and pwho and not (by_itself and taken) then
-    make_ghost(pwho, phost, arrival, taken)
+  if arrival and pwho and not taken then
+    make_ghost(pwho, phost, arrival, left_us)
   end
+end
+
+-- The arrival of a login that takes ghost (or nil) back: the ghost's, if nobody queued after
+-- it left; else now, at the back.
+local function arrival_back(ghost)
+  if ghost and redis.call('ZCOUNT', K, us(ghost.left), '(' .. us(LEASE)) == 0 then
+    return ghost.arrival
+  end
+  return now
 end
 
 -- The waiters ahead of an arrival.
@@ -375,33 +381,32 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, GHOST, us(GHOST + now))) do
   changed = true
 end
 local lapsed = {}
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now))) do
-  local place = string.sub(m, 3)
+local ended = redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now), 'WITHSCORES')
+for i = 1, #ended, 2 do
+  local place = string.sub(ended[i], 3)
   if place ~= self or op == 'reserve' then
-    lapsed[#lapsed + 1] = {place = place, arrival = arrival_of(place) or -1}
+    lapsed[#lapsed + 1] = {place = place, arrival = arrival_of(place) or -1,
+                           left = tonumber(ended[i + 1]) - LEASE}
   end
 end
 table.sort(lapsed, function(a, b) return a.arrival < b.arrival end)
 for _, p in ipairs(lapsed) do
-  if p.arrival >= 0 and rank_of(p.arrival) == 0 and start_of(0) == now then
+  if p.arrival >= 0 and rank_of(p.arrival) == 0 and tat_raw - (burst - 1) * interval <= p.left then
     drop(p.place)
     admit(0)
   else
-    give_up(p.place, false)
+    give_up(p.place, p.left)
   end
 end
 
 if op == 'leave' then
-  give_up(self, true)
+  give_up(self, now)
   save()
   return reply(1, 0, 1)
 end
 
 if op == 'reserve' then
   local ghost = ghost_of(who)
-  if ghost and ghost.renew_only then
-    ghost = nil
-  end
   if per_host > 0 and host ~= '-' then
     local own = (ghost and ghost.host == host) and 1 or 0
     if held_by(host) - own >= per_host then
@@ -409,11 +414,7 @@ if op == 'reserve' then
       return reply(3, 0, position(redis.call('ZCOUNT', K, 1, '(' .. us(LEASE))))
     end
   end
-  -- A retry takes its place back only if nobody queued after it left.
-  local arrival = now
-  if ghost and redis.call('ZCOUNT', K, us(ghost.left), '(' .. us(LEASE)) == 0 then
-    arrival = ghost.arrival
-  end
+  local arrival = arrival_back(ghost)
   local rank = rank_of(arrival)
   local start = start_of(rank)
   if start - now > max_wait then
@@ -435,20 +436,19 @@ if op == 'reserve' then
 end
 
 -- renew: a place whose lease ran out while its login lived on (stopped, slow, the server
--- unreachable) is taken back from its ghost, or failing that held anew at the back.
+-- unreachable) is taken back from its ghost as a retry would, or failing that held anew at
+-- the back.
 local arrival = arrival_of(self)
 if arrival then
   redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. self)
   changed = true
 else
   local ghost = ghost_of(who)
-  local taken = false
-  arrival = now
+  arrival = arrival_back(ghost)
   if ghost then
-    arrival, taken = ghost.arrival, ghost.renew_only
     forget_ghost(ghost)
   end
-  hold(arrival, taken)
+  hold(arrival, ghost ~= nil)
 end
 local rank = rank_of(arrival)
 local start = start_of(rank)

@@ -246,13 +246,14 @@ static bool stats_series_used(const struct stats_series *s)
 	return s->wait_count != 0;
 }
 
-/* The records in use: those below n, then "other". */
-static const struct stats_record *stats_next(const struct stats_table *t, uint32_t *i)
+/* The records in use: those below n, then "other"; with only, just the template only. */
+static const struct stats_record *stats_next(const struct stats_table *t, const char *only,
+					     uint32_t *i)
 {
 	while (*i <= STATS_TEMPLATES_MAX) {
 		const struct stats_record *rec = &t->rec[(*i)++];
 
-		if (rec->key[0] != '\0')
+		if (rec->key[0] != '\0' && (only == NULL || strcmp(rec->key, only) == 0))
 			return rec;
 	}
 	return NULL;
@@ -266,7 +267,7 @@ static void stats_open_labels(FILE *out, const char *name, const char *key, int 
 	fputs(d ? "\",dry_run=\"yes\"" : "\"", out);
 }
 
-static void stats_format_logins(FILE *out, const struct stats_table *t)
+static void stats_format_logins(FILE *out, const struct stats_table *t, const char *only)
 {
 	const struct stats_record *rec;
 	uint32_t i = 0;
@@ -274,7 +275,7 @@ static void stats_format_logins(FILE *out, const struct stats_table *t)
 	fputs("# HELP flowslot_logins_total Logins pam_flowslot decided on this host, by key "
 	      "template and result.\n# TYPE flowslot_logins_total counter\n",
 	      out);
-	while ((rec = stats_next(t, &i)) != NULL) {
+	while ((rec = stats_next(t, only, &i)) != NULL) {
 		for (int d = 0; d < 2; d++) {
 			if (!stats_series_used(&rec->series[d]))
 				continue;
@@ -287,7 +288,7 @@ static void stats_format_logins(FILE *out, const struct stats_table *t)
 	}
 }
 
-static void stats_format_waits(FILE *out, const struct stats_table *t)
+static void stats_format_waits(FILE *out, const struct stats_table *t, const char *only)
 {
 	const struct stats_record *rec;
 	uint32_t i = 0;
@@ -295,7 +296,7 @@ static void stats_format_waits(FILE *out, const struct stats_table *t)
 	fputs("# HELP flowslot_wait_seconds How long this host's logins waited for their slot.\n"
 	      "# TYPE flowslot_wait_seconds histogram\n",
 	      out);
-	while ((rec = stats_next(t, &i)) != NULL) {
+	while ((rec = stats_next(t, only, &i)) != NULL) {
 		for (int d = 0; d < 2; d++) {
 			const struct stats_series *s = &rec->series[d];
 			uint64_t cum = 0;
@@ -320,21 +321,21 @@ static void stats_format_waits(FILE *out, const struct stats_table *t)
 	}
 }
 
-int stats_format(FILE *out, const struct stats_table *t)
+int stats_format(FILE *out, const struct stats_table *t, const char *only)
 {
-	stats_format_logins(out, t);
-	stats_format_waits(out, t);
+	stats_format_logins(out, t, only);
+	stats_format_waits(out, t, only);
 	return ferror(out) ? -1 : 0;
 }
 
-int stats_write_prometheus(FILE *out, const char *state_dir, const char **why)
+int stats_write_prometheus(FILE *out, const char *state_dir, const char *only, const char **why)
 {
 	struct stats_table *t = malloc(sizeof(*t));
 	int rc = -1;
 
 	*why = "out of memory";
 	if (t != NULL && stats_load(state_dir, t, why) == 0) {
-		rc = stats_format(out, t);
+		rc = stats_format(out, t, only);
 		if (rc != 0)
 			*why = "cannot write the metrics";
 	}

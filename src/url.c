@@ -308,26 +308,44 @@ static int url_parse_unix(const char *rest, struct url *u, const char **why)
 	return 0;
 }
 
+/* The TCP schemes, each plain and over TLS. */
+static const struct url_scheme {
+	const char *prefix;
+	int (*parse)(const char *rest, struct url *u, const char **why);
+	bool tls;
+} url_schemes[] = {
+	{ "redis://", url_parse_tcp, false },
+	{ "rediss://", url_parse_tcp, true },
+	{ "redis-sentinel://", url_parse_sentinel, false },
+	{ "rediss-sentinel://", url_parse_sentinel, true },
+	{ "redis-cluster://", url_parse_cluster, false },
+	{ "rediss-cluster://", url_parse_cluster, true },
+};
+
 int url_parse(const char *s, struct url *u, const char **why)
 {
 	struct url parsed = { .port = 6379 };
 	const char *rest;
-	int rc;
+	int rc = -2; /* no scheme matched */
 
 	if (strcmp(s, "local") == 0) {
 		parsed.backend = URL_BACKEND_LOCAL;
 		rc = 0;
-	} else if ((rest = str_skip_prefix(s, "redis://")) != NULL) {
-		rc = url_parse_tcp(rest, &parsed, why);
 	} else if ((rest = str_skip_prefix(s, "unix://")) != NULL) {
 		rc = url_parse_unix(rest, &parsed, why);
-	} else if ((rest = str_skip_prefix(s, "redis-sentinel://")) != NULL) {
-		rc = url_parse_sentinel(rest, &parsed, why);
-	} else if ((rest = str_skip_prefix(s, "redis-cluster://")) != NULL) {
-		rc = url_parse_cluster(rest, &parsed, why);
-	} else {
-		*why = "scheme must be redis://, unix://, redis-sentinel://, redis-cluster:// or "
-		       "the word local";
+	}
+	for (size_t i = 0; i < sizeof(url_schemes) / sizeof(url_schemes[0]); i++) {
+		size_t n = strlen(url_schemes[i].prefix);
+
+		if (strncmp(s, url_schemes[i].prefix, n) == 0) {
+			rest = s + n;
+			parsed.tls = url_schemes[i].tls;
+			rc = url_schemes[i].parse(rest, &parsed, why);
+		}
+	}
+	if (rc == -2) {
+		*why = "scheme must be redis://, rediss://, unix://, redis-sentinel://, "
+		       "rediss-sentinel://, redis-cluster://, rediss-cluster:// or the word local";
 		rc = -1;
 	}
 	if (rc == 0)

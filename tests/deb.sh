@@ -89,6 +89,98 @@ gap_ms=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf
 check "the two go in staggered, the second at least 0.5 s after the first (${gap_ms} ms)" \
 	[ "$(wc -l < "$TMP/stamps")" = 2 -a "$gap_ms" -ge 500 ]
 
+# The walk an administrator takes, for real, in a throwaway root: an overlay of this host's
+# own root in a private mount namespace, so dpkg, its maintainer scripts, pam-auth-update and
+# libpam run unmodified on /etc/pam.d there, and the host's is never written. A user logs in
+# (pamtester: the sshd stack's account and session) at every step: before the package, with
+# it, with the sshd example added, with the pam-auth-update profile enabled, and after the
+# package is purged with the example's lines left in /etc/pam.d/sshd. Nobody may be locked out.
+if [ -f /etc/pam.d/sshd ] && unshare --mount --propagation private true 2> /dev/null; then
+	mkdir -p "$TMP/walk"
+	cp "$DEB" "$TMP/walk/pkg.deb"
+	cat > "$TMP/walk/steps.sh" <<'STEPS'
+set -u
+cd /walk
+# step NAME COMMAND...: runs it, its output in NAME.out, "NAME RC SECONDS" in results.
+step() {
+	name=$1
+	shift
+	t0=$(date +%s%N)
+	"$@" > "$name.out" 2>&1
+	rc=$?
+	echo "$name $rc $((($(date +%s%N) - t0) / 1000000))" >> results
+}
+in_as() { pamtester sshd "$1" acct_mgmt open_session close_session; }
+useradd -m walker
+step before in_as walker
+step install env DEBIAN_FRONTEND=noninteractive dpkg -i pkg.deb
+step installed in_as walker
+# The example as the package installs it, before "@include common-session", as it says.
+doc=/usr/share/doc/libpam-flowslot/sshd-flowslot
+grep -v '^#' "$doc" | grep . > example.lines
+awk -v f=example.lines '/^@include common-session/ { while ((getline l < f) > 0) print l } { print }' \
+	/etc/pam.d/sshd > sshd.new && cat sshd.new > /etc/pam.d/sshd
+cp /etc/pam.d/sshd sshd.with-example
+# Two at once: both in, the second one interval (7 s) after the first.
+step example1 in_as walker &
+sleep 0.5
+step example2 in_as walker
+wait
+step enable env DEBIAN_FRONTEND=noninteractive pam-auth-update --enable flowslot
+cp /etc/pam.d/common-session common-session.enabled
+step enabled in_as walker
+step root in_as root
+step purge env DEBIAN_FRONTEND=noninteractive dpkg --purge libpam-flowslot
+cp /etc/pam.d/sshd sshd.after
+cp /etc/pam.d/common-session common-session.after
+test -e /usr/lib/*/security/pam_flowslot.so && echo present > module.after
+step purged in_as walker
+step purged-root in_as root
+STEPS
+	# shellcheck disable=SC2016
+	unshare --mount --propagation private sh -c '
+		set -e
+		ov=$1 walk=$2
+		mkdir -p "$ov"
+		mount -t tmpfs tmpfs "$ov"
+		mkdir "$ov/up" "$ov/work" "$ov/root"
+		mount -t overlay overlay -o "lowerdir=/,upperdir=$ov/up,workdir=$ov/work" "$ov/root"
+		mount --rbind /dev "$ov/root/dev"
+		mount -t proc proc "$ov/root/proc"
+		for d in run tmp; do mount -t tmpfs tmpfs "$ov/root/$d"; done
+		mkdir -p "$ov/root/walk"
+		mount --bind "$walk" "$ov/root/walk"
+		chroot "$ov/root" /bin/bash /walk/steps.sh' sh "$TMP/ov" "$TMP/walk" > "$TMP/walk.log" 2>&1
+	W=$TMP/walk
+	rc_at() { awk -v s="$1" '$1 == s { print $2 }' "$W/results"; }
+	ms_at() { awk -v s="$1" '$1 == s { print $3 }' "$W/results"; }
+	check "walk: a login before the package (rc $(rc_at before))" [ "$(rc_at before)" = 0 ]
+	check "walk: dpkg -i installs the package (rc $(rc_at install))" [ "$(rc_at install)" = 0 ]
+	check "walk: a login with the package installed, nothing enabled (rc $(rc_at installed))" \
+		[ "$(rc_at installed)" = 0 ]
+	check "walk: the sshd example went in before @include common-session" \
+		sh -c "grep -n 'pam_flowslot.so\|^@include common-session' '$W/sshd.with-example' | head -1 | grep -q pam_flowslot"
+	check "walk: two logins through the sshd example both go in (rc $(rc_at example1), $(rc_at example2))" \
+		[ "$(rc_at example1)" = 0 -a "$(rc_at example2)" = 0 ]
+	check "walk: ... the second waited its turn, on the host's schedule ($(ms_at example1) ms, $(ms_at example2) ms)" \
+		[ "$(ms_at example2)" -ge 5000 ]
+	check "walk: pam-auth-update --enable flowslot (rc $(rc_at enable))" \
+		sh -c "[ '$(rc_at enable)' = 0 ] && grep -q pam_flowslot '$W/common-session.enabled'"
+	check "walk: logins with the profile enabled: a user and root (rc $(rc_at enabled), $(rc_at root))" \
+		[ "$(rc_at enabled)" = 0 -a "$(rc_at root)" = 0 ]
+	check "walk: dpkg --purge (rc $(rc_at purge)): the module gone, the profile out of common-session" \
+		sh -c "[ '$(rc_at purge)' = 0 ] && [ ! -e '$W/module.after' ] && ! grep -q pam_flowslot '$W/common-session.after'"
+	check "walk: ... the postrm names the lines left in /etc/pam.d/sshd ($(grep -m1 'sshd:' "$W/purge.out" | sed 's/^ *//'))" \
+		sh -c "grep -q 'still name it' '$W/purge.out' && grep -q '/etc/pam.d/sshd:[0-9]*:.*pam_flowslot' '$W/purge.out' &&
+			grep -q pam_flowslot '$W/sshd.after'"
+	check "walk: after the purge, with those lines left, not locked out: a user and root (rc $(rc_at purged), $(rc_at purged-root))" \
+		[ "$(rc_at purged)" = 0 -a "$(rc_at purged-root)" = 0 ]
+	check "walk: the host's /etc/pam.d was never touched" sh -c "! grep -rq pam_flowslot /etc/pam.d"
+	[ "$FAILED" = 0 ] || { cat "$TMP/walk.log" "$W/results" >&2; tail -n 5 "$W"/*.out >&2; }
+else
+	echo "# skipped the walk: no /etc/pam.d/sshd here, or no mount namespaces"
+fi
+
 # The build left nothing in the tree (but build/, which git ignores) nor beside it.
 if [ -n "$(git rev-parse --git-dir 2> /dev/null)" ]; then
 	tree_after=$(git status --porcelain --ignored=no)

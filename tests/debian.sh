@@ -24,18 +24,19 @@ pam_auth_update() {
 }
 
 check "pam-auth-update --enable flowslot runs" pam_auth_update --enable flowslot
-check "... adds pam_flowslot to common-session, requisite" \
-	grep -qE '^session[[:space:]]+requisite[[:space:]]+pam_flowslot.so' "$root/etc/pam.d/common-session"
-# The profile's block as pam-auth-update wrote it: root and group sudo jump over the gate.
-block=$(grep -E 'pam_succeed_if.so quiet (uid eq 0|user ingroup sudo)|pam_flowslot.so' \
+check "... adds pam_flowslot to common-session, requisite that survives the module's removal" \
+	grep -qE '^session[[:space:]]+\[success=ok ignore=ignore module_unknown=ignore default=die\][[:space:]]+pam_flowslot.so' "$root/etc/pam.d/common-session"
+# The profile's block as pam-auth-update wrote it: root and group sudo, as the user or as the
+# caller of su or sudo (ruser), jump over the gate.
+block=$(grep -E 'pam_succeed_if.so quiet (uid eq 0|user ingroup sudo|ruser = root|ruser ingroup sudo)|pam_flowslot.so' \
 	"$root/etc/pam.d/common-session")
-check "... behind two jumps for root and group sudo ($(echo "$block" | awk '{ print $2 }' | tr '\n' ' '))" \
-	sh -c "echo '$block' | awk '{ print \$2 }' | tr '\n' ' ' | grep -qx '\\[success=2 \\[success=1 requisite '"
+check "... behind four jumps for root and group sudo, user and caller ($(echo "$block" | awk '{ print $2 }' | tr '\n' ' '))" \
+	sh -c "echo '$block' | awk '{ print \$2 }' | tr '\n' ' ' | grep -qx '\\[success=4 \\[success=3 \\[success=2 \\[success=1 \\[success=ok '"
 check "... but not to common-session-noninteractive (cron stays unqueued)" \
 	sh -c "! grep -q pam_flowslot '$root/etc/pam.d/common-session-noninteractive'"
 # After the primary block (pam_permit/pam_deny), the additional modules in priority order.
-order=$(grep -oE '^session[[:space:]]+[a-z]+[[:space:]]+pam_(flowslot|unix|systemd|mkhomedir)' \
-	"$root/etc/pam.d/common-session" | awk '{ print $3 }' | tr '\n' ' ')
+order=$(grep -oE '^session[[:space:]]+([a-z]+|\[[^]]*\])[[:space:]]+pam_(flowslot|unix|systemd|mkhomedir)' \
+	"$root/etc/pam.d/common-session" | awk '{ print $NF }' | tr '\n' ' ')
 check "... ahead of the other session modules ($order)" \
 	sh -c "echo '$order' | grep -q '^pam_flowslot '"
 check "... and nowhere else" \

@@ -118,7 +118,7 @@ modes=$(find "$dest" -type f ! -path '*/sbin/*' -printf '%m\n' | sort -u | tr '\
 check "make install: every other file mode 0644 ($modes)" [ "$modes" = "644 " ]
 check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 12 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 15 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 

@@ -23,7 +23,9 @@ service restart "auth required @M url=unix://$TMP/m.sock interval=1s countdown=0
 rm -f "$TMP/stamps"
 logins a restart 3 &
 inflight=$!
-sleep 0.5
+# Restarted once two of them wait in the queue (the first goes in at once).
+queued_n() { [ "$(cat "$TMP"/a0?.err 2> /dev/null | grep -c 'queued: ')" -ge "$1" ]; }
+wait_for 20 queued_n 2
 stop_redis m
 start_redis m || exit 1
 wait "$inflight"
@@ -35,7 +37,14 @@ login b2 restart carol
 gap=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } NR == 2 { printf "%d", ($1 - a) / 1e6 }')
 check "restart: the next login gets in through EVAL, at once" \
 	sh -c "[ $(rc_of b1) = 0 ] && ! grep -q queued: '$TMP/b1.err' && [ $(redis_err b1) = 0 ]"
-check "restart: the stagger resumes one interval later (${gap} ms)" in_range "$gap" 900 1500
+# b2 came after b1 went in: it waits for b1's slot and nothing else (position 1, at most an
+# interval), or goes in at once if it came an interval later; its stamp is at least about an
+# interval after b1's (a stamp may be late by a little, never early by much).
+b2_queue=$(grep -o 'queued: .*' "$TMP/b2.err")
+check "restart: the stagger resumes one interval later (${gap} ms; ${b2_queue:-b2 not queued})" \
+	sh -c "[ $(rc_of b2) = 0 ] && [ ${gap:-0} -ge 800 ] && { [ -z '$b2_queue' ] ||
+		echo '$b2_queue' | awk '{ for (i = 1; i <= NF; i++) { split(\$i, kv, \"=\"); v[kv[1]] = kv[2] } }
+			END { exit !(v[\"position\"] == 1 && v[\"wait_ms\"] <= 1000) }'; }"
 
 # Restarted with its data (SHUTDOWN SAVE, the same dump, down 1.5 s) across one renewal of a
 # waiter: the waiter keeps renewing, goes in through the schedule (never blind, so its slot is
@@ -50,7 +59,8 @@ waiter=$!
 wait_for 5 grep -q 'queued: ' "$TMP/v1.err"
 sleep 1
 rcli sv shutdown save > /dev/null 2>&1
-sleep 1.5
+# Down until a renewal has failed (the first comes 2 s after the reservation), then back.
+wait_for 5 grep -q 'cannot be renewed' "$TMP/v1.err"
 start_redis sv --save 3600 1 || exit 1
 wait "$waiter"
 login v2 saved v2

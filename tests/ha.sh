@@ -92,8 +92,9 @@ all_ge() {
 exists() { redis-cli -p "$1" exists "$2" 2> /dev/null; }
 errors() { grep -h 'SYSLOG([0-4])' "$@" | sed 's/.*SYSLOG([0-4]): //' | head -1; }
 
-# 1. Four logins 150 ms apart through the three sentinels: the master decides, one interval
-# apart, in the order they came.
+# 1. Four logins through the three sentinels, each started once the one before has its
+# decision (so the order they came is the order the master saw them, whatever the load): the
+# master decides, one interval apart, in the order they came.
 sent=redis-sentinel://$SENTINELS/fsm
 common="timeout=300ms countdown=0 debug"
 service s "$ARRIVE" "auth required @M url=$sent key=ha1 interval=500ms state_dir=$TMP/st1 $common" \
@@ -103,7 +104,7 @@ lpids=""
 for i in 1 2 3 4; do
 	login "a$i" s "a$i" &
 	lpids="$lpids $!"
-	sleep 0.15
+	wait_for 20 grep -q 'via=' "$TMP/a$i.err"
 done
 # The schedule lives until the last slot (PX): look while the last logins still wait.
 on_master=0
@@ -127,7 +128,7 @@ t0=$(now_ms)
 login d1 dead alice
 took=$(($(now_ms) - t0))
 check "a first sentinel that is down is skipped: decided by the master in ${took} ms" \
-	eval 'by "$MPORT" d1 && [ "$took" -lt 2000 ]'
+	eval 'by "$MPORT" d1 && [ "$took" -lt 4000 ]'
 check "... the schedule is on the master" [ "$(exists "$MPORT" ha2)" = 1 ]
 
 # A master the sentinels do not monitor: the fallback decides, and the log says why.
@@ -191,7 +192,7 @@ login y2 sync bob
 took=$(($(now_ms) - t0))
 kill -CONT "$rpid"
 check "the replica stopped: still admitted by the master, after ${took} ms (timeout 1 s)" \
-	eval 'by "$MPORT" y2 && [ "$took" -ge 500 ] && [ "$took" -lt 2500 ]'
+	eval 'by "$MPORT" y2 && [ "$took" -ge 500 ] && [ "$took" -lt 5000 ]'
 check "... with a warning ($(errors "$TMP/y2.err"))" grep -Eq 'SYSLOG\([0-4]\).*sync_replicas' "$TMP/y2.err"
 if ! wait_for 30 ready; then
 	echo "Bail out! the sentinels did not see the replica healthy again within 30 s"
@@ -316,11 +317,12 @@ check "... logins queued on the new master ($(awk -v p="$RPORT" '$4 == p && $6 >
 	[ "$(awk -v p="$RPORT" '$4 == p && $6 > 0' "$TMP/table" | wc -l)" -ge 2 ]
 
 # (d) Across a switch the two schedules are independent: at most two logins per interval,
-# for at most max_wait. So no three admissions within 400 ms (an interval, less jitter).
+# for at most max_wait. So no three admissions within 250 ms (half an interval: a stamp may be
+# late by what a loaded machine adds; a third schedule would put three together).
 three=$(sort -n "$TMP/stamps" | awk '{ t[NR] = $1 } NR > 2 && (m == "" || t[NR] - t[NR - 2] < m) { m = t[NR] - t[NR - 2] } END { printf "%d", m / 1e6 }')
 closest=$(sort -n "$TMP/stamps" | awk 'NR > 1 && (m == "" || $1 - p < m) { m = $1 - p } { p = $1 } END { printf "%d", m / 1e6 }')
 echo "# smallest gap between two admissions: ${closest} ms; smallest span of three: ${three} ms"
-check "at most two admissions in any 400 ms across the switches (three span >= ${three} ms)" \
-	[ "$three" -ge 400 ]
+check "at most two admissions in any 250 ms across the switches (three span >= ${three} ms)" \
+	[ "$three" -ge 250 ]
 
 finish

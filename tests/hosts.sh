@@ -10,10 +10,11 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-N=8        # logins per round
-T=400      # interval, ms
-STEP=0.1   # between the starts of a round's logins: arrival order is defined
-FCFS_MS=50 # logins that arrived this far apart must pass in that order
+N=8       # logins per round
+T=600     # interval, ms: a pass's stamp may be late by what a loaded machine adds
+FCFS_MS=0 # logins that arrived this far apart must pass in that order: each login of a
+          # round starts once the one before has its decision (wait_decided), so their
+          # arrival order is their order at the schedule, whatever the machine's load
 permit="auth required @P/pam_permit.so"
 
 # users_re PREFIX...: a regex for the users (= login names) that start with one of them.
@@ -163,10 +164,12 @@ else
 		esac
 		lpids="$lpids $!"
 		names="$names k$i"
-		sleep "$STEP"
+		wait_decided "k$i"
 	done
 	# All decided, the last still waiting for its slot: the schedule is N intervals past
-	# the first login, so between 1 and N intervals ahead of the server's TIME now.
+	# the first login, so ahead of the server's TIME now by at most N intervals (and by more
+	# than nothing however long the starts took: the last waits for its slot). A schedule on
+	# a skewed host's clock would be minutes off.
 	wait_decided $names
 	reply=$(printf 'ZRANGEBYSCORE skew 0 0\nZCOUNT skew 1 (1e16\nPTTL skew\nTIME\n' |
 		redis-cli -p "$port" | sed 's/^s:\([0-9]*\):\([0-9]*\).*$/\1 \2/' | tr '\n' ' ')
@@ -184,8 +187,8 @@ else
 	g=$(gaps k)
 	check "... passes at least $((T / 2)) ms apart (${g}ms)" [ "$(min_of $g)" -ge $((T / 2)) ]
 	check "... in the order they arrived (${FCFS_MS} ms apart or more)" fcfs k
-	check "... the schedule is 1 to $N intervals past the server's TIME (${ahead_ms} ms)" \
-		in_range "$ahead_ms" "$T" $((N * T))
+	check "... the schedule is up to $N intervals past the server's TIME (${ahead_ms} ms)" \
+		in_range "$ahead_ms" 0 $((N * T))
 	# The key lives as long as its schedule, its last waiter's lease (5 s), or the slot after
 	# its last waiter (whose lease running out at its slot counts as an admission), whichever
 	# ends later, and no longer.
@@ -247,8 +250,9 @@ ns_login() {
 	fi
 }
 
-# hosts_round TAG HOSTS...: one login per HOSTS word (A or B), started STEP apart, named
-# TAG + host + number (e.g. "xa3", on host A); waits for all. Sets $names_a and $names_b.
+# hosts_round TAG HOSTS...: one login per HOSTS word (A or B), each started once the one
+# before has its decision, named TAG + host + number (e.g. "xa3", on host A); waits for all.
+# Sets $names_a and $names_b.
 hosts_round() {
 	tag=$1
 	shift
@@ -264,7 +268,7 @@ hosts_round() {
 		esac
 		ns_login "$ns" "$n" "$svc" "$n" &
 		lpids="$lpids $!"
-		sleep "$STEP"
+		wait_decided "$n"
 	done
 	wait $lpids
 }
@@ -327,8 +331,8 @@ else
 	check "(b') ... by B's local slot" all_via local $names_b
 	check "(b') ... after the timeout, each saying so" all_grep "redis $ADDR_A:$RPORT: .*timed out" $names_b
 	d=$(for n in $names_b; do decided_ms "$n"; done | tr '\n' ' ')
-	check "(b') ... each decided in 300 ms to 2 s (${d}ms)" \
-		sh -c "[ $(min_of $d) -ge 250 ] && [ $(printf '%s\n' $d | sort -n | tail -1) -lt 2000 ]"
+	check "(b') ... each decided in 300 ms to 3 s (${d}ms)" \
+		sh -c "[ $(min_of $d) -ge 250 ] && [ $(printf '%s\n' $d | sort -n | tail -1) -lt 3000 ]"
 	g=$(gaps zb)
 	check "(b') ... staggered among themselves (${g}ms)" [ "$(min_of $g)" -ge $((T / 2)) ]
 

@@ -7,11 +7,12 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 if [ -n "$VG" ]; then
-	# valgrind is slow: fewer logins, a wider interval, and more time from a login's arrival
-	# stamp to its reservation, so only arrivals further apart must keep their order.
-	N=6 T_MS=1500 FCFS_MS=1000 B_MS=3000
+	# valgrind is slow: fewer logins, a wider interval.
+	N=6 T_MS=1500 B_MS=3000
 else
-	N=20 T_MS=200 FCFS_MS=50 B_MS=1000
+	# An interval wide enough that what a loaded machine adds between the gate and a login's
+	# stamp (pam_exec: a fork and an exec) does not reorder two stamps.
+	N=20 T_MS=500 B_MS=2000
 fi
 
 start_redis r || exit 1
@@ -39,6 +40,29 @@ span_ms() {
 	sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }'
 }
 
+# in_turn PREFIX SERVICE N [OPERATION]: N logins (users PREFIX01..) started at once, each held
+# before the gate by $TURN (its stack's first line) until the one before has logged its
+# decision (the gate has debug): their places follow their order whatever the load, and no
+# login's start-up (seconds under valgrind) lies between two reservations. Waits for all.
+printf '%s\n' 'while [ ! -e "$1/$PAM_USER" ]; do sleep 0.01; done' > "$TMP/turn.sh"
+mkdir "$TMP/turns"
+TURN="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TMP/turn.sh $TMP/turns"
+in_turn() {
+	local pids="" i u
+	rm -f "$TMP/turns/$1"*
+	for i in $(seq -f '%02g' 1 "$3"); do
+		u=$1$i
+		login "$u" "$2" "$u" "${4:-authenticate}" &
+		pids="$pids $!"
+	done
+	for i in $(seq -f '%02g' 1 "$3"); do
+		u=$1$i
+		touch "$TMP/turns/$u"
+		wait_for 60 grep -Eq '(admitted|queued|refused): ' "$TMP/$u.err"
+	done
+	wait $pids
+}
+
 all_rc() {
 	want=$1 prefix=$2 n=$3
 	for i in $(seq -f '%02g' 1 "$n"); do
@@ -46,28 +70,27 @@ all_rc() {
 	done
 }
 
-# fcfs MS: for every two logins that arrived more than MS apart, the first was admitted first.
+# fcfs PREFIX: the logins went in in the order of their places: the position each was given
+# when it reserved (its "queued:" line; none for the one admitted at once) is the
+# order of their stamps. Which of two simultaneous logins reaches the schedule first is nobody's
+# promise; that the first to reserve goes in first is the module's. (Position counts the logins
+# still ahead: the one admitted at once is 0 here, the next is 1.)
 fcfs() {
-	join -j 2 <(sort -k2 "$TMP/arrivals") <(sort -k2 "$TMP/stamps") |
-		awk -v ms="$1" '{ user[NR] = $1; arr[NR] = $2; adm[NR] = $3 }
-		END {
-			for (i = 1; i <= NR; i++)
-				for (j = 1; j <= NR; j++)
-					if ((arr[j] - arr[i]) / 1e6 > ms && adm[j] <= adm[i]) {
-						printf "%s arrived %d ms after %s, admitted first\n", user[j],
-							(arr[j] - arr[i]) / 1e6, user[i]
-						bad = 1
-					}
-			exit bad || NR == 0
-		}' >&2
+	for f in "$TMP/$1"??.err; do
+		u=$(basename "$f" .err)
+		pos=$(sed -n 's/.*queued: .* position=\([0-9]*\) .*/\1/p' "$f" | head -1)
+		echo "$u ${pos:-0}"
+	done | sort > "$TMP/positions"
+	join <(sort "$TMP/positions") <(awk '{ print $2, $1 }' "$TMP/stamps" | sort) |
+		sort -k3n | awk '{ seen = seen sprintf("%s:%s ", $1, $2); if ($2 != NR - 1) bad = 1 }
+			END { if (bad) print "admitted in this order (login:position): " seen; exit bad || NR == 0 }' >&2
 }
 
 for backend in redis local; do
 	# 1. N logins at once are admitted in order, at distinct slots one interval apart.
 	rm -f "$TMP/stamps"
 	fresh $backend
-	rm -f "$TMP/arrivals"
-	service stagger "$ARRIVE" "auth required @M $url interval=${T_MS}ms countdown=0" \
+	service stagger "auth required @M $url interval=${T_MS}ms countdown=0" \
 		"$STAMP" "auth required @P/pam_permit.so"
 	logins s stagger "$N"
 	check "$backend: $N concurrent logins all admitted" all_rc 0 s "$N"
@@ -75,11 +98,8 @@ for backend in redis local; do
 	span=$(span_ms)
 	check "$backend: first to last admission spans >= 0.9*$((N - 1)) intervals (${span} ms)" \
 		[ "$span" -ge $((T_MS * (N - 1) * 9 / 10)) ]
-	# First come, first served: a login that reached the gate FCFS_MS before another is
-	# admitted before it. (Closer arrivals may reach Redis in either order.)
-	spread=$(sort -n "$TMP/arrivals" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }')
-	check "$backend: first come, first served (arrivals ${FCFS_MS} ms apart keep their order; spread ${spread} ms)" \
-		fcfs "$FCFS_MS"
+	check "$backend: first come, first served: admitted in the order of the places they were given" \
+		fcfs s
 
 	# 2. burst=3 lets three start together; the fourth waits an interval. Only three may start
 	# within any one interval, so the fourth starts at least an interval after the first,
@@ -94,8 +114,8 @@ for backend in redis local; do
 	gap4=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } NR == 4 { printf "%d", ($1 - a) / 1e6 }')
 	check "$backend: burst=3: three start within half an interval of ${B_MS} ms (${first3} ms)" \
 		[ "$first3" -lt $((B_MS / 2)) ]
-	check "$backend: burst=3: the fourth waits an interval after the first (${gap4} ms)" \
-		[ "$gap4" -ge $((B_MS * 9 / 10)) ]
+	check "$backend: burst=3: the fourth waits about an interval after the first (${gap4} ms)" \
+		[ "$gap4" -ge $((B_MS * 3 / 4)) ]
 
 	# 3. max_wait refuses at once and reserves nothing.
 	fresh $backend
@@ -122,46 +142,48 @@ for backend in redis local; do
 
 	# 5. Stacked sufficient before pam_deny, the gate still vouches for no one.
 	fresh $backend
-	service suff "auth sufficient @M $url interval=2s" "auth requisite @P/pam_deny.so"
-	logins f suff 2
+	service suff "$TURN" "auth sufficient @M $url interval=2s debug" "auth requisite @P/pam_deny.so"
+	in_turn f suff 2
 	check "$backend: sufficient + pam_deny denies an admitted login" \
 		[ "$(rc_of f01)$(rc_of f02)" = 11 ]
 	check "$backend: ... even after a wait in the queue" grep -q 'queued:' "$TMP"/f0?.err
 
-	# 6. PAM_SILENT prints nothing; quiet prints nothing but a refusal. Of three logins at
-	# once, one goes straight in, one waits 2 s, and the third, at 4 s, is refused.
+	# 6. PAM_SILENT prints nothing; quiet prints nothing but a refusal. Of three logins in
+	# turn, one goes straight in, one waits 2 s, and the third, at 4 s, is refused.
 	fresh $backend
-	service silent "auth required @M $url interval=2s countdown=500ms max_wait=3s" \
+	service silent "$TURN" "auth required @M $url interval=2s countdown=500ms max_wait=3s debug" \
 		"auth required @P/pam_permit.so"
-	logins q silent 3 'authenticate(PAM_SILENT)'
+	in_turn q silent 3 'authenticate(PAM_SILENT)'
 	check "$backend: PAM_SILENT: one queued, one refused" \
 		sh -c "grep -q queued: '$TMP'/q0?.err && [ \$(cat '$TMP'/q0?.rc | sort | tr -d '\n') = 001 ]"
 	check "$backend: PAM_SILENT: no login printed a message" \
 		sh -c "! grep -Eq 'Login queue|Too many' '$TMP'/q0?.out '$TMP'/q0?.err"
 	fresh $backend
-	service quiet "auth required @M $url interval=2s max_wait=3s quiet" \
+	service quiet "$TURN" "auth required @M $url interval=2s max_wait=3s quiet debug" \
 		"auth required @P/pam_permit.so"
-	logins k quiet 3
+	in_turn k quiet 3
 	check "$backend: quiet: no countdown" sh -c "! grep -q 'Login queue' '$TMP'/k0?.out"
 	check "$backend: quiet: a refusal is still shown" grep -q 'Too many logins' "$TMP"/k0?.err
 
-	# 7. The countdown: first line, steps, last line, in order.
+	# 7. The countdown: first line, steps, last line, in order. Three logins in turn (so their
+	# places are 0, 1 and 2 whatever the load):
+	# the first goes in at once and is told nothing; the second is told it is next, and its
+	# turn; the third that it is number 2, at least one step, and its turn. How many steps each
+	# sees depends on the time each one's reservation took: any number, in order.
 	fresh $backend
-	service count "auth required @M $url interval=1s countdown=1s" \
+	service count "$TURN" "auth required @M $url interval=2s countdown=2s debug" \
 		"auth required @P/pam_permit.so"
-	logins c count 3
-	# Who gets which place depends on who reaches the schedule first, and the times shown on
-	# how far apart they arrived: compare each login's lines, times blurred.
-	for f in "$TMP"/c0?.out; do
-		grep -o 'Login queue.*' "$f" | sed -E 's/[0-9.]+ s/N s/' | tr '\n' '|'
-		echo
-	done | sort > "$TMP/lines"
-	printf '%s\n' "" \
-		"Login queue: you are next; your turn in about N s.|Login queue: your turn now.|" \
-		"Login queue: you are number 2; your turn in about N s.|Login queue: about N s to go.|Login queue: your turn now.|" |
-		sort > "$TMP/want"
-	check "$backend: countdown: none, first+turn, first+step+turn, in order" \
-		diff "$TMP/want" "$TMP/lines"
+	in_turn c count 3
+	blur() { grep -o 'Login queue.*' "$TMP/$1.out" | sed -E 's/[0-9.]+ s/N s/' | tr '\n' '|'; }
+	# A step: the time left, or a new place once the one ahead went in.
+	step='(Login queue: about N s to go\.\||Login queue: you are now next; your turn in about N s\.\|)'
+	# The turn is told only when it comes 2 s or more after the line before (lines are at
+	# least 2 s apart, and a login is never held back for one).
+	turn='(Login queue: your turn now\.\|)?'
+	check "$backend: countdown: none, first+turn, first+step+turn, in order ($(blur c01) / $(blur c02) / $(blur c03))" \
+		sh -c "[ -z '$(blur c01)' ] &&
+			echo '$(blur c02)' | grep -Eqx 'Login queue: you are next; your turn in about N s\.\|$step*$turn' &&
+			echo '$(blur c03)' | grep -Eqx 'Login queue: you are number 2; your turn in about N s\.\|$step+$turn'"
 done
 
 # 4. Redis unusable: each fallback does what it says, within the timeout.
@@ -180,8 +202,10 @@ for how in stopped frozen; do
 		t0=$(now_ms)
 		login "fb$how$fb" "fb$fb" alice
 		took=$(($(now_ms) - t0))
-		slack=900
-		[ -n "$VG" ] && slack=4000
+		# Slack for starting pamtester on a loaded machine: what is checked is that a dead
+		# or frozen server costs about the timeout, not a hang nor a timeout per step.
+		slack=2000
+		[ -n "$VG" ] && slack=8000
 		check "Redis $how, fallback=$fb: decided within timeout+slack (${took} ms)" \
 			[ "$took" -lt $((300 + slack)) ]
 		case $fb in
@@ -262,8 +286,10 @@ if [ -n "$FAKE" ]; then
 	server_us=$(rcli r time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 	check "a host 30 days behind: both logins admitted, the second queued" \
 		sh -c "[ $(rc_of s1)$(rc_of s2) = 00 ] && grep -q 'queued:.*user=s2' '$TMP/s2.err'"
+	# The next slot is at most an interval ahead of the server's TIME, or passed a moment ago
+	# if the second login was slow to exit; the host's clock would put it 30 days behind.
 	check "... on the server's clock (schedule $(((tat - server_us) / 1000)) ms past its TIME)" \
-		in_range $((tat - server_us)) 0 2000000
+		in_range $((tat - server_us)) -5000000 2000000
 else
 	not_ok "faketime is missing: cannot show that a host's clock does not matter"
 fi

@@ -136,6 +136,15 @@ waiting() { rcli "$1" zcount "$2" 1 '(1e16'; }
 ghosts() { rcli "$1" zcount "$2" 2e16 +inf; }
 has_place() { rcli "$1" zrangebyscore "$2" 1 '(1e16' | grep -q "^w:$3:"; }
 has_ghost() { rcli "$1" zrangebyscore "$2" 2e16 +inf | grep -q "^g:$3:"; }
+# live SERVER KEY: the places whose lease still runs on the server's clock, as the script and
+# flowslotctl status count them; a place whose login died stays in waiting until the next call
+# drops it, but leaves live when its lease (SLOT_LEASE_US, 5 s) ends.
+live() {
+	# shellcheck disable=SC2016 # Lua
+	rcli "$1" eval 'local t = redis.call("TIME")
+		local now = string.format("%.0f", 1e16 + tonumber(t[1]) * 1000000 + tonumber(t[2]))
+		return redis.call("ZCOUNT", KEYS[1], "(" .. now, "(2e16")' 1 "$2"
+}
 
 rcli() {
 	name=$1
@@ -269,5 +278,5 @@ in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
 # the tests: the module by its path, on URL, with OPTIONS added to its line.
 example() {
 	grep -v '^#' "$TOP/etc/pam.d/$1" | grep . |
-		sed "s|pam_flowslot.so url=[^ ]*|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
 }

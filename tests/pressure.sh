@@ -86,8 +86,8 @@ rate cpu 5
 t_fall=$(now_ms)
 bg_wait
 in_ms=$(($(stamp_ms b1) - t_fall))
-check "pressure fell: in ${in_ms} ms after (within about a second; bound 2500 ms)" \
-	sh -c "[ $(rc_of b1) = 0 ] && [ $in_ms -ge 0 ] && [ $in_ms -le 2500 ]"
+check "pressure fell: in ${in_ms} ms after (within about a second; bound 5000 ms on a loaded machine)" \
+	sh -c "[ $(rc_of b1) = 0 ] && [ $in_ms -ge 0 ] && [ $in_ms -le 5000 ]"
 check "... its log line names the resource and the time held" \
 	grep -Eq 'held: .*user=b1 .*pressure=cpu pressure_ms=[0-9]{4,}' "$TMP/b1.err"
 check "... and the line is empty again" held_in p2 0
@@ -114,8 +114,10 @@ bg_wait
 order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
 check "released in arrival order ($order)" [ "$all_held$order" = "1c1 c2 c3 c4 " ]
 gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - p) / 1e6 } { p = $1 }')
-check "... at least interval (1 s) apart: gaps $gaps ms" \
-	sh -c "[ $all_held = 1 ] && for g in $gaps; do [ \$g -ge 950 ] || exit 1; done"
+# The line releases them an interval apart; each stamp (pam_exec after the gate) may be late
+# by what a loaded machine adds, so a gap is checked for most of an interval.
+check "... about interval (1 s) apart: gaps $gaps ms" \
+	sh -c "[ $all_held = 1 ] && for g in $gaps; do [ \$g -ge 700 ] || exit 1; done"
 
 # 3b. A login that meets no pressure right after a release from the line waits out the rest
 # of interval since that release, and goes in (not a crash: the line's slot then lies ahead).
@@ -166,7 +168,10 @@ check "... the malformed one warned about once" \
 check "... the missing one warned about once" \
 	[ "$(grep -c 'pressure: .*/bad/memory missing' "$TMP/e1.err")" = 1 ]
 
-# 6. A held login that dies leaves the line: the one behind it is not stuck.
+# 6. A held login that dies leaves the line: the one behind it is not stuck. The line is a
+# per-host file, which drops a waiter whose process is gone at the next call, without waiting
+# for its lease: f3, joining the line right after f1 was killed and reaped, while pressure is
+# still high, finds f2 alone in it. Then pressure falls, and f2 and f3 go in, in their order.
 gate p7 "interval=1s countdown=0 pressure=cpu:40 pressure_dir=$PSI"
 rm -f "$TMP/stamps"
 rate cpu 90
@@ -174,16 +179,29 @@ sleep 2.5
 login f1 p7 f1 2> /dev/null &
 f1_sub=$!
 wait_for 10 held_in p7 1
+f1_pid=$(pgrep -P "$f1_sub" | head -1)
 bg_login f2 p7
 wait_for 10 held_in p7 2
-kill -KILL "$(pgrep -P "$f1_sub" | head -1)" 2> /dev/null
+kill -KILL "$f1_pid" 2> /dev/null
 wait "$f1_sub" 2> /dev/null
+login f3 p7 f3 2> /dev/null &
+f3_sub=$!
+BG="$BG $f3_sub"
+in_line() { [ -n "$1" ] && grep '^w ' "$TMP/st/hold.p7" 2> /dev/null | grep -qw -- "$1"; }
+wait_for 10 pgrep -P "$f3_sub" > /dev/null
+f3_pid=$(pgrep -P "$f3_sub" | head -1)
+wait_for 10 in_line "$f3_pid"
+dead_in=0 n_in=$(grep -c '^w ' "$TMP/st/hold.p7" 2> /dev/null)
+in_line "$f1_pid" && dead_in=1
+check "a held login killed: the next to join the line drops it at once ($n_in in the line, the dead one $dead_in)" \
+	sh -c "[ $dead_in = 0 ] && [ $n_in = 2 ]"
 rate cpu 0
 t_fall=$(now_ms)
 bg_wait
 f2_ms=$(($(stamp_ms f2) - t_fall))
-check "a held login killed: the one behind it goes in when pressure falls (${f2_ms} ms after), not after the dead one's lease" \
-	sh -c "[ $(rc_of f2) = 0 ] && [ $f2_ms -ge 0 ] && [ $f2_ms -le 2500 ]"
+order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
+check "... and when pressure falls, the ones behind it go in, in order ($order; f2 ${f2_ms} ms after)" \
+	sh -c "[ $(rc_of f2)$(rc_of f3) = 00 ] && [ '$order' = 'f2 f3 ' ] && [ $f2_ms -ge 0 ] && [ $f2_ms -le 5000 ]"
 check "... and the line is empty" held_in p7 0
 
 # 7. The real /proc/pressure: busy loops make cpu pressure; a login waits them out.

@@ -34,7 +34,9 @@ login_ops p1 phases alice authenticate acct_mgmt open_session
 took=$(($(now_ms) - t0))
 check "auth, account, session on one handle: all pass ($(rc_of p1))" [ "$(rc_of p1)" = 0 ]
 check "... with one decision, not three ($(decisions p1))" [ "$(decisions p1)" = 1 ]
-check "... and no wait on an empty schedule (${took} ms, under 2.5 s)" [ "$took" -lt 2500 ]
+# Generous for a loaded machine, and still short of the two waits of 3 s the later phases
+# used to add (one decision, checked above, is the exact form of this).
+check "... and no wait on an empty schedule (${took} ms, under 5 s)" [ "$took" -lt 5000 ]
 check "... the later phases say why they let it through" \
 	sh -c "[ \$(grep -c 'admitted already in auth' '$TMP/p1.err') = 2 ]"
 # login(1) calls pam_authenticate again on the same handle after a wrong password.
@@ -85,7 +87,8 @@ faillock_stack() {
 		"auth required @P/pam_deny.so"
 }
 mkdir -m 0700 "$TMP/faillock"
-shipped=$(grep -oE '^auth[[:space:]]+[a-z]+[[:space:]]+pam_flowslot' "$TOP/etc/pam.d/login-flowslot" | awk '{ print $2 }')
+# The control field as shipped: a word, or a bracket of value=action pairs.
+shipped=$(sed -nE 's/^auth[[:space:]]+(\[[^]]*\]|[a-z]+)[[:space:]]+pam_flowslot.*/\1/p' "$TOP/etc/pam.d/login-flowslot")
 faillock_stack flship "$shipped"
 faillock_stack flreq required
 # pam_faillock records only users that exist: nobody and daemon do on Debian.
@@ -131,9 +134,12 @@ service pwwait "auth requisite @M url=redis://127.0.0.1:$pport password_file=$TM
 login pw0 pwwait alice
 login pw1 pwwait bob &
 waiter=$!
-wait_for 5 grep -q 'queued: ' "$TMP/pw1.err"
-sleep 0.3
+wait_for 20 grep -q 'queued: ' "$TMP/pw1.err"
 pam_pid=$(pgrep -P "$waiter" | head -1)
+# Scanned once it waits (in ppoll or clock_nanosleep), past the reservation's exchange, not at
+# a guessed 0.3 s after its queued line.
+sleeping() { case $(cut -d' ' -f1 "/proc/$1/syscall" 2> /dev/null) in 230 | 271) ;; *) false ;; esac; }
+wait_for 10 sleeping "$pam_pid"
 # The waiting pamtester is the subshell's child (the private /tmp execs through to it).
 python3 "$TOP/tests/memscan.py" "$pam_pid" 'Sekr1t-Fl0wslot-pw' 2> "$TMP/memscan.err"
 scan=$?

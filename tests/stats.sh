@@ -146,14 +146,15 @@ check "... counted unavailable under dry_run=\"yes\"" \
 # 5. A dry_run login on a schedule where real logins wait: it cannot take a fixed slot behind
 # them, and gives back the place it was given, rather than stand ahead of later real logins
 # until its lease ran out. (On Redis: the per-host file drops a place whose process is gone.)
-service shr "auth requisite @M $R state_dir=$TMP/st-shr key=shr interval=6s countdown=0" "$PERMIT"
-service shrdry "auth requisite @M $R state_dir=$TMP/st-shr key=shr interval=6s dry_run" "$PERMIT"
+# A 10 s interval: sh2 holds its place (until 2 s before its slot) while sh3 and status run.
+service shr "auth requisite @M $R state_dir=$TMP/st-shr key=shr interval=10s countdown=0" "$PERMIT"
+service shrdry "auth requisite @M $R state_dir=$TMP/st-shr key=shr interval=10s dry_run" "$PERMIT"
 login sh1 shr a
 login sh2 shr b &
 sh2pid=$!
 wait_for 10 grep -q 'queued: ' "$TMP/sh2.err"
 login sh3 shrdry c
-"$CTL" "$R" key=shr interval=6s status > "$TMP/shr.status" 2>&1
+"$CTL" "$R" key=shr interval=10s status > "$TMP/shr.status" 2>&1
 check "dry_run behind a real waiter: let in at once, and leaves one waiter, not two ($(grep waiting: "$TMP/shr.status"))" \
 	sh -c "[ $(rc_of sh3) = 0 ] && grep -q '^waiting: *1\$' '$TMP/shr.status'"
 wait $sh2pid

@@ -1,14 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Redis across an untrusted network: Debian 12's hiredis has no TLS, so the module
-# talks to a stunnel4 client on loopback, which carries it over TLS to a redis-server that
-# listens with tls-port only and asks for a client certificate. The tunnels are made from the
+# Redis across an untrusted network. Part one: the stunnel route, kept for servers older
+# than Redis 6: the module talks to a stunnel4 client on loopback, which carries it over TLS
+# to a redis-server that listens with tls-port only and asks for a client certificate. The tunnels are made from the
 # shipped etc/stunnel/flowslot-redis.conf, with a test CA made here by openssl. 1. Logins are
 # staggered through the tunnel, on the TLS server's schedule. 2. The server has no plaintext
 # port, and the module cannot use it without the tunnel. 3. A tunnel that trusts another CA,
 # expects another name, or has no client certificate carries nothing: fallback=closed refuses,
 # with one LOG_ERR line. 4. Between stunnel and Redis (recorded by a socat relay) the password
 # does not appear; the same relay in front of a plaintext Redis shows that it would.
+# Part two: the module's own TLS (rediss://, rediss-sentinel://, rediss-cluster://), against
+# redis-servers with --tls-port: staggered logins; each bad server refused within timeout with
+# one LOG_ERR line naming the cause; tls_verify=ca; client certificates; an ACL user;
+# Sentinel naming its master by IP; a Cluster redirecting; and the wire recorded.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -231,6 +235,278 @@ if on_free_port port plain_redis && relay capplain "$port" && CAPPLAIN=$port &&
 		sh -c "! grep -qaE '$PW|EVALSHA|AUTH' '$TMP/captls.c2s'"
 else
 	not_ok "the capture: the relays or the tunnel did not start"
+fi
+
+# --- Part two: the module's own TLS. ---
+# More certificates: a server named only by an IP address that is not the one we dial
+# (tls_verify=ca's case), one for 127.0.0.1 (the sentinel, and the cluster nodes, whose bus
+# asks each other for a client certificate), the Sentinel
+# master's, and an expired one, issued three days ago for one day.
+ok_pki=1
+issue iponly "10.9.9.9" ca "subjectAltName=IP:10.9.9.9
+extendedKeyUsage=serverAuth" || ok_pki=0
+issue loop "127.0.0.1" ca "subjectAltName=IP:127.0.0.1
+extendedKeyUsage=serverAuth,clientAuth" || ok_pki=0
+issue master master.example.net ca "subjectAltName=DNS:master.example.net
+extendedKeyUsage=serverAuth" || ok_pki=0
+faketime -f -3d bash -c "$(declare -f issue); TMP=$TMP; issue expired redis.example.net ca 'subjectAltName=DNS:redis.example.net
+extendedKeyUsage=serverAuth'" 2> /dev/null && openssl x509 -checkend 0 -noout -in "$TMP/pki/expired.crt" > /dev/null &&
+	ok_pki=0
+chmod 0600 "$TMP"/pki/*.key
+[ "$ok_pki" = 1 ] || { echo "Bail out! openssl could not make the second set of certificates"; exit 1; }
+
+# Under valgrind a handshake takes a second or more: a longer timeout, and bounds to match.
+TO=2
+[ -n "$VG" ] && TO=20
+BOUND_MS=$((TO * 1000 + 2500))
+plain_tcp() { start_redis plaintcp --port "$1"; }
+# native_redis NAME CERT [options...] PORT: a TLS-only server with that certificate.
+native_redis() {
+	local name=$1 cert=$2
+	shift 2
+	local port=${*: -1}
+	start_redis "$name" --tls-port "$port" --tls-cert-file "$TMP/pki/$cert.crt" \
+		--tls-key-file "$TMP/pki/$cert.key" --tls-ca-cert-file "$TMP/pki/ca.crt" \
+		--tls-auth-clients no "${@:1:$#-1}"
+}
+if ! { on_free_port NAT native_redis nat server --requirepass "$PW" &&
+	on_free_port EXPIRED native_redis expired expired &&
+	on_free_port IPONLY native_redis iponly iponly &&
+	on_free_port PLAIN plain_tcp; }; then
+	echo "Bail out! the redis-servers with --tls-port did not start"
+	exit 1
+fi
+nrcli() { rcli nat -a "$PW" --no-auth-warning "$@"; }
+has_schedule() { nrcli zrangebyscore "$1" 0 0 | grep -q '^s:'; }
+CA="tls_ca_file=$TMP/pki/ca.crt"
+NAME="tls_server_name=redis.example.net"
+# native SERVICE URL [OPTIONS]: a service on URL, fallback=closed, timeout $TO.
+native() {
+	service "$1" "auth required @M url=$2 key=nat-$1 timeout=${TO}s countdown=0 fallback=closed ${3:-}" \
+		"$permit"
+}
+# timed NAME SERVICE: one login as alice; its time in $took (ms).
+timed() {
+	local t0
+	t0=$(now_ms)
+	login "$1" "$2" alice
+	took=$(($(now_ms) - t0))
+}
+# refused NAME CAUSE: refused by fallback=closed within the bound, with one LOG_ERR line
+# that names CAUSE.
+refused() {
+	refused_closed "$1" && [ "$took" -le "$BOUND_MS" ] && errs "$1" | grep -qF -- "$2" &&
+		return 0
+	echo "$1: took ${took}ms (bound ${BOUND_MS}), LOG_ERR: $(errs "$1")" >&2
+	return 1
+}
+admitted() {
+	[ "$(rc_of "$1")" = 0 ] && ! errs "$1" > /dev/null && return 0
+	echo "$1: rc $(rc_of "$1")" >&2
+	cat "$TMP/$1.err" >&2
+	return 1
+}
+
+# 5. Three logins at once through rediss:// (the password in password_file=), staggered one
+# interval apart on the server's schedule.
+service nstagger "auth required @M url=rediss://127.0.0.1:$NAT password_file=$TMP/redis.secret $CA $NAME key=nat:%s interval=1s timeout=${TO}s countdown=0 fallback=closed debug" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+logins n nstagger 3
+nat_admitted() {
+	for n in n01 n02 n03; do
+		[ "$(rc_of $n)" = 0 ] && grep -q "redis 127.0.0.1:$NAT: decided" "$TMP/$n.err" &&
+			continue
+		echo "$n: rc $(rc_of $n)" >&2
+		cat "$TMP/$n.err" >&2
+		return 1
+	done
+}
+check "rediss://: 3 logins admitted, each decided by the TLS server" nat_admitted
+gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - prev) / 1e6 } { prev = $1 }')
+min_gap=$(echo "$gaps" | tr ' ' '\n' | grep . | sort -n | head -1)
+check "... staggered at interval=1s (gaps: ${gaps}ms)" [ "${min_gap:-0}" -ge 500 ]
+check "... on the TLS server's schedule, nat:nstagger ($(nrcli zrangebyscore nat:nstagger 0 0 | cut -c1-24))" \
+	has_schedule nat:nstagger
+check "... no LOG_ERR line, no password in the logs" \
+	sh -c "! grep -qE 'SYSLOG\(3\)|$PW' '$TMP'/n0?.err"
+
+# 6. Each bad server: refused within timeout, one LOG_ERR line naming the cause.
+# nbad NAME DESCRIPTION CAUSE URL OPTIONS
+nbad() {
+	native "$1" "$4" "${5:-}"
+	timed "$1" "$1"
+	check "$2: refused in ${took}ms, one LOG_ERR ($(shown "$1"))" refused "$1" "$3"
+}
+nbad wrongca "rediss:// trusting another CA" "certificate verify failed: self-signed certificate in certificate chain" \
+	"rediss://:$PW@127.0.0.1:$NAT" "tls_ca_file=$TMP/pki/other-ca.crt $NAME"
+nbad systemca "rediss:// with the system's trust store only" "certificate verify failed" \
+	"rediss://:$PW@127.0.0.1:$NAT" "$NAME"
+nbad wrongname "rediss:// expecting another name" "certificate verify failed: hostname mismatch" \
+	"rediss://:$PW@127.0.0.1:$NAT" "$CA tls_server_name=other.example.net"
+nbad wildcard "rediss:// expecting a name the certificate has only as a partial wildcard" \
+	"certificate verify failed: hostname mismatch" \
+	"rediss://:$PW@127.0.0.1:$NAT" "$CA tls_server_name=redis.example.net.evil"
+nbad byip "rediss:// to 127.0.0.1 with no tls_server_name: the address checked as an IP" \
+	"certificate verify failed: IP address mismatch" "rediss://:$PW@127.0.0.1:$NAT" "$CA"
+nbad expired "rediss:// to an expired certificate" "certificate verify failed: certificate has expired" \
+	"rediss://127.0.0.1:$EXPIRED" "$CA $NAME"
+nbad plainport "rediss:// to a plaintext Redis" "TLS handshake: timed out: no answer to the TLS hello" \
+	"rediss://:$PW@127.0.0.1:$PLAIN" "$CA $NAME"
+nbad tlsport "redis:// (plaintext) to a TLS port" "without a word (a TLS port? use rediss://)" \
+	"redis://:$PW@127.0.0.1:$NAT"
+# A listener that accepts and says nothing.
+stall_listener() {
+	python3 -c 'import socket,sys,time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+held = []
+while True: held.append(s.accept()[0])' "$1" 2> /dev/null &
+	PIDS="$PIDS $!"
+	wait_for 5 bash -c "exec 3<> /dev/tcp/127.0.0.1/$1" 2> /dev/null
+}
+if on_free_port STALL stall_listener; then
+	nbad stall "rediss:// to a server that stalls the handshake" "TLS handshake: timed out" \
+		"rediss://127.0.0.1:$STALL" "$CA $NAME"
+	check "... and waited out its timeout (${took}ms)" [ "$took" -ge $((TO * 1000 - 100)) ]
+else
+	not_ok "the stalling listener did not start"
+fi
+# flowslotctl check, on the same objects, names the failure too (no conf file: the suite's
+# own, empty).
+: > "$TMP/ctl.conf"
+mkdir -p "$TMP/ctl-state"
+"$TOP/flowslotctl" "conf=$TMP/ctl.conf" "url=rediss://127.0.0.1:$NAT" "$CA" timeout=${TO}s \
+	tls_server_name=other.example.net "state_dir=$TMP/ctl-state" check > "$TMP/ctl.out" 2>&1
+ctl_rc=$?
+check "flowslotctl check names the TLS failure ($(head -1 "$TMP/ctl.out"))" \
+	sh -c "[ $ctl_rc != 0 ] && grep -q 'TLS handshake: certificate verify failed: hostname mismatch' '$TMP/ctl.out'"
+"$TOP/flowslotctl" "conf=$TMP/ctl.conf" "url=rediss://127.0.0.1:$NAT" "$CA" "$NAME" timeout=${TO}s \
+	"password_file=$TMP/redis.secret" "state_dir=$TMP/ctl-state" check > "$TMP/ctl2.out" 2>&1
+check "... and passes on the right name ($(head -1 "$TMP/ctl2.out"))" grep -q '^ok: ' "$TMP/ctl2.out"
+check "nothing reached the schedules of the refused logins" \
+	[ "$(nrcli keys 'nat-*' | grep -c .)" = 0 ]
+native keyperm "rediss://127.0.0.1:$TLS_PORT" "$CA $NAME tls_cert_file=$TMP/pki/client.crt tls_key_file=$TMP/pki/client.key"
+chmod 0644 "$TMP/pki/client.key"
+timed keyperm keyperm
+chmod 0600 "$TMP/pki/client.key"
+check "a client key readable by others: refused, named ($(shown keyperm))" \
+	refused keyperm "tls_key_file: cannot use $TMP/pki/client.key: readable by group or others"
+
+# 7. tls_verify=ca: the chain alone, for a certificate that names only an IP address.
+native iponly "rediss://127.0.0.1:$IPONLY" "$CA"
+timed iponlyname iponly
+check "a certificate naming only 10.9.9.9, by name: refused ($(shown iponlyname))" \
+	refused iponlyname "IP address mismatch"
+native iponlyca "rediss://127.0.0.1:$IPONLY" "$CA tls_verify=ca"
+login iponlyca iponlyca alice
+check "... with tls_verify=ca: admitted, on that server" \
+	sh -c "[ $(rc_of iponlyca) = 0 ] && [ \"\$(redis-cli -s '$TMP/iponly.sock' exists nat-iponlyca)\" = 1 ]"
+native iponlyca2 "rediss://127.0.0.1:$IPONLY" "tls_ca_file=$TMP/pki/other-ca.crt tls_verify=ca"
+timed iponlyca2 iponlyca2
+check "... but tls_verify=ca still checks the chain ($(shown iponlyca2))" refused iponlyca2 \
+	"certificate verify failed"
+
+# 8. A server that requires client certificates (tls-auth-clients yes: the stunnel suite's).
+native ccert "rediss://:$PW@127.0.0.1:$TLS_PORT" "$CA $NAME tls_cert_file=$TMP/pki/client.crt tls_key_file=$TMP/pki/client.key"
+login ccert ccert alice
+check "tls-auth-clients yes, with tls_cert_file and tls_key_file: admitted" admitted ccert
+native nocert "rediss://:$PW@127.0.0.1:$TLS_PORT" "$CA $NAME"
+timed nocert nocert
+check "... without a client certificate: refused ($(shown nocert))" refused nocert "certificate required"
+
+# 9. An ACL user through rediss://: AUTH user pass, the pass in password_file=.
+nrcli acl setuser gate on '>gate-pw' '~nat-*' '+@all' > /dev/null
+printf 'gate-pw\n' > "$TMP/gate.secret"
+chmod 0600 "$TMP/gate.secret"
+native acl "rediss://gate@127.0.0.1:$NAT" "$CA $NAME password_file=$TMP/gate.secret"
+login acl acl alice
+check "an ACL user through rediss://: admitted, key on the server" \
+	sh -c "[ $(rc_of acl) = 0 ] && [ \"\$(redis-cli -s '$TMP/nat.sock' -a '$PW' --no-auth-warning exists nat-acl)\" = 1 ]"
+printf 'wrong-pw\n' > "$TMP/gate.secret"
+timed aclbad acl
+check "... with a wrong password: refused ($(shown aclbad))" refused aclbad "AUTH: WRONGPASS"
+
+# 10. Sentinel over TLS: the sentinel, on 127.0.0.1, checked as that address; the master it
+# names by IP, checked as master.example.net (tls_server_name=).
+tls_sentinel() {
+	cat > "$TMP/sentinel.conf" <<-EOF
+		port 0
+		tls-port $1
+		bind 127.0.0.1
+		dir $TMP
+		tls-cert-file $TMP/pki/loop.crt
+		tls-key-file $TMP/pki/loop.key
+		tls-ca-cert-file $TMP/pki/ca.crt
+		tls-auth-clients no
+		tls-replication yes
+		sentinel monitor nmaster 127.0.0.1 $MASTER 1
+	EOF
+	redis-server "$TMP/sentinel.conf" --sentinel > "$TMP/sentinel.log" 2>&1 &
+	PIDS="$PIDS $!"
+	wait_for 10 sh -c "redis-cli --tls --cacert '$TMP/pki/ca.crt' -h 127.0.0.1 -p $1 sentinel get-master-addr-by-name nmaster 2> /dev/null | grep -q 127.0.0.1"
+}
+if on_free_port MASTER native_redis smaster master && on_free_port SENT tls_sentinel; then
+	native sent "rediss-sentinel://127.0.0.1:$SENT/nmaster" "$CA tls_server_name=master.example.net debug"
+	login sent sent alice
+	check "rediss-sentinel://: admitted by the master the sentinel named by IP" \
+		sh -c "[ $(rc_of sent) = 0 ] && grep -q 'redis 127.0.0.1:$MASTER: decided' '$TMP/sent.err' && [ \"\$(redis-cli -s '$TMP/smaster.sock' exists nat-sent)\" = 1 ]"
+	native sentip "rediss-sentinel://127.0.0.1:$SENT/nmaster" "$CA"
+	timed sentip sentip
+	check "... without tls_server_name, the master checked as 127.0.0.1 is refused ($(shown sentip))" \
+		sh -c "grep -q 'redis 127.0.0.1:$MASTER: TLS handshake: certificate verify failed: IP address mismatch' '$TMP/sentip.err' && [ $(rc_of sentip) = 1 ]"
+	native sentname "rediss-sentinel://127.0.0.1:$SENT/nmaster" "tls_ca_file=$TMP/pki/other-ca.crt tls_server_name=master.example.net"
+	timed sentname sentname
+	check "... a sentinel whose chain fails: named as the sentinel ($(shown sentname))" \
+		sh -c "grep -q 'sentinel 127.0.0.1:$SENT: TLS handshake: certificate verify failed' '$TMP/sentname.err' && [ $(rc_of sentname) = 1 ]"
+else
+	not_ok "Sentinel over TLS: the master or the sentinel did not start ($(tail -3 "$TMP/sentinel.log" 2> /dev/null))"
+fi
+
+# 11. A Cluster over TLS (tls-cluster yes), two masters; the seed MOVEs the login to the other
+# node, named by IP and checked as one.
+cluster_node() {
+	native_redis "$1" loop --cluster-enabled yes --cluster-config-file "$TMP/$1.nodes" \
+		--tls-cluster yes --tls-replication yes "$2"
+}
+clusterok() {
+	for n in cl1 cl2; do
+		rcli "$n" cluster info | grep -q 'cluster_state:ok' || return 1
+	done
+}
+if on_free_port CL1 cluster_node cl1 && on_free_port CL2 cluster_node cl2 &&
+	rcli cl1 cluster addslotsrange 0 8191 > /dev/null && rcli cl2 cluster addslotsrange 8192 16383 > /dev/null &&
+	rcli cl1 cluster meet 127.0.0.1 "$CL2" > /dev/null && wait_for 15 clusterok; then
+	# A service whose key the second node holds: nat-<name> with a slot >= 8192.
+	for cname in c1 c2 c3 c4 c5 c6 c7 c8; do
+		[ "$(rcli cl1 cluster keyslot "nat-$cname")" -ge 8192 ] && break
+	done
+	native "$cname" "rediss-cluster://127.0.0.1:$CL1" "$CA debug"
+	login "$cname" "$cname" alice
+	moved() {
+		[ "$(rc_of "$1"):$(rcli cl2 exists "nat-$1")" = 0:1 ] &&
+			grep -q "redis 127.0.0.1:$CL2: decided after 1 redirects" "$TMP/$1.err"
+	}
+	check "rediss-cluster://: admitted by the node the seed MOVEd it to (nat-$cname)" \
+		moved "$cname"
+else
+	not_ok "Cluster over TLS: the cluster did not form"
+fi
+
+# 12. The wire, recorded by a relay in front of the TLS server, with the script flushed so
+# that the script itself (EVAL) must cross too.
+if relay capnat "$NAT"; then
+	nrcli script flush > /dev/null
+	sha=$(sed -n 's/^#define RSLOT_SCRIPT_SHA1 "\(.*\)"$/\1/p' "$TOP/build/slot_lua.h")
+	native capnat "rediss://127.0.0.1:$port" "password_file=$TMP/redis.secret $CA $NAME"
+	login capnat capnat alice
+	check "through the relay: admitted, after loading the script" \
+		[ "$(rc_of capnat):$(nrcli exists nat-capnat):$(nrcli script exists "$sha")" = 0:1:1 ]
+	check "... the relay saw TLS ($(wc -c < "$TMP/capnat.c2s") bytes, starting $(head -c 2 "$TMP/capnat.c2s" | od -An -tx1 | tr -d ' '))" \
+		[ "$(head -c 2 "$TMP/capnat.c2s" | od -An -tx1 | tr -d ' ')" = 1603 ]
+	check "... and neither the password, AUTH, EVAL nor the script's text in clear" \
+		sh -c "! grep -qaE '$PW|AUTH|EVAL|redis\\.call|reserve' '$TMP/capnat.c2s'"
+else
+	not_ok "the capture of rediss://: the relay did not start"
 fi
 
 finish

@@ -20,9 +20,12 @@ enum countdown_kind {
 };
 typedef void countdown_say_fn(void *arg, enum countdown_kind kind, const char *text);
 
-/* No two lines closer than this (GDM shows each for about 2 s, and piles them up): a move
-   told by countdown_update waits for it. */
+/* No two lines to the conversation closer than this (GDM shows each for about 2 s, and piles
+   them up): a move told by countdown_update, and a step, wait for it. */
 #define COUNTDOWN_GAP_US INT64_C(2000000)
+/* The turn, due this little before the gap is over (the lag of the line before it behind its
+   own mark), is told all the same; any sooner, it goes untold. */
+#define COUNTDOWN_TURN_SLACK_US INT64_C(50000)
 /* A slot that moved later than the one told by more than this is told again. */
 #define COUNTDOWN_LATER_US INT64_C(1000000)
 
@@ -45,7 +48,8 @@ struct countdown {
 	int64_t told_us;	  /* the wait last told in full (first message, or a move up) */
 	int64_t next_mark_us;	  /* the time before the slot of the next step message; 0: none */
 	int64_t told_deadline_us; /* the slot last told in full (CLOCK_MONOTONIC) */
-	int64_t said_us;	  /* when the last line was said; 0: none yet */
+	int64_t said_us;	  /* when the last line was due (said, or its own time if earlier:
+				     the reservation, a step's mark); 0: none yet */
 	enum countdown_move pending; /* a move to tell once COUNTDOWN_GAP_US has passed */
 	int64_t pending_position;
 };
@@ -80,7 +84,12 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us);
    countdown_tick). */
 void countdown_update(struct countdown *c, const struct slot_result *res);
 
-/* Says the turn has come. */
+/* Says the turn has come; to the conversation, only COUNTDOWN_GAP_US (less
+   COUNTDOWN_TURN_SLACK_US) after the line before it, else not at all. Never waits. */
 void countdown_turn(struct countdown *c);
+
+/* Where messages cannot be live (sshd), the one line sent after the wait instead of the
+   countdown: "Login queue: you waited N s (you were number P)." */
+void countdown_summary(pam_handle_t *pamh, int64_t waited_us, int64_t position);
 
 #endif

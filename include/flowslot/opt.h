@@ -32,6 +32,32 @@ enum opt_fallback {
 	OPT_FALLBACK_CLOSED,
 };
 
+/* tls_verify=: what a rediss:// server's certificate must show. There is no mode that checks
+   nothing. */
+enum opt_tls_verify {
+	OPT_TLS_VERIFY_NAME, /* the chain, and the name */
+	OPT_TLS_VERIFY_CA,   /* the chain alone */
+};
+
+/* The tls_* options (src/tls.c), for the rediss schemes. */
+struct opt_tls {
+	char ca_file[OPT_DIR_MAX + 1]; /* both empty: the system's trust store */
+	char ca_dir[OPT_DIR_MAX + 1];
+	char cert_file[OPT_DIR_MAX + 1]; /* empty: no client certificate */
+	char key_file[OPT_DIR_MAX + 1];
+	char server_name[URL_HOST_MAX + 1]; /* empty: each node's host */
+	enum opt_tls_verify verify;
+	bool set; /* any tls_* option was given */
+};
+
+/* What the waiting user is told: the live countdown, one line after the wait, or whichever
+   fits the login (summary under sshd, whose messages never reach the client live). */
+enum opt_messages {
+	OPT_MESSAGES_AUTO,
+	OPT_MESSAGES_LIVE,
+	OPT_MESSAGES_SUMMARY,
+};
+
 /* The pressure hold (src/hold.c). */
 struct opt_pressure {
 	int64_t limit_ppm[PRESSURE_RES_N]; /* 0: not watched; all 0: no hold */
@@ -45,6 +71,7 @@ struct opt {
 	struct slot_params slot;
 	int64_t timeout_us;
 	int64_t countdown_us; /* 0: no countdown */
+	enum opt_messages messages;
 	enum opt_fallback fallback;
 	char state_dir[OPT_DIR_MAX + 1];
 	char password_file[OPT_DIR_MAX + 1]; /* empty: none */
@@ -53,6 +80,7 @@ struct opt {
 	int sync_replicas; /* 0: do not wait for replicas */
 	int per_host;	   /* places one remote host may hold at once; 0: no limit */
 	struct opt_pressure pressure;
+	struct opt_tls tls;
 	bool max_wait_set; /* false: the default, which depends on the phase */
 	bool quiet;
 	bool debug;
@@ -89,7 +117,8 @@ void opt_parse_args(struct opt *o, const pam_handle_t *pamh, int argc, const cha
    conf_parse_secret). */
 void opt_password_text(struct opt *o, const pam_handle_t *pamh, const char *text, size_t n);
 
-/* Counts and logs a user named without a password. */
+/* Counts and logs a user named without a password, a client certificate without its key (or
+   a key without its certificate), and tls_* options on a url without TLS. */
 void opt_check(struct opt *o, const pam_handle_t *pamh);
 
 /* A DURATION: digits with an optional decimal part and an optional unit ms, s or m (a bare

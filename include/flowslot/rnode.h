@@ -13,6 +13,7 @@
 
 #include "flowslot/opt.h"
 #include "flowslot/slot.h"
+#include "flowslot/tls.h"
 #include "flowslot/url.h"
 
 /* hiredis 0.14 callocs whatever element count an array header declares: seven
@@ -43,12 +44,14 @@ struct rnode_call {
 	enum slot_op op;
 	const struct slot_place *place;
 	redisContext *c;
+	struct tls_conn *tls; /* on c's socket, for the rediss schemes */
 	int64_t budget_end_us; /* for the whole decision */
 	int64_t deadline_us;   /* for the current connection */
 	size_t received;       /* bytes read on the current connection */
 	int64_t replied_us;    /* when the script's last reply was read */
 	struct rnode_cap cap;  /* on the current connection's reader */
 	char where[URL_HOST_MAX + 32];
+	char tls_why[TLS_WHY_MAX]; /* what TLS last failed on */
 };
 
 /* Where one attempt at the script goes, and how. */

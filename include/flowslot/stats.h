@@ -74,13 +74,14 @@ int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tm
 int stats_load(const char *state_dir, struct stats_table *t, const char **why);
 
 /* Writes t in the Prometheus text exposition format: flowslot_logins_total and the
-   flowslot_wait_seconds histogram, with HELP and TYPE. A caller may print more families after. */
-int stats_format(FILE *out, const struct stats_table *t);
+   flowslot_wait_seconds histogram, with HELP and TYPE: of the key template only, or of all
+   when only is NULL. A caller may print more families after. */
+int stats_format(FILE *out, const struct stats_table *t, const char *only);
 
 /* Writes v as a label value, escaped as the exposition format says: \\, \" and \n. */
 void stats_label(FILE *out, const char *v);
 
 /* stats_load, then stats_format. Returns 0, or -1 with *why set. */
-int stats_write_prometheus(FILE *out, const char *state_dir, const char **why);
+int stats_write_prometheus(FILE *out, const char *state_dir, const char *only, const char **why);
 
 #endif

@@ -40,6 +40,7 @@ struct url {
 	char password[URL_PASSWORD_MAX + 1];
 	bool has_password;
 	int db;
+	bool tls; /* rediss://, rediss-sentinel://, rediss-cluster:// */
 };
 
 /* Parses url= into u. Returns 0, or -1 with *why saying what is wrong and u as it was. */

@@ -63,7 +63,7 @@ static int reset_told(void **state)
 	(void)state;
 	n_told = 0;
 	conv_rc = PAM_SUCCESS;
-	clock_now = 100000 * S;
+	clock_now = 1 * S; /* below every deadline the tests use */
 	clock_step = 10 * S;
 	return 0;
 }
@@ -403,6 +403,35 @@ static void test_tick_skips_passed_marks(void **state)
 	assert_int_equal(n_told, 2);
 }
 
+/* Steps to the conversation never come within COUNTDOWN_GAP_US of the line before: a step of
+   1 s waits for the gap; the turn, short of it, goes untold, but for a lag of milliseconds. */
+static void test_steps_spaced(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(5 * S, 2);
+	const int64_t deadline = 1 * S + 5 * S;
+
+	(void)state;
+	clock_step = 0; /* the clock moves only when the test says */
+	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r); /* told at 1 s */
+	assert_true(countdown_due(&c, deadline) == 3 * S);
+	clock_now = 2 * S;
+	countdown_tick(&c, deadline, 2 * S);
+	assert_int_equal(n_told, 1);
+	clock_now = 3 * S;
+	countdown_tick(&c, deadline, 3 * S);
+	expect_told(1, "Login queue: about 3 s to go.");
+	clock_now = 4 * S;
+	countdown_turn(&c); /* 1 s after the step: untold */
+	assert_int_equal(n_told, 2);
+	clock_now = 5 * S - 100 * MS;
+	countdown_turn(&c); /* 100 ms short: untold */
+	assert_int_equal(n_told, 2);
+	clock_now = 5 * S - 20 * MS;
+	countdown_turn(&c); /* 20 ms short, the lag of the step behind its mark: told */
+	expect_told(2, "Login queue: your turn now.");
+}
+
 /* A conversation that fails changes nothing of the schedule. */
 static void test_conversation_fails(void **state)
 {
@@ -516,6 +545,7 @@ int main(void)
 		cmocka_unit_test_setup(test_silent, reset_told),
 		cmocka_unit_test_setup(test_steps_by_tick, reset_told),
 		cmocka_unit_test_setup(test_update_when_improved, reset_told),
+		cmocka_unit_test_setup(test_steps_spaced, reset_told),
 		cmocka_unit_test_setup(test_update_when_put_back, reset_told),
 		cmocka_unit_test_setup(test_update_keeps_the_gap, reset_told),
 		cmocka_unit_test_setup(test_tick_skips_passed_marks, reset_told),

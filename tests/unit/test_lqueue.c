@@ -865,7 +865,7 @@ static void test_ghost_after_newcomer(void **state)
 }
 
 /* R2: a renewal of a place whose lease ran out while its login lived takes WHO's ghost's
-   arrival back whoever came since, marked taken back. */
+   arrival back as a retry would (not ahead of those who queued since), marked taken back. */
 static void test_renew_lapsed_takes_back(void **state)
 {
 	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
@@ -888,14 +888,37 @@ static void test_renew_lapsed_takes_back(void **state)
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &d, getpid(), lapse, &res), SLOT_QUEUED);
 	assert_int_equal(ghost_of(&q, "0b"), NOW + 2);
 	assert_int_equal(q.ghosts[0].left_us, lapse);
+	/* B's renewal takes its ghost as a retry would: D queued since B left, so B goes
+	   behind D, which keeps the slot it was given. */
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &b, getpid(), lapse + S, &res),
 			 SLOT_QUEUED);
-	assert_int_equal(res.deadline_us, NOW + 20 * S);
-	assert_int_equal(res.position, 2);
+	assert_int_equal(res.deadline_us, NOW + 30 * S);
+	assert_int_equal(res.position, 3);
 	assert_true(q.waiters[find(&q, &b)].taken_back);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &d, getpid(), lapse + S, &res),
 			 SLOT_QUEUED);
-	assert_int_equal(res.deadline_us, NOW + 30 * S);
+	assert_int_equal(res.deadline_us, NOW + 20 * S);
+	lqueue_free(&q);
+}
+
+/* R5 spares the caller: a place whose lease ran out, first in line with its slot come, that
+   renews now is alive and goes in at once; it was not admitted blind. */
+static void test_renew_own_lapse(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "");
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &b, getpid(), NOW + 11 * S, &res),
+			 SLOT_ADMIT);
+	assert_int_equal(res.wait_us, 0);
+	assert_int_equal(q.tat_us, NOW + 21 * S);
 	lqueue_free(&q);
 }
 
@@ -1113,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(test_ghost_taken_back_once),
 		cmocka_unit_test(test_ghost_after_newcomer),
 		cmocka_unit_test(test_renew_lapsed_takes_back),
+		cmocka_unit_test(test_renew_own_lapse),
 		cmocka_unit_test(test_per_host_counts_ghosts),
 		cmocka_unit_test(test_ghost_caps),
 		cmocka_unit_test(test_lapsed_first_admitted),

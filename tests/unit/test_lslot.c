@@ -736,11 +736,14 @@ static enum slot_verdict child_renew(struct fixture *fx, const char *key,
 }
 
 /* Waits in fx->place as queue_wait does: renews every SLOT_RENEW_US, or at its slot, until
-   admitted. Returns the verdict that ended the wait; 99 if a slot moved later. */
+   admitted. Returns the verdict that ended the wait; 99 if a slot moved later although every
+   renewal came in time (one that came after its slot, this process having been descheduled
+   on a loaded machine, may lose the slot to the next waiter: that is no broken promise). */
 static enum slot_verdict child_wait(struct fixture *fx, const char *key,
 				    const struct slot_params *p, struct slot_result *res)
 {
 	int64_t first_us = res->deadline_us;
+	bool late = false;
 
 	while (res->verdict == SLOT_QUEUED) {
 		int64_t now_us = fstime_mono_us(), until_us = now_us + SLOT_RENEW_US;
@@ -749,9 +752,10 @@ static enum slot_verdict child_wait(struct fixture *fx, const char *key,
 			until_us = res->deadline_us;
 		if (until_us > now_us)
 			fstime_sleep_until(until_us);
+		late = late || fstime_mono_us() > res->deadline_us + 100 * MS;
 		if (child_renew(fx, key, p, res) == SLOT_UNAVAILABLE)
 			return SLOT_UNAVAILABLE;
-		if (res->deadline_us > first_us)
+		if (res->deadline_us > first_us && !late)
 			return 99;
 	}
 	return res->verdict;
@@ -1025,7 +1029,13 @@ static void test_prune_spares(void **state)
 	make_state_dir(fx, 0700);
 	for (int i = 0; i < LSLOT_PRUNE_AT; i++) {
 		snprintf(path, sizeof(path), "%s/slot.old%d", fx->state, i);
-		write_file(path, i % 2 ? "1\n" : "", 0600); /* passed, or garbled */
+		write_file(path, i % 2 ? "1\n" : "", 0600); /* passed, or empty and old */
+		if (i % 2 == 0) {
+			const struct timespec old[2] = { { .tv_sec = time(NULL) - 60 },
+							 { .tv_sec = time(NULL) - 60 } };
+
+			assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+		}
 	}
 	snprintf(path, sizeof(path), "%s/node.0123456789abcdef.master", fx->state);
 	write_file(path, "10.0.0.5:6379\n", 0600);

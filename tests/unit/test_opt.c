@@ -172,9 +172,7 @@ static void test_defaults(void **state)
 	(void)state;
 	memset(&o, 0x5a, sizeof(o));
 	opt_defaults(&o);
-	assert_int_equal(o.url.backend, URL_BACKEND_TCP);
-	assert_string_equal(o.url.host, "127.0.0.1");
-	assert_int_equal(o.url.port, 6379);
+	assert_int_equal(o.url.backend, URL_BACKEND_LOCAL);
 	assert_int_equal(o.url.db, 0);
 	assert_false(o.url.has_password);
 	assert_string_equal(o.url.user, "");
@@ -191,6 +189,14 @@ static void test_defaults(void **state)
 		assert_int_equal(o.pressure.limit_ppm[r], 0);
 	assert_string_equal(o.pressure.dir, "/proc/pressure");
 	assert_false(o.pressure.refuse);
+	assert_false(o.url.tls);
+	assert_string_equal(o.tls.ca_file, "");
+	assert_string_equal(o.tls.ca_dir, "");
+	assert_string_equal(o.tls.cert_file, "");
+	assert_string_equal(o.tls.key_file, "");
+	assert_string_equal(o.tls.server_name, "");
+	assert_int_equal(o.tls.verify, OPT_TLS_VERIFY_NAME);
+	assert_false(o.tls.set);
 	assert_false(o.quiet);
 	assert_false(o.debug);
 	assert_false(o.slot.dry_run);
@@ -295,7 +301,75 @@ static void test_parse_every_option(void **state)
 	assert_int_equal(o.url.backend, URL_BACKEND_LOCAL);
 	assert_int_equal(opt_set(&o, NULL, "fallback=local"), 0);
 	assert_int_equal(o.fallback, OPT_FALLBACK_LOCAL);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
+	assert_int_equal(opt_set(&o, NULL, "messages=summary"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_SUMMARY);
+	assert_int_equal(opt_set(&o, NULL, "messages=live"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_LIVE);
+	assert_int_equal(opt_set(&o, NULL, "messages=auto"), 0);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
 	assert_int_equal(o.errors, 0);
+	assert_int_equal(opt_set(&o, NULL, "messages=loud"), -1);
+	assert_int_equal(o.messages, OPT_MESSAGES_AUTO);
+	o.errors = 0;
+}
+
+/* Every TLS option flipped from its default, and checked together by opt_check. */
+static void test_parse_tls(void **state)
+{
+	static const char *argv[] = {
+		"url=rediss://default:pw@cache.example.net:6380",
+		"tls_ca_file=/etc/ssl/flowslot/ca.pem",
+		"tls_ca_dir=/etc/ssl/certs",
+		"tls_cert_file=/etc/ssl/flowslot/client.pem",
+		"tls_key_file=/etc/ssl/private/flowslot.key",
+		"tls_server_name=redis.internal.example",
+		"tls_verify=ca",
+	};
+	static const char *plain[] = { "url=redis://cache.example.net", "tls_verify=name" };
+	static const char *lone_cert[] = { "url=rediss://h", "tls_cert_file=/c.pem" };
+	static const char *lone_key[] = { "url=rediss-cluster://h", "tls_key_file=/k.pem" };
+	static const char *ip_name[] = { "url=rediss-sentinel://s/m", "tls_server_name=10.0.0.7",
+					 "tls_verify=name" };
+	struct capture c;
+	struct opt o;
+	char msg[1024];
+
+	(void)state;
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(argv), argv);
+	assert_int_equal(o.errors, 0);
+	assert_true(o.url.tls);
+	assert_string_equal(o.tls.ca_file, "/etc/ssl/flowslot/ca.pem");
+	assert_string_equal(o.tls.ca_dir, "/etc/ssl/certs");
+	assert_string_equal(o.tls.cert_file, "/etc/ssl/flowslot/client.pem");
+	assert_string_equal(o.tls.key_file, "/etc/ssl/private/flowslot.key");
+	assert_string_equal(o.tls.server_name, "redis.internal.example");
+	assert_int_equal(o.tls.verify, OPT_TLS_VERIFY_CA);
+
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(ip_name), ip_name);
+	assert_int_equal(o.errors, 0);
+	assert_string_equal(o.tls.server_name, "10.0.0.7");
+	assert_int_equal(o.tls.verify, OPT_TLS_VERIFY_NAME);
+
+	/* TLS options on a plaintext url: the password would go in clear. */
+	capture_begin(&c);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(plain), plain);
+	capture_end(&c, msg, sizeof(msg));
+	assert_int_equal(o.errors, 1);
+	if (strstr(msg, "the url does not use TLS") == NULL)
+		fail_msg("message: %s", msg);
+
+	/* A certificate without its key, and a key without its certificate. */
+	capture_begin(&c);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(lone_cert), lone_cert);
+	capture_end(&c, msg, sizeof(msg));
+	assert_int_equal(o.errors, 1);
+	if (strstr(msg, "tls_cert_file and tls_key_file go together") == NULL)
+		fail_msg("message: %s", msg);
+	capture_begin(&c);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(lone_key), lone_key);
+	capture_end(&c, msg, sizeof(msg));
+	assert_int_equal(o.errors, 1);
 }
 
 /* At the limits exactly: accepted. One past them is in test_set_bad_values. */
@@ -326,6 +400,17 @@ static void test_set_bad_values(void **state)
 	char long_key[OPT_KEY_MAX + 16] = "key=";
 	char long_dir[OPT_DIR_MAX + 16] = "state_dir=/";
 	const char *const cases[] = {
+		"tls_verify=none",
+		"tls_verify=",
+		"tls_verify=NAME",
+		"tls_ca_file=ca.pem",
+		"tls_ca_dir=",
+		"tls_cert_file=./c.pem",
+		"tls_key_file=k.pem",
+		"tls_server_name=",
+		"tls_server_name=*.example.net",
+		"tls_server_name=host:6380/x",
+		"tls_server_name=a b",
 		"burst=0",
 		"burst=1001",
 		"burst=abc",
@@ -522,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_duration_locale),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_parse_every_option),
+		cmocka_unit_test(test_parse_tls),
 		cmocka_unit_test(test_set_limits),
 		cmocka_unit_test(test_set_bad_values),
 		cmocka_unit_test(test_parse_counts_errors),

@@ -771,7 +771,9 @@ static void test_sentinel_garbage(void **state)
 		{ "", 0, FAKEPEER_OPEN, "get-master-addr-by-name: timed out\n" },
 		{ "$100000000\r\n", 0, FAKEPEER_OPEN,
 		  "get-master-addr-by-name: reply too large\n" },
-		{ "", 0, FAKEPEER_GONE, "sending: the server closed the connection\n" },
+		{ "", 0, FAKEPEER_GONE,
+		  "sending: the server closed the connection without a word (a TLS port? use "
+		  "rediss://)\n" },
 		{ NULL, 0, FAKEPEER_OPEN, no_addr }, /* a 300-byte host */
 	};
 	static char big[70000];

@@ -80,7 +80,7 @@ static char *formatted(const struct stats_table *t)
 	FILE *out = open_memstream(&buf, &len);
 
 	assert_non_null(out);
-	assert_int_equal(stats_format(out, t), 0);
+	assert_int_equal(stats_format(out, t, NULL), 0);
 	fclose(out);
 	return buf;
 }

@@ -189,6 +189,47 @@ static void test_url_sentinel_cluster(void **state)
 	assert_string_equal(u.nodes[7].host, "h");
 }
 
+/* Each TCP scheme over TLS: the same forms, tls set; the plain ones leave it off. */
+static void test_url_tls(void **state)
+{
+	struct url u;
+
+	(void)state;
+	u = parse_ok("rediss://default:tok%2Fen@eu1-x.upstash.io:6380/2");
+	assert_int_equal(u.backend, URL_BACKEND_TCP);
+	assert_true(u.tls);
+	assert_string_equal(u.host, "eu1-x.upstash.io");
+	assert_int_equal(u.port, 6380);
+	assert_int_equal(u.db, 2);
+	assert_string_equal(u.user, "default");
+	assert_string_equal(u.password, "tok/en");
+	u = parse_ok("rediss://10.0.0.3");
+	assert_true(u.tls);
+	assert_int_equal(u.port, 6379);
+	u = parse_ok("rediss://[::1]:6390");
+	assert_true(u.tls);
+	assert_string_equal(u.host, "::1");
+	u = parse_ok("rediss-sentinel://s1.example,s2.example:26380/mymaster/3");
+	assert_int_equal(u.backend, URL_BACKEND_SENTINEL);
+	assert_true(u.tls);
+	assert_int_equal(u.n_nodes, 2);
+	assert_string_equal(u.nodes[0].host, "s1.example");
+	assert_int_equal(u.nodes[0].port, 26379);
+	assert_string_equal(u.master, "mymaster");
+	assert_int_equal(u.db, 3);
+	u = parse_ok("rediss-cluster://:pw@n1:7000,n2");
+	assert_int_equal(u.backend, URL_BACKEND_CLUSTER);
+	assert_true(u.tls);
+	assert_int_equal(u.n_nodes, 2);
+	assert_string_equal(u.password, "pw");
+
+	assert_false(parse_ok("redis://h").tls);
+	assert_false(parse_ok("redis-sentinel://s/m").tls);
+	assert_false(parse_ok("redis-cluster://n").tls);
+	assert_false(parse_ok("unix:///run/r.sock").tls);
+	assert_false(parse_ok("local").tls);
+}
+
 /* How MOVED, ASK and sentinels name a node: "address:port", IPv6 without brackets, never a
    host name. */
 static void test_endpoint(void **state)
@@ -263,7 +304,13 @@ static void test_url_bad(void **state)
 {
 	static const char *const cases[] = {
 		"",
-		"rediss://host",
+		"rediss:/host",
+		"rediss//host",
+		"redisss://host",
+		"rediss-unix:///run/redis.sock",
+		"rediss://",
+		"rediss-sentinel://s1",
+		"rediss-cluster://n1/1",
 		"http://host",
 		"REDIS://host",
 		"redis:/host",
@@ -362,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_url_percent),
 		cmocka_unit_test(test_url_ipv6_unix_local),
 		cmocka_unit_test(test_url_sentinel_cluster),
+		cmocka_unit_test(test_url_tls),
 		cmocka_unit_test(test_endpoint),
 		cmocka_unit_test(test_url_limits),
 		cmocka_unit_test(test_url_bad),

@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# What TLS costs (issue 21), in the same run. (a) A login on unix:// with this tree's module
+# against the same login with the module of commit NOTLS_REV (the last main before TLS), built
+# from git into build/bench/notls-REV/ (kept there: later runs reuse it): pamtester pairs under
+# pam_wrapper, by bench/pairtime, alternating; and whether libssl or libcrypto is mapped in a
+# login that used only unix:// or redis:// (a pam_exec step after the module reads its
+# parent's /proc/PID/maps), against a rediss:// login that must map it. (b) One private
+# redis-server with a plaintext --port and a --tls-port (a test CA made here, as tests/tls.sh
+# does; the certificate names 127.0.0.1): whole logins through redis:// and rediss:// in
+# pamtester pairs, and decisions in one process (bench/optcost: rslot_reserve, a connection,
+# and for rediss:// libssl loaded and a handshake, per decision). Writes its raw results into
+# RAWDIR/tls/ (bench/measure.sh calls it); bench/tls-report.sh renders its section of
+# BENCHMARKS.md from them. Nothing here asserts a time.
+#
+#   bash bench/tls.sh RAWDIR     (after make and the bench clients; QUICK=1 for fewer pairs)
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
+say() { echo "tls: $*" >&2; }
+
+[ $# -eq 1 ] || { echo "usage: bench/tls.sh RAWDIR" >&2; exit 2; }
+RAW=$1 # for run and put (bench/lib.sh); absolute, for the clients run from $TMP
+case $RAW in /*) ;; *) RAW=$PWD/$RAW ;; esac
+OUT=$RAW/tls
+if [ "${QUICK:-0}" = 1 ]; then PAIRS=30 ROUNDS=200; else PAIRS=300 ROUNDS=2000; fi
+NOTLS_REV=cf490dd
+BIN=$TOP/build/bench
+T0=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+rm -rf "$OUT"
+mkdir -p "$OUT" || fail "mkdir $OUT"
+put_param() { printf '%s=%s\n' "$1" "$2" >> "$OUT/params"; }
+
+# The module without TLS: NOTLS_REV's tree, built with its own Makefile, once.
+NOTLS_DIR=$TOP/build/bench/notls-$NOTLS_REV
+if [ -f "$NOTLS_DIR/pam_flowslot.so" ]; then
+	put_param NOTLS_BUILT "by an earlier run, and reused"
+else
+	say "building the module of $NOTLS_REV (no TLS) in build/bench/notls-$NOTLS_REV/"
+	b0=$(date +%s)
+	rm -rf "$NOTLS_DIR.new"
+	mkdir -p "$NOTLS_DIR.new" || fail "mkdir $NOTLS_DIR.new"
+	git -C "$TOP" archive "$NOTLS_REV" | tar -x -C "$NOTLS_DIR.new" ||
+		fail "git archive $NOTLS_REV: this needs the git history"
+	make -C "$NOTLS_DIR.new" pam_flowslot.so > "$NOTLS_DIR.new/build.log" 2>&1 ||
+		fail "building $NOTLS_REV's module: $(tail -n 5 "$NOTLS_DIR.new/build.log")"
+	rm -rf "$NOTLS_DIR"
+	mv "$NOTLS_DIR.new" "$NOTLS_DIR" || fail "mv $NOTLS_DIR"
+	put_param NOTLS_BUILT "by this run, in $(($(date +%s) - b0)) s"
+fi
+echo "git archive $NOTLS_REV | tar -x -C build/bench/notls-$NOTLS_REV && make -C build/bench/notls-$NOTLS_REV pam_flowslot.so" >> "$RAW/commands"
+NOTLS_MODULE=$TREE/build/bench/notls-$NOTLS_REV/pam_flowslot.so
+# What each module is linked to.
+ldd "$TOP/pam_flowslot.so" | awk '{ print $1 }' | sort > "$OUT/ldd-new"
+ldd "$NOTLS_MODULE" | awk '{ print $1 }' | sort > "$OUT/ldd-old"
+stat -c %s "$TOP/pam_flowslot.so" > "$OUT/size-new"
+stat -c %s "$NOTLS_MODULE" > "$OUT/size-old"
+
+# The test PKI: a CA, and a server certificate for 127.0.0.1 (and localhost).
+mkdir "$TMP/pki"
+if ! { openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-keyout "$TMP/pki/ca.key" -out "$TMP/pki/ca.crt" -subj "/CN=flowslot bench CA" 2> /dev/null &&
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout "$TMP/pki/server.key" -out "$TMP/pki/server.csr" -subj "/CN=127.0.0.1" 2> /dev/null &&
+	openssl x509 -req -in "$TMP/pki/server.csr" -CA "$TMP/pki/ca.crt" -CAkey "$TMP/pki/ca.key" \
+		-CAcreateserial -days 2 -out "$TMP/pki/server.crt" \
+		-extfile <(printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "extendedKeyUsage=serverAuth") \
+		2> /dev/null; }; then
+	fail "openssl could not make the test CA and certificate"
+fi
+chmod 0600 "$TMP"/pki/*.key
+
+# One server: a Unix socket, a plaintext port ($PORT, set by on_free_port) and a TLS port
+# ($TLS_PORT).
+TLS_PORT=$(free_port)
+on_free_port PORT start_redis tls --tls-port "$TLS_PORT" --tls-cert-file "$TMP/pki/server.crt" \
+	--tls-key-file "$TMP/pki/server.key" --tls-ca-cert-file "$TMP/pki/ca.crt" \
+	--tls-auth-clients no --port || fail "the redis-server with --tls-port did not start"
+
+PERMIT="auth required @P/pam_permit.so"
+GATE="interval=1ms countdown=0 timeout=10s fallback=closed"
+CA="tls_ca_file=$TMP/pki/ca.crt"
+service old-unix "auth required $NOTLS_MODULE url=unix://$TMP/tls.sock key=bench:tls:old $GATE" "$PERMIT"
+service new-unix "auth required @M url=unix://$TMP/tls.sock key=bench:tls:new $GATE" "$PERMIT"
+# shellcheck disable=SC2153 # PORT: set by on_free_port
+service plain "auth required @M url=redis://127.0.0.1:$PORT/0 key=bench:tls:plain $GATE" "$PERMIT"
+service tls "auth required @M url=rediss://127.0.0.1:$TLS_PORT/0 $CA key=bench:tls:tls $GATE" "$PERMIT"
+pamtester_cmd() {
+	echo env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		pamtester -v "$1" benchuser authenticate
+}
+
+# Mapped libraries: a pam_exec step after the module lists what its parent, the login, maps.
+cat > "$TMP/maps.sh" <<-'EOF'
+	m=/proc/$PPID/maps
+	{
+		echo "MODULE=$(grep -c 'pam_flowslot\.so' "$m")"
+		echo "LIBSSL=$(grep -c '/libssl\.so' "$m")"
+		echo "LIBCRYPTO=$(grep -c '/libcrypto\.so' "$m")"
+	} > "$1"
+EOF
+MAPS="auth required @P/pam_exec.so /bin/sh $TMP/maps.sh"
+for s in old-unix new-unix plain tls; do
+	cp "$TMP/svc/$s" "$TMP/svc/maps-$s"
+	service_line=$(printf '%s\n' "$MAPS $TMP/maps-$s.out" | sed "s|@P|$PAM_DIR|g")
+	# After the module, before pam_permit.
+	sed -i "1a $service_line" "$TMP/svc/maps-$s"
+	(cd "$TMP" && env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		pamtester -v "maps-$s" benchuser authenticate) > "$TMP/maps-$s.log" 2>&1 ||
+		fail "the login maps-$s: $(tail -n 3 "$TMP/maps-$s.log")"
+	cp "$TMP/maps-$s.out" "$OUT/maps-$s" || fail "maps-$s: no result"
+done
+
+# (a) unix://, the module without TLS (A) against this tree's (B).
+say "a plain login on unix://, $NOTLS_REV's module against this tree's, $PAIRS pairs"
+# shellcheck disable=SC2046
+line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/unix.raw" "$TMP/old-unix.log" \
+	"$TMP/new-unix.log" -- $(pamtester_cmd old-unix) -- $(pamtester_cmd new-unix)) ||
+	fail "pairtime unix: $line"
+cp "$TMP/unix.raw" "$OUT/" || fail "unix.raw"
+echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/old-unix.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/new-unix.log")" > "$OUT/unix.txt"
+
+# (b) redis:// (A) against rediss:// (B): whole logins, then decisions in one process.
+say "a login on redis:// against rediss://, $PAIRS pairs"
+# shellcheck disable=SC2046
+line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/tcp.raw" "$TMP/plain.log" \
+	"$TMP/tls.log" -- $(pamtester_cmd plain) -- $(pamtester_cmd tls)) ||
+	fail "pairtime tcp: $line"
+cp "$TMP/tcp.raw" "$OUT/" || fail "tcp.raw"
+echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/plain.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/tls.log")" > "$OUT/tcp.txt"
+say "a decision on redis:// against rediss:// in one process, $ROUNDS rounds"
+mkdir -p "$TMP/state"
+run "$BIN/optcost" "$ROUNDS" interval=1ms max_wait=60m timeout=10s "state_dir=$TMP/state" \
+	-- plain "url=redis://127.0.0.1:$PORT/0" key=bench:tls:dplain \
+	-- tls "url=rediss://127.0.0.1:$TLS_PORT/0" "$CA" key=bench:tls:dtls \
+	> "$OUT/decisions.txt" 2> "$TMP/optcost.err" ||
+	fail "optcost: $(cat "$OUT/decisions.txt") $(head -n 5 "$TMP/optcost.err")"
+# The script calls the server ran (the schedules themselves lapse within a millisecond): each
+# login and decision, warm-ups included, is one, as fallback=closed admits none without it.
+put_param SERVER_CALLS "$(redis-cli -s "$TMP/tls.sock" info commandstats |
+	awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }')"
+put_param EXPECTED_CALLS $((4 + 4 * (PAIRS + 5) + 2 * (ROUNDS + 20)))
+put_param PAIRS "$PAIRS"
+put_param ROUNDS "$ROUNDS"
+put_param NOTLS_REV "$NOTLS_REV"
+put_param DATE "$(date -u '+%Y-%m-%d at %H:%M UTC')"
+put_param REV "$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")"
+put_param REDIS_V "$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"
+put_param OPENSSL_V "$(dpkg-query -W -f='${Version}' libssl3 2> /dev/null)"
+put_param NPROC "$(nproc)"
+put_param LOAD "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+put_param ELAPSED "$(($(date +%s) - T0))"
+stop_redis tls
+say "done in $(($(date +%s) - T0)) s: $OUT"
