@@ -40,7 +40,6 @@ class Ghost:
     host: str
     arrival: int
     left: int
-    renew_only: bool = False  # Redis: left by a place taken back; only its renewal takes it
 
 
 @dataclass
@@ -135,56 +134,54 @@ class Schedule:
     def ghosts_of(self, host):
         return sum(1 for g in self.ghosts.values() if g.host == host)
 
-    def make_ghost(self, p, left, renew_only):
+    def make_ghost(self, p, left):
         self.ghosts.pop(p.who, None)
         if p.who == '-' or len(self.ghosts) >= GHOSTS_MAX:
             return
         if p.host != '-' and self.ghosts_of(p.host) >= GHOSTS_PER_HOST:
             return
-        self.ghosts[p.who] = Ghost(p.who, p.host, p.arrival, left, renew_only)
+        self.ghosts[p.who] = Ghost(p.who, p.host, p.arrival, left)
 
-    def give_up(self, c, p, by_itself, left=None):
-        """A place goes: a ghost for its retry, unless it was taken back already (on Redis a
-        lapsed one taken back leaves one only its own renewal may take)."""
+    def give_up(self, c, p, left):
+        """A place goes, given up at left: a ghost for its retry, unless it was taken back
+        already."""
         self.places.remove(p)
         c.changed = True
-        if p.taken and (by_itself or self.file):
-            return
-        self.make_ghost(p, c.now if left is None else left, p.taken)
+        if not p.taken:
+            self.make_ghost(p, left)
+
+    def arrival_back(self, c, g):
+        """A ghost's arrival, if nobody queued since it left; else the back."""
+        if g and not any(p.arrival >= g.left for p in self.places):
+            return g.arrival
+        return c.now
 
     # -- the purge: forgotten ghosts, lapsed places ---------------------------------------
     def rank(self, arrival):
         return sum(1 for p in self.places if p.arrival < arrival)
 
     def purge(self, c, op, pid):
+        """Ghosts past their time go; so do lapsed places (not the caller's own, which is
+        renewing or leaving), in arrival order: one first in line whose slot came within its
+        lease counts as admitted at it (R5), any other leaves a ghost."""
         for who in [w for w, g in self.ghosts.items() if g.left + GHOST_LIFE <= c.now]:
             del self.ghosts[who]
             c.changed = True
-        if self.file:
-            return self.purge_file(c)
         lapsed = [p for p in self.places if p.lease <= c.now and (p.id != pid or op == 'reserve')]
         for p in sorted(lapsed, key=lambda p: p.arrival):
-            if self.rank(p.arrival) == 0 and c.start_of(0) == c.now:
+            if self.rank(p.arrival) == 0 and \
+                    c.stored_tat() - (c.burst - 1) * c.interval <= p.lease:
                 self.places.remove(p)
-                c.admit(0)  # R5: it may have gone in blind at its slot
+                self.admit_lapsed(c)
             else:
-                self.give_up(c, p, False)
+                self.give_up(c, p, p.lease)
 
-    def purge_file(self, c):
-        while self.places:
-            first = min(self.places, key=lambda p: p.arrival)
-            if first.lease > c.now:
-                break
-            left = min(first.lease, c.now)
-            if c.stored_tat() - (c.burst - 1) * c.interval <= left:
-                self.places.remove(first)
-                c.tat = c.stored_tat() + c.interval  # R5, as lqueue_left_admitted
-                c.admitted, c.at = c.now, min(c.now, c.tat)
-                c.changed = True
-            else:
-                self.give_up(c, first, False, left)
-        for p in [p for p in self.places if p.lease <= c.now][::-1]:
-            self.give_up(c, p, False, min(p.lease, c.now))
+    def admit_lapsed(self, c):
+        if self.file:  # lqueue_left_admitted: never dated past its tat
+            c.tat = c.stored_tat() + c.interval
+            c.admitted, c.at, c.changed = c.now, min(c.now, c.tat), True
+        else:
+            c.admit(0)
 
     # -- the operations ---------------------------------------------------------------------
     def call(self, op, server_now, s, pid, who, host):
@@ -218,21 +215,17 @@ class Schedule:
     def leave(self, c, s, pid, who, host):
         c.changed = c.changed or not self.file  # slot.lua writes, its place there or not
         for p in [p for p in self.places if p.id == pid]:
-            self.give_up(c, p, True)
+            self.give_up(c, p, c.now)
         return (1, 0, 1, c.interval, c.burst)
 
     def reserve(self, c, s, pid, who, host):
         g = self.ghosts.get(who) if who != '-' else None
-        if g and g.renew_only:
-            g = None
         if s.per_host > 0 and host != '-':
             own = 1 if g and (g.host == host or self.file) else 0
             held = sum(1 for p in self.places if p.host == host) + self.ghosts_of(host)
             if held - own >= s.per_host:
                 return self.reply(c, 3, c.now, self.rank(c.now + (0 if self.file else 1)))
-        arrival = c.now
-        if g and not any(p.arrival >= g.left for p in self.places):
-            arrival = g.arrival
+        arrival = self.arrival_back(c, g)
         rank = self.rank(arrival)
         start = c.start_of(rank)
         if start - c.now > s.max_wait:
@@ -252,10 +245,9 @@ class Schedule:
         me = next((p for p in self.places if p.id == pid), None)
         if me:
             me.lease = c.now + LEASE
-        else:  # its lease ran out while it lived: its ghost, or the back
+        else:  # its place went while it lived (lapsed, or a reset): its ghost, or the back
             g = self.ghosts.pop(who, None) if who != '-' else None
-            me = Place(pid, who, host, g.arrival if g else c.now, c.now + LEASE,
-                       bool(g) and (g.renew_only or self.file))
+            me = Place(pid, who, host, self.arrival_back(c, g), c.now + LEASE, g is not None)
             self.places.append(me)
         c.changed = True
         rank = self.rank(me.arrival)
