@@ -380,7 +380,7 @@ class Queue(RuleBasedStateMachine):
 # arguments; si indexes the full SETTINGS).
 REPLAYS = {
     # lqueue.c: the second of two waiters cut off at their slots was given up, and its slot
-    # went to a newcomer (P1).
+    # went to a newcomer (found as P1; the newcomer's reply differs from the model's).
     'two lapsed in a row': [
         ('reserve', dict(host=0, si=1, user=1)), ('reserve', dict(host=0, si=0, user=1)),
         ('advance', dict(dt=1000)), ('blind', dict(i=0)),
