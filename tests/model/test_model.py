@@ -262,9 +262,18 @@ class Queue(RuleBasedStateMachine):
         login.fwd_begun = login.fwd_told = self.forward
         self.logins.append(login)
         r = self.call('reserve', s, login)
+        if r[0] in (1, 2) and (retry or r[3] is not None):
+            self.moved_blind(r, retry)
         self.answered(login, r)
         if r[0] == 2:
             self.per_host(login)
+
+    def moved_blind(self, r, retry):
+        """A retry may take its place back ahead of a login gone blind, and stricter settings
+        move its slot: it cannot learn, so P1 does not hold it to its old slot (a bound)."""
+        self.admissions = [a[:4] + ('bound',) + a[5:] if a[4] is True and a[0] > self.now and
+                           (retry or (a[1], a[2]) != (r[3], r[4])) else a
+                           for a in self.admissions]
 
     def answered(self, login, r):
         told = (r[3] or login.s.interval, r[4] or login.s.burst)
@@ -400,6 +409,13 @@ REPLAYS = {
         ('reserve', dict(host=0, si=0, user=1)), ('stop', dict(dt=5, i=0)),
         ('advance', dict(dt=4153)), ('blind', dict(i=0)), ('advance', dict(dt=2539)),
         ('reserve', dict(host=0, si=0, user=1))],
+    # A ghost taken back ahead of a login that went blind at its old slot: a bound (P1).
+    'ghost back ahead of a blind login': [
+        ('reserve', dict(host=0, si=3, user=1)), ('reserve', dict(host=0, si=0, user=3)),
+        ('blind', dict(i=0)), ('reserve', dict(host=0, si=0, user=1)),
+        ('reserve', dict(host=0, si=2, user=1)), ('advance', dict(dt=2959)),
+        ('advance', dict(dt=5042)), ('blind', dict(i=0)),
+        ('reserve', dict(host=0, si=0, user=3)), ('blind', dict(i=0))],
     # Found on 138ddb0, the parent of issue 18's fixes (docs/MODEL.md, "Acceptance"):
     # a wait past max_wait: a stricter interval pushed a queued login back (P4),
     'max_wait': [('reserve', dict(host=0, si=s, user=1)) for s in (0, 3, 3, 0)] + [
