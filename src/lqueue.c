@@ -273,7 +273,9 @@ static bool lqueue_left_admitted(struct lqueue *q, const struct slot_params *s, 
 	if (tat_us - (s->burst - 1) * s->interval_us > left_us)
 		return false;
 	q->tat_us = tat_us + s->interval_us;
-	q->at_us = now_us;
+	/* Never after tat: a tat behind its write reads as now, and would move the next lapsed
+	   waiter's slot past its lease. */
+	q->at_us = q->tat_us < now_us ? q->tat_us : now_us;
 	lqueue_drop(q, i, false, now_us);
 	return true;
 }

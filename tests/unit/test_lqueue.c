@@ -1020,6 +1020,35 @@ static void test_lapsed_first_admitted(void **state)
 	lqueue_free(&q);
 }
 
+/* Two waiters in a row cut off before their slots, each going in blind at it within its lease
+   (found by tests/model): both count as admitted, and a newcomer waits behind both. The
+   first one's admission must not make the second one's slot read as now, past its lease. */
+static void test_lapsed_two_in_a_row(void **state)
+{
+	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
+				c = place(3, "0c", ""), d = place(4, "0d", "");
+	const struct slot_params p = { .interval_us = 3 * S, .max_wait_us = 12 * S, .burst = 1 };
+	struct slot_result res;
+	struct lqueue q;
+
+	(void)state;
+	load(&q, "");
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &a, getpid(), NOW, &res), SLOT_ADMIT);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &b, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 3 * S);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &c, getpid(), NOW + S + 2, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 6 * S);
+	/* B's lease ran out at NOW + 5 s + 1, C's at NOW + 6 s + 2, each after its slot. */
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &d, getpid(), NOW + 6 * S + 3, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 9 * S);
+	assert_int_equal(ghost_of(&q, "0b"), -1);
+	assert_int_equal(ghost_of(&q, "0c"), -1);
+	lqueue_free(&q);
+}
+
 /* R7: the schedule keeps the strictest settings seen since it was made, decides by them and
    names them; made afresh, once idle, by the next caller's. */
 static void test_schedule_settings(void **state)
@@ -1111,6 +1140,7 @@ int main(void)
 		cmocka_unit_test(test_per_host_counts_ghosts),
 		cmocka_unit_test(test_ghost_caps),
 		cmocka_unit_test(test_lapsed_first_admitted),
+		cmocka_unit_test(test_lapsed_two_in_a_row),
 		cmocka_unit_test(test_schedule_settings),
 		cmocka_unit_test(test_peek_counts_admitted),
 	};

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/model.sh: the schedule against its model (docs/MODEL.md), on the test's clock:
+# src/slot.lua on a private Redis and the per-host file's queue, through hypothesis.
+#   make check-model            about a minute, derandomized (part of make check)
+#   make model-long             MODEL_EXAMPLES (20000) of MODEL_STEPS (100), seeded by
+#                               MODEL_SEED (the time)
+#   make model-old OLD=/tmp/old the properties alone against another tree's script and queue
+.PHONY: check-model model-long model-old
+CHECK_EXTRA += check-model
+
+# Another tree's sources, with its own headers (ALL_CFLAGS names ours).
+MODEL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CPPFLAGS) $(CFLAGS)
+
+# The script on the test's clock: both substitutions must take, or the build fails.
+build/model/slot_clock.lua: src/slot.lua tests/model/clock.sed
+	mkdir -p build/model
+	sed -f tests/model/clock.sed $< > $@.tmp
+	[ "$$(grep -c "ARGV\[12\]" $@.tmp)" = 2 ] && mv $@.tmp $@
+
+build/model/lqdrive: tests/model/lqdrive.c build/lqueue.o build/slot.o build/fstime.o $(HEADERS)
+	mkdir -p build/model
+	$(CC) $(ALL_CFLAGS) -o $@ $< build/lqueue.o build/slot.o build/fstime.o
+
+check-model: build/model/slot_clock.lua build/model/lqdrive
+	bash tests/model.sh
+
+model-long: build/model/slot_clock.lua build/model/lqdrive
+	MODEL_EXAMPLES=$${MODEL_EXAMPLES:-20000} MODEL_STEPS=$${MODEL_STEPS:-100} \
+		MODEL_SEED=$${MODEL_SEED:-$$(date +%s)} \
+		bash tests/model.sh
+
+# Another tree (git -C /work/main archive 138ddb0 | tar -x -C /tmp/old): its script and its
+# queue's objects, checked against P1-P7 without comparing replies with today's model.
+OLD ?= /tmp/old
+model-old: tests/model/lqdrive.c tests/model/clock.sed
+	mkdir -p build/model-old
+	sed -f tests/model/clock.sed $(OLD)/src/slot.lua > build/model-old/slot_clock.lua
+	$(CC) $(MODEL_CFLAGS) -I$(OLD)/include -o build/model-old/lqdrive tests/model/lqdrive.c \
+		$(OLD)/src/lqueue.c $(OLD)/src/slot.c $(OLD)/src/fstime.c
+	MODEL_COMPARE=0 MODEL_LUA=build/model-old/slot_clock.lua \
+		MODEL_DRIVER=build/model-old/lqdrive bash tests/model.sh

@@ -1,0 +1,489 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The schedule against its model (docs/MODEL.md): hypothesis drives random logins through
+src/slot.lua on a private redis-server and through the per-host file's queue
+(build/model/lqdrive), on a clock the test sets, compares every reply with tests/model/model.py,
+and checks P1-P7 over the admissions. Environment: MODEL_LUA (the script on the test's clock),
+MODEL_DRIVER, MODEL_EXAMPLES (per backend), MODEL_STEPS (40 per example), MODEL_SEED (none: derandomized), MODEL_COMPARE=0
+(the properties alone, for an older tree), MODEL_BACKENDS (redis,file), MODEL_SKIP and
+MODEL_SETTINGS (to tell which rules and settings a failure needs)."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import redis
+from hypothesis import HealthCheck, settings, seed, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from model import LEASE, Schedule, Settings
+
+S = 1_000_000
+RENEW = 2 * S  # SLOT_RENEW_US: a waiting login renews this often, and at its slot
+T0 = 1_700_000_000 * S
+SETTINGS = [Settings(1 * S, 1, 12 * S, 0), Settings(3 * S, 1, 12 * S, 1),
+            Settings(1 * S, 4, 30 * S, 0), Settings(6 * S, 1, 12 * S, 2),
+            Settings(2 * S, 2, 5 * S, 1)]
+FULL = list(SETTINGS)  # the replays' SETTINGS, whatever MODEL_SETTINGS says
+# MODEL_SETTINGS=0,3: only these of SETTINGS (to tell which mix a failure needs).
+SETTINGS = [SETTINGS[int(i)] for i in os.environ.get('MODEL_SETTINGS', '').split(',') if i] or \
+    SETTINGS
+COMPARE = os.environ.get('MODEL_COMPARE', '1') != '0'
+
+
+class Redis:
+    """src/slot.lua on a redis-server of the test's own, on the test's clock (ARGV[12])."""
+    server = None
+
+    @classmethod
+    def start(cls):
+        cls.dir = tempfile.mkdtemp(prefix='flowslot-model.')
+        sock = os.path.join(cls.dir, 'redis.sock')
+        cls.server = subprocess.Popen(['redis-server', '--port', '0', '--unixsocket', sock,
+                                       '--save', '', '--appendonly', 'no', '--dir', cls.dir],
+                                      stdout=subprocess.DEVNULL)
+        cls.r = redis.Redis(unix_socket_path=sock, socket_timeout=10)
+        for _ in range(100):
+            try:
+                cls.r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        with open(os.environ['MODEL_LUA']) as f:
+            cls.script = cls.r.register_script(f.read())
+
+    @classmethod
+    def stop(cls):
+        if cls.server:
+            cls.server.terminate()  # by pid: Popen knows it
+            cls.server.wait()
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def __init__(self, n):
+        self.key = 'model%d' % n
+
+    def call(self, op, server_now, s, pid, who, host):
+        exp = self.r.get(self.key + ':expires')
+        if exp is not None and server_now >= int(exp):
+            self.r.delete(self.key, self.key + ':expires')
+        r = self.script(keys=[self.key], args=[
+            op, s.interval, s.burst, s.max_wait, 0, pid, '' if who == '-' else who,
+            '' if host == '-' else host, s.per_host, LEASE, RENEW, server_now])
+        r = [int(x) for x in r] + [None] * 7
+        if op in ('peek', 'reset'):
+            return (r[0], r[1], r[2], r[3], r[5], r[6])
+        return tuple(r[:5])
+
+    def close(self):
+        pass
+
+
+class File:
+    """The per-host file's queue, through the module's own lqueue.c (tests/model/lqdrive.c)."""
+
+    def __init__(self, n):
+        self.p = subprocess.Popen([os.environ['MODEL_DRIVER']], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+
+    def call(self, op, server_now, s, pid, who, host):
+        self.p.stdin.write('%s %d %d %d %d %s %s %s %d\n' % (
+            op, server_now, s.interval, s.burst, s.max_wait, pid, who, host, s.per_host))
+        self.p.stdin.flush()
+        r = [int(x) for x in self.p.stdout.readline().split()]
+        if r[3] == 0:  # the queue did not name the schedule's settings
+            r[3] = r[4] = None
+        if op in ('peek', 'reset'):
+            return (r[0], r[1], r[2], r[5], r[3], r[4])
+        return tuple(r[:5])
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+class Login:
+    def __init__(self, n, who, host, s, now, retry):
+        self.id, self.who, self.host, self.s = '%08x' % n, who, host, s
+        self.begun, self.limit, self.retry = now, now + s.max_wait, retry
+        self.state, self.last, self.deadline = 'new', now, now
+        self.stopped_until, self.stopped = 0, False
+        self.told = (s.interval, s.burst)  # the settings of its last reply
+        self.epoch = self.fwd_begun = self.fwd_told = 0  # set by Queue.reserve
+        self.pos = 0  # its position in the last reply
+
+    def next_call(self):
+        return max(self.stopped_until, min(self.last + RENEW, self.deadline))
+
+
+class Violation(AssertionError):
+    """A property broken, or a reply that is not the model's: one class each, so that
+    hypothesis reports each kind's minimal sequence."""
+
+
+P1, P2, P4, P5, P6, Reply = (type(n, (Violation,), {}) for n in ('P1', 'P2', 'P4', 'P5',
+                                                                   'P6', 'Reply'))
+# Rules left out (MODEL_SKIP=step_clock,blind): to find which faults a failure needs.
+SKIP = os.environ.get('MODEL_SKIP', '').split(',')
+
+
+def unless_skipped(name):
+    return precondition(lambda self: name not in SKIP)
+
+
+class Queue(RuleBasedStateMachine):
+    """Logins on one schedule, waiting as src/queue.c waits: renewing every 2 s and at the
+    slot, with what is left of max_wait."""
+    backend = None
+    count = 0
+
+    @initialize()
+    def setup(self):
+        Queue.count += 1
+        self.b = self.backend(Queue.count)
+        self.model = Schedule(file=self.backend is File)
+        self.now, self.skew, self.n = T0, 0, 0
+        self.forward = 0  # how far the server's clock has stepped forward in all
+        self.epoch = 0  # resets so far
+        self.top_skew = 0
+        self.logins, self.admissions = [], []
+
+    def teardown(self):
+        if hasattr(self, 'b'):
+            self.b.close()
+
+    # -- one call, compared -------------------------------------------------------------
+    def call(self, op, s, login=None, who='-', host='-'):
+        pid = login.id if login else '%08x' % 0
+        who, host = (login.who, login.host) if login else (who, host)
+        # Every call takes a microsecond, as a real one takes more: the server's TIME
+        # then moves on between calls, and the schedule's clock stays the observer's.
+        self.now += 1
+        server_now = self.now + self.skew
+        got = self.b.call(op, server_now, s, pid, who, host)
+        want = self.model.call(op, server_now, s, pid, who, host)
+        n = len([x for x in got if x is not None])
+        if COMPARE and got[:n] != want[:n]:
+            raise Reply('%s %s at %.6f s: got %s, the model says %s' % (
+                op, pid, (self.now - T0) / S, got, want))
+        return got
+
+    # -- the properties -------------------------------------------------------------------
+    def admitted(self, login, at, told, blind=False):
+        login.state = 'in'
+        login.told = told
+        fwd = login.fwd_told if blind else self.forward
+        self.admissions.append((at, told[0], told[1], login, blind, fwd))
+        self.check_spacing()
+        self.check_order(login, at)
+        if not login.stopped and not blind and at > login.limit:
+            raise P4('%s admitted at %.6f, past begun+max_wait %.6f' % (
+                login.id, (at - T0) / S, (login.limit - T0) / S))
+
+    def check_spacing(self):
+        """P1: admissions i < j (by time) are at least (j - i - burst + 1) * interval apart,
+        with the loosest settings any of them was told, less how far the server's clock
+        stepped forward between them (the schedule keeps time by it)."""
+        a = sorted([x for x in self.admissions if x[4] != 'bound'], key=lambda x: x[0])
+        for i in range(len(a)):
+            tmin, bmax, flo, fhi = a[i][1], a[i][2], a[i][5], a[i][5]
+            for j in range(i + 1, len(a)):
+                tmin, bmax = min(tmin, a[j][1]), max(bmax, a[j][2])
+                flo, fhi = min(flo, a[j][5]), max(fhi, a[j][5])
+                eps = fhi - flo
+                if a[j][0] - a[i][0] < (j - i - bmax + 1) * tmin - eps:
+                    raise P1('%s at %.6f and %s at %.6f: %d admissions, interval '
+                                    '%d burst %d' % (a[i][3].id, (a[i][0] - T0) / S, a[j][3].id,
+                                                     (a[j][0] - T0) / S, j - i + 1, tmin, bmax))
+
+    def held(self, login):
+        """Renewed on time since it reserved, on one schedule (no reset), its lease never cut
+        short by the server's clock stepping forward."""
+        return not login.stopped and login.epoch_begun == self.epoch and \
+            login.fwd_begun == self.forward
+
+    def stayed(self, login):
+        return self.held(login) and not login.retry
+
+    def check_order(self, login, at):
+        """P2: a login that reserved earlier and stayed goes in no later than one that
+        reserved later (a retry aside), but for one renewal: with burst, a waiter whose slot
+        came early learns it at its next renewal."""
+        if not self.stayed(login):
+            return
+        for (bt, _, _, b, blind, _) in self.admissions:
+            if not blind and not b.retry and b.begun > login.begun and at > bt + RENEW:
+                raise P2('%s (reserved %.6f) admitted at %.6f, after %s (reserved '
+                                '%.6f) at %.6f' % (login.id, (login.begun - T0) / S,
+                                                   (at - T0) / S, b.id, (b.begun - T0) / S,
+                                                   (bt - T0) / S))
+
+    def refused(self, login):
+        login.state = 'out'
+        if not self.stayed(login):
+            return
+        for (bt, _, _, b, blind, _) in self.admissions:
+            if not blind and not b.retry and b.begun > login.begun:
+                raise P2('%s refused at %.6f after %s, reserved later, went in' %
+                                (login.id, (self.now - T0) / S, b.id))
+
+    @invariant()
+    def within_max_wait(self):
+        """P4: a live login that renews on time is answered by begun + max_wait."""
+        for l in self.logins:
+            if l.state == 'wait' and not l.stopped and self.now > l.limit and \
+                    l.next_call() > l.limit:
+                raise P4('%s still waits at %.6f, past %.6f' % (
+                    l.id, (self.now - T0) / S, (l.limit - T0) / S))
+
+    def per_host(self, login):
+        """P6: no host holds more than per_host places, ghosts included (as the model has
+        them)."""
+        k = login.s.per_host
+        if k and login.host != '-':
+            live = [l for l in self.logins if l.host == login.host and l.state == 'wait' and
+                    self.held(l)]
+            ghosts = self.model.ghosts_of(login.host) if COMPARE else 0
+            if len(live) + ghosts > k:
+                raise P6('host %s holds %d places and %d ghosts, per_host %d' % (
+                    login.host, len(live), ghosts, k))
+
+    # -- what logins do -----------------------------------------------------------------
+    @rule(user=st.integers(1, 3), host=st.integers(0, 2), si=st.integers(0, len(SETTINGS) - 1))
+    def reserve(self, user, host, si):
+        s = SETTINGS[si]
+        who = '%x%x' % (user, host)
+        retry = any(l.who == who for l in self.logins)
+        self.n += 1
+        login = Login(self.n, who, 'e%x' % host if host else '-', s, self.now, retry)
+        login.epoch = login.epoch_begun = self.epoch
+        login.fwd_begun = login.fwd_told = self.forward
+        self.logins.append(login)
+        r = self.call('reserve', s, login)
+        if r[0] in (1, 2) and (retry or r[3] is not None):
+            self.moved_blind(r, retry)
+        self.answered(login, r)
+        if r[0] == 2:
+            self.per_host(login)
+
+    def moved_blind(self, r, retry):
+        """A retry may take its place back ahead of a login gone blind, and stricter settings
+        move its slot: it cannot learn, so P1 does not hold it to its old slot (a bound)."""
+        self.admissions = [a[:4] + ('bound',) + a[5:] if a[4] is True and a[0] > self.now and
+                           (retry or (a[1], a[2]) != (r[3], r[4])) else a
+                           for a in self.admissions]
+
+    def answered(self, login, r):
+        told = (r[3] or login.s.interval, r[4] or login.s.burst)
+        if r[0] == 1:
+            self.admitted(login, self.now + r[1], told)
+        elif r[0] == 2:
+            login.state, login.last, login.deadline, login.told = \
+                'wait', self.now, self.now + r[1], told
+            login.fwd_told, login.epoch, login.pos = self.forward, self.epoch, r[2]
+        elif login.state == 'wait':  # its renewal refused it
+            self.refused(login)
+        else:
+            login.state = 'out'
+
+    def renew(self, login):
+        left = max(login.limit - (self.now + 1), 0)  # at the call's own microsecond
+        r = self.call('renew', Settings(login.s.interval, login.s.burst, left,
+                                        login.s.per_host), login)
+        self.answered(login, r)
+
+    @rule(dt=st.integers(1, 8000))
+    def advance(self, dt):
+        """Time passes by dt ms; every waiter renews when src/queue.c would."""
+        target = self.now + dt * 1000
+        while True:
+            waiting = [l for l in self.logins if l.state == 'wait']
+            if not waiting:
+                break
+            login = min(waiting, key=Login.next_call)
+            if login.next_call() > target:
+                break
+            self.now = max(self.now, login.next_call())
+            self.renew(login)
+        self.now = target
+
+    def pick(self, i):
+        waiting = [l for l in self.logins if l.state == 'wait']
+        return waiting[i % len(waiting)] if waiting else None
+
+    @rule(i=st.integers(0, 9))
+    @unless_skipped('hang_up')
+    def hang_up(self, i):
+        login = self.pick(i)
+        if login:
+            self.call('leave', login.s, login)
+            login.state = 'gone'
+
+    @rule(i=st.integers(0, 9))
+    @unless_skipped('kill')
+    def kill(self, i):
+        login = self.pick(i)
+        if login:
+            login.state = 'killed'
+
+    @rule(i=st.integers(0, 9), dt=st.integers(1, 12))
+    @unless_skipped('stop')
+    def stop(self, i, dt):
+        """SIGSTOP for dt s, then SIGCONT."""
+        login = self.pick(i)
+        if login:
+            login.stopped, login.stopped_until = True, self.now + dt * S
+
+    @rule(i=st.integers(0, 9))
+    @unless_skipped('blind')
+    def blind(self, i):
+        """The schedule cannot be reached from now on: the login goes in at its last slot
+        (once it runs again, if stopped). P1 holds for it when it was first in line and goes
+        in at its slot, within its lease (R5); else that is a bound, not checked
+        (docs/MODEL.md, P1)."""
+        login = self.pick(i)
+        if login:
+            at = max(login.deadline, self.now, login.stopped_until)
+            checked = login.pos == 1 and at <= login.last + LEASE and \
+                login.epoch == self.epoch and at == login.deadline
+            self.admitted(login, at, login.told, blind=True if checked else 'bound')
+            login.state = 'blind'
+
+    @rule(si=st.integers(0, len(SETTINGS) - 1))
+    def peek(self, si):
+        r = self.call('peek', SETTINGS[si])
+        # The schedule's clock stands behind by as far as the server's stepped back.
+        lag = self.top_skew - self.skew
+        held = sum(1 for l in self.logins if l.state in ('wait', 'killed', 'blind') and
+                   l.last + LEASE > self.now - lag)
+        later = [a for a in self.admissions if a[0] > self.now - lag]
+        if any((a[1], a[2]) != (r[4], r[5]) for a in self.admissions):
+            return  # stricter settings read the schedule's next slot anew
+        if r[3] > held + len(later):
+            raise P5('peek counts %d waiting, but only %d places can be held and %d '
+                            'admitted later' % (r[3], held, len(later)))
+
+    @rule(si=st.integers(0, len(SETTINGS) - 1), one_in=st.integers(0, 7))
+    @unless_skipped('reset')
+    def reset(self, si, one_in):
+        if one_in == 0:
+            self.call('reset', SETTINGS[si])
+            self.admissions = []  # a reset starts the schedule afresh: a new history
+            self.epoch += 1
+
+    @unless_skipped('step_clock')
+    @precondition(lambda self: self.backend is Redis)
+    @rule(dt=st.integers(-40, 40))
+    def step_clock(self, dt):
+        """The server's clock steps (Redis: NTP, a failover); the file's never does."""
+        if self.backend is not Redis:
+            return
+        self.skew += dt * S
+        self.top_skew = max(self.top_skew, self.skew)
+        self.forward += max(dt, 0) * S
+
+
+# Minimal sequences the test found, replayed on both backends before the random runs (rule,
+# arguments; si indexes the full SETTINGS).
+REPLAYS = {
+    # lqueue.c: the second of two waiters cut off at their slots was given up, and its slot
+    # went to a newcomer (found as P1; the newcomer's reply differs from the model's).
+    'two lapsed in a row': [
+        ('reserve', dict(host=0, si=1, user=1)), ('reserve', dict(host=0, si=0, user=1)),
+        ('advance', dict(dt=1000)), ('blind', dict(i=0)),
+        ('reserve', dict(host=0, si=0, user=1)), ('blind', dict(i=0)),
+        ('advance', dict(dt=5000)), ('reserve', dict(host=0, si=0, user=1))],
+    # A waiter stopped past its lease takes its place back ahead of one that queued
+    # meanwhile, which its renewal then refuses at its max_wait to the microsecond (P4).
+    'stopped past its lease': [
+        ('reserve', dict(host=0, si=3, user=1)), ('reserve', dict(host=0, si=0, user=1)),
+        ('stop', dict(dt=6, i=0)), ('reserve', dict(host=0, si=0, user=1)),
+        ('advance', dict(dt=3088)), ('advance', dict(dt=6913))],
+    # A login stopped past its slot, then cut off, goes in blind late, while the schedule
+    # counted it at its slot: a bound (P1), not a failure.
+    'blind after a stop': [
+        ('reserve', dict(host=0, si=1, user=1)), ('reserve', dict(host=0, si=3, user=1)),
+        ('advance', dict(dt=1)), ('advance', dict(dt=2049)), ('advance', dict(dt=4258)),
+        ('reserve', dict(host=0, si=0, user=1)), ('stop', dict(dt=5, i=0)),
+        ('advance', dict(dt=4153)), ('blind', dict(i=0)), ('advance', dict(dt=2539)),
+        ('reserve', dict(host=0, si=0, user=1))],
+    # A ghost taken back ahead of a login that went blind at its old slot: a bound (P1).
+    'ghost back ahead of a blind login': [
+        ('reserve', dict(host=0, si=3, user=1)), ('reserve', dict(host=0, si=0, user=3)),
+        ('blind', dict(i=0)), ('reserve', dict(host=0, si=0, user=1)),
+        ('reserve', dict(host=0, si=2, user=1)), ('advance', dict(dt=2959)),
+        ('advance', dict(dt=5042)), ('blind', dict(i=0)),
+        ('reserve', dict(host=0, si=0, user=3)), ('blind', dict(i=0))],
+    # Found on 138ddb0, the parent of issue 18's fixes (docs/MODEL.md, "Acceptance"):
+    # a wait past max_wait: a stricter interval pushed a queued login back (P4),
+    'max_wait': [('reserve', dict(host=0, si=s, user=1)) for s in (0, 3, 3, 0)] + [
+        ('advance', dict(dt=1024)), ('advance', dict(dt=5192)), ('advance', dict(dt=5784))],
+    # a caller's burst=4 going in ahead of a login queued on a burst=1 schedule (P2),
+    'burst jumps the queue': [
+        ('reserve', dict(host=0, si=1, user=2)), ('reserve', dict(host=1, si=0, user=1)),
+        ('reserve', dict(host=0, si=2, user=1)), ('advance', dict(dt=2000))],
+    # a lapsed place at its slot given to the next login while its own went in blind (P1),
+    'blind at the slot': [('reserve', dict(host=0, si=1, user=1))] * 2 + [
+        ('blind', dict(i=0)), ('advance', dict(dt=5000)),
+        ('reserve', dict(host=0, si=1, user=1))],
+    # logins that reserved after a clock step back went ahead, pushing one past max_wait (P4).
+    'clock step back': [('reserve', dict(host=0, si=3, user=1))] * 2 + [
+        ('step_clock', dict(dt=-1)), ('reserve', dict(host=0, si=3, user=1)),
+        ('advance', dict(dt=3081)), ('advance', dict(dt=6920))],
+}
+
+
+class Replay(unittest.TestCase):
+    def replay(self, backend):
+        global SETTINGS
+        keep, SETTINGS = SETTINGS, FULL
+        try:
+            for name, steps in REPLAYS.items():
+                m = type('Queue_' + backend.__name__, (Queue,), {'backend': backend})()
+                m.setup()
+                try:
+                    for rule_name, kw in steps:
+                        getattr(m, rule_name)(**kw)
+                        m.within_max_wait()
+                finally:
+                    m.teardown()
+        finally:
+            SETTINGS = keep
+
+    def test_redis(self):
+        self.replay(Redis)
+
+    def test_file(self):
+        self.replay(File)
+
+
+def suite():
+    examples = int(os.environ.get('MODEL_EXAMPLES', '500'))
+    rnd = os.environ.get('MODEL_SEED')
+    steps = int(os.environ.get('MODEL_STEPS', '40'))
+    cfg = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
+                   derandomize=rnd is None, print_blob=True,
+                   suppress_health_check=list(HealthCheck))
+    cases = [unittest.defaultTestLoader.loadTestsFromTestCase(Replay)]
+    for name in os.environ.get('MODEL_BACKENDS', 'redis,file').split(','):
+        machine = type('Queue_' + name, (Queue,), {'backend': {'redis': Redis,
+                                                                'file': File}[name]})
+        case = machine.TestCase
+        case.settings = cfg
+        if rnd is not None:
+            case.runTest = seed(int(rnd))(case.runTest)
+        cases.append(unittest.defaultTestLoader.loadTestsFromTestCase(case))
+    return unittest.TestSuite(cases)
+
+
+if __name__ == '__main__':
+    # Stopped by pid (timeout, make's SIGTERM): still stop the redis-server we started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    Redis.start()
+    try:
+        ok = unittest.TextTestRunner(verbosity=2).run(suite()).wasSuccessful()
+    finally:
+        Redis.stop()
+    sys.exit(0 if ok else 1)
