@@ -249,6 +249,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		expected_errors = seq.errors;
 		if (seq.url.user[0] != '\0' && !seq.url.has_password)
 			expected_errors++;
+		/* opt_check's other rules: a client certificate with its key, and tls_* options
+		   only with a TLS url. */
+		if ((seq.tls.cert_file[0] == '\0') != (seq.tls.key_file[0] == '\0'))
+			expected_errors++;
+		if (seq.tls.set && !seq.url.tls)
+			expected_errors++;
 		FUZZ_CHECK(opt_equal(&seq, &o));
 		FUZZ_CHECK(o.errors == expected_errors);
 	}

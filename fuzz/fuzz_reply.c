@@ -89,16 +89,15 @@ static bool ref_believable(enum slot_op op, long long verdict, long long wait_us
 	    position > POSITION_MAX)
 		return false;
 	switch (verdict) {
-	case 0:
-		ok = op == SLOT_RESERVE && wait_us > p->max_wait_us;
+	case 0: /* a reservation, or a renewal past what is left of max_wait */
+		ok = (op == SLOT_RESERVE || op == SLOT_RENEW) && wait_us > p->max_wait_us;
 		break;
 	case 1: /* to go in within the commit window; a leave is done at once */
 		ok = op == SLOT_LEAVE ? wait_us == 0
-				      : wait_us <= SLOT_COMMIT_US &&
-						(op != SLOT_RESERVE || wait_us <= p->max_wait_us);
+				      : wait_us <= SLOT_COMMIT_US && wait_us <= p->max_wait_us;
 		break;
 	case 2:
-		ok = (op == SLOT_RESERVE && wait_us <= p->max_wait_us) || op == SLOT_RENEW;
+		ok = op != SLOT_LEAVE && wait_us <= p->max_wait_us;
 		break;
 	case 3:
 		ok = op == SLOT_RESERVE && wait_us == 0;
@@ -120,11 +119,16 @@ static void check_read(const redisReply *r, enum slot_op op, const struct slot_p
 				   .deadline_us = DEADLINE_UNTOUCHED };
 	const char *why = NULL;
 	int rc = rslot_read_reply(r, op, p, &res, &why);
-	bool shaped = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+	bool shaped = r->type == REDIS_REPLY_ARRAY && (r->elements == 3 || r->elements == 5);
 
-	for (size_t i = 0; shaped && i < 3; i++)
+	for (size_t i = 0; shaped && i < r->elements; i++)
 		shaped = r->element[i]->type == REDIS_REPLY_INTEGER;
-	/* Only an array of three integers is read, and exactly those the rules allow. */
+	/* The schedule's own interval and burst, when given, within what any settings allow. */
+	if (shaped && r->elements == 5)
+		shaped = r->element[3]->integer >= 1 && r->element[3]->integer <= 3600000000LL &&
+			 r->element[4]->integer >= 1 && r->element[4]->integer <= 1000;
+	/* Only an array of three integers (or five, with the schedule's settings) is read, and
+	   exactly those the rules allow. */
 	FUZZ_CHECK(rc == 0 || rc == -1);
 	FUZZ_CHECK((rc == 0) == (shaped && ref_believable(op, r->element[0]->integer,
 							  r->element[1]->integer,
@@ -152,10 +156,10 @@ static void check_read(const redisReply *r, enum slot_op op, const struct slot_p
 		break;
 	case SLOT_QUEUED:
 		FUZZ_CHECK(op != SLOT_LEAVE);
-		FUZZ_CHECK(op == SLOT_RENEW || res.wait_us <= p->max_wait_us);
+		FUZZ_CHECK(res.wait_us <= p->max_wait_us);
 		break;
 	case SLOT_REFUSE:
-		FUZZ_CHECK(op == SLOT_RESERVE && res.wait_us > p->max_wait_us);
+		FUZZ_CHECK((op == SLOT_RESERVE || op == SLOT_RENEW) && res.wait_us > p->max_wait_us);
 		break;
 	case SLOT_REFUSE_HOST:
 		FUZZ_CHECK(op == SLOT_RESERVE && res.wait_us == 0);

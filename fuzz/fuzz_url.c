@@ -22,8 +22,8 @@ static void check_against_input(const char *s, const struct url *u)
 {
 	if (strcmp(s, "local") == 0) {
 		FUZZ_CHECK(u->backend == URL_BACKEND_LOCAL);
-	} else if (starts_with(s, "redis://")) {
-		const char *rest = s + strlen("redis://");
+	} else if (starts_with(s, "redis://") || starts_with(s, "rediss://")) {
+		const char *rest = strstr(s, "://") + strlen("://");
 		const char *at = strrchr(rest, '@');
 		const char *host = at ? at + 1 : rest;
 
@@ -58,15 +58,17 @@ static void check_against_input(const char *s, const struct url *u)
 			FUZZ_CHECK(u->user[0] == '\0');
 		else
 			FUZZ_CHECK(u->user[0] != '\0');
-	} else if (starts_with(s, "redis-sentinel://")) {
+	} else if (starts_with(s, "redis-sentinel://") || starts_with(s, "rediss-sentinel://")) {
 		FUZZ_CHECK(u->backend == URL_BACKEND_SENTINEL);
 		/* The master name is the path's first part, whole. */
 		FUZZ_CHECK(strstr(s, u->master) != NULL);
-	} else if (starts_with(s, "redis-cluster://")) {
+	} else if (starts_with(s, "redis-cluster://") || starts_with(s, "rediss-cluster://")) {
 		FUZZ_CHECK(u->backend == URL_BACKEND_CLUSTER);
 	} else {
 		FUZZ_CHECK(!"accepted a url of no known scheme");
 	}
+	/* TLS exactly for the rediss schemes. */
+	FUZZ_CHECK(u->tls == starts_with(s, "rediss"));
 	/* Each node's host is in the text, followed by its port, a ',', a '/', a ']' or the end. */
 	for (int i = 0; u->backend >= URL_BACKEND_SENTINEL && i < u->n_nodes; i++)
 		FUZZ_CHECK(strstr(s, u->nodes[i].host) != NULL);
