@@ -17,17 +17,17 @@ fresh() {
 	# stays at its own path); then /run and /etc/security.
 	# shellcheck disable=SC2016
 	"${PRIVATE_TMP[@]}" unshare --mount --propagation private sh -c '
-		tmp=$1 name=$2 svc=$3 u1=$4 u2=$5
+		tmp=$1 name=$2 svc=$3 u1=$4 u2=$5 preload=$6
 		for d in /run /etc/security; do mount -t tmpfs tmpfs "$d" || exit 126; done
 		one() {
-			env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$tmp/svc" \
+			env LD_PRELOAD="$preload" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$tmp/svc" \
 				PAM_WRAPPER_DEBUGLEVEL=2 pamtester -v "$svc" "$1" authenticate \
 				> "$tmp/$2.out" 2> "$tmp/$2.err"
 			echo $? > "$tmp/$2.rc"
 		}
 		one "$u1" "$name" &
 		if [ -n "$u2" ]; then sleep 0.3; one "$u2" "$name.2" & fi
-		wait' sh "$TMP" "$1" "$2" "$3" "${4:-}"
+		wait' sh "$TMP" "$1" "$2" "$3" "${4:-}" "$PRELOAD"
 }
 
 # loud NAME: the lines the login logged at LOG_WARNING or above (pam_wrapper writes
