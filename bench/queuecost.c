@@ -20,8 +20,9 @@
  * that the queue keeps its length and its spread of waits. A place's first renewal falls at
  * a random point of its first period, as in a queue that has run a while. Hours of waiting
  * cannot be simulated; a window of the steady state can. It reads the server's CPU (INFO
- * cpu) over the window (and over IDLE_S s idle, empty, before), used_memory before and after the places,
- * and counts the calls made in the window and how late they were.
+ * cpu) over the window (and over IDLE_S s idle, empty, before) and the script's own time
+ * (INFO commandstats), used_memory before and after the places, and counts the calls made in
+ * the window and how late they were.
  *
  * drain: N logins arrive 10 ms apart, in order; once all have their answer, every KILL_EVERY-th
  * (the 3rd, the 6th, ...) is killed (SIGKILL). queue: the module's queue (rslot_call,
@@ -298,6 +299,19 @@ static double qc_cpu_us(redisContext *c)
 	return v;
 }
 
+/* The calls and the microseconds of server time of EVALSHA since CONFIG RESETSTAT (INFO
+   commandstats: the script and its commands, no connection nor round trip). */
+static void qc_evalsha(redisContext *c, long long *calls, long long *usec)
+{
+	redisReply *r = bench_command(c, "INFO commandstats");
+	const char *p = strstr(r->str, "\ncmdstat_evalsha:");
+
+	*calls = *usec = 0;
+	if (p != NULL && sscanf(p, "\ncmdstat_evalsha:calls=%lld,usec=%lld", calls, usec) != 2)
+		*calls = *usec = 0;
+	freeReplyObject(r);
+}
+
 /* --- spread --------------------------------------------------------------------------- */
 
 /* One waiter of the steady queue: its place, and when it renews next. */
@@ -429,7 +443,7 @@ static int qc_spread_main(int argc, char **argv)
 	redisContext *c;
 	char warm_key[OPT_KEY_MAX + 8];
 	int seconds, warm_s, idle_s, queued = 0, failed;
-	long long mem_head, mem_held, key_bytes, places_end;
+	long long mem_head, mem_held, key_bytes, places_end, script_calls, script_us;
 	double cpu0, cpu1, idle0, idle1;
 	int64_t t, fill_us, idle_us;
 	unsigned rnd = 1;
@@ -505,9 +519,11 @@ static int qc_spread_main(int argc, char **argv)
 	k.window1_us = k.window0_us + (int64_t)seconds * 1000000;
 	bench_fork(k.workers, qc_spread_worker, &k, pids);
 	fstime_sleep_until(k.window0_us);
+	freeReplyObject(bench_command(c, "CONFIG RESETSTAT"));
 	cpu0 = qc_cpu_us(c);
 	fstime_sleep_until(k.window1_us);
 	cpu1 = qc_cpu_us(c);
+	qc_evalsha(c, &script_calls, &script_us);
 	failed = bench_reap(k.workers, pids);
 	places_end = qc_fields(c, o.key, "w:");
 	redisFree(c);
@@ -524,14 +540,16 @@ static int qc_spread_main(int argc, char **argv)
 	printf("mode=%s n=%d interval_s=%.3f seconds=%d warm_s=%d workers=%d queued=%d "
 	       "fill_s=%.3f calls=%lld calls_per_s=%.2f admitted=%lld refused=%lld failed=%lld "
 	       "late=%lld late_max_ms=%.1f over_margin=%lld places_end=%lld cpu_pct=%.3f "
-	       "cpu_us_per_call=%.1f cpu_us_per_waiter_s=%.4f idle_cpu_pct=%.3f mem_head=%lld "
-	       "mem_held=%lld bytes_per_waiter=%.1f key_bytes_per_waiter=%.1f\n",
+	       "cpu_us_per_call=%.1f cpu_us_per_waiter_s=%.4f idle_cpu_pct=%.3f "
+	       "script_calls=%lld script_us_per_call=%.1f mem_head=%lld mem_held=%lld "
+	       "bytes_per_waiter=%.1f key_bytes_per_waiter=%.1f\n",
 	       k.fit ? "fit" : "fixed", k.n, qc_s(o.slot.interval_us), seconds, warm_s, k.workers,
 	       queued, qc_s(fill_us), all.calls, (double)all.calls / seconds, all.admitted,
 	       all.refused, all.failed, all.late, (double)all.late_max_us / 1000.0,
 	       all.over_margin, places_end, (cpu1 - cpu0) / 1e4 / seconds,
 	       all.calls > 0 ? (cpu1 - cpu0) / (double)all.calls : 0.0,
 	       (cpu1 - cpu0) / ((double)k.n * seconds), (idle1 - idle0) / 1e4 / qc_s(idle_us),
+	       script_calls, script_calls > 0 ? (double)script_us / (double)script_calls : 0.0,
 	       mem_head, mem_held,
 	       (double)(mem_held - mem_head) / (double)k.n, (double)key_bytes / (double)k.n);
 	return failed != 0 || all.failed != 0 || idle0 < 0 || cpu0 < 0;

@@ -49,7 +49,7 @@ rows() {
 				first="| "
 				due=" (due: $(awk -v n="$n" 'BEGIN { printf "%.1f", n / 2 }'))"
 			fi
-			echo "$first | $label | $(of "$n" $mode calls_per_s)$due | $(of "$n" $mode late_max_ms) ($(of "$n" $mode over_margin)) | $(of "$n" $mode cpu_pct) | $(above "$n" $mode) | $(per_ws "$n" $mode) | $(ratio_of "$(per_ws "$n" $mode)" "$(per_ws "$n" fixed)") |"
+			echo "$first | $label | $(of "$n" $mode calls_per_s)$due | $(of "$n" $mode late_max_ms) ($(of "$n" $mode over_margin)) | $(of "$n" $mode cpu_pct) | $(above "$n" $mode) | $(per_ws "$n" $mode) | $(ratio_of "$(per_ws "$n" $mode)" "$(per_ws "$n" fixed)") | $(of "$n" $mode script_us_per_call) |"
 		done
 	done
 }
@@ -71,10 +71,13 @@ echo "queue that has run a while, so the window sees every place at every point 
 echo "The server's CPU is its own (\`INFO cpu\`, user + system, to the microsecond) over the"
 echo "window, and above its idle tick (the same server, empty, for $IDLE s before). Late: the most a"
 echo "renewal came after it was due, in ms (in brackets, those later than the 3 s margin of a"
-echo "lease over its renewal)."
+echo "lease over its renewal). The script's own time is \`usec\` over \`calls\` of \`EVALSHA\` in"
+echo "\`INFO commandstats\` over the window (time in the call, so a loaded machine inflates it):"
+echo "the rest of the server's CPU is connections and wake-ups, which a few calls a second pay"
+echo "each on its own and hundreds share."
 echo
-echo "| waiters (waits) | renewal | script calls a second | late, ms | Redis CPU, % of one core | above idle | CPU per waiter-second, µs | × every 2 s |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| waiters (waits) | renewal | script calls a second | late, ms | Redis CPU, % of one core | above idle | CPU per waiter-second, µs | × every 2 s | the script's own µs a call |"
+echo "|---|---|---|---|---|---|---|---|---|"
 rows
 echo
 storm_fit=$(of 60 fit calls_per_s)
