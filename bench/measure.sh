@@ -19,11 +19,11 @@ BIN=$TOP/build/bench
 if [ "$QUICK" = 1 ]; then
 	M1_REPS=1 M2_PAIRS=50 M3_N=50 M4_SECONDS=1 M4_GET_N=50000 M4_EVAL_N=30000
 	M5_N=100 M5_BASE=5 M5_WINDOW=2 M6_ROUNDS=300
-	M7_WAITS=0,3,6 M8_N=200 M8_SECONDS=4 M9_N=9
+	M7_WAITS=0,3,6 M9_N=9
 else
 	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
 	M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
-	M7_WAITS=0,1,3,5,10,20 M8_N=1000 M8_SECONDS=20 M9_N=30
+	M7_WAITS=0,1,3,5,10,20 M9_N=30
 fi
 FINAL=${BENCH_RAW:?the raw results directory}
 case $FINAL in /*) ;; *) FINAL=$TOP/$FINAL ;; esac
@@ -37,7 +37,7 @@ RUN_START=$(date +%s)
 
 # The run's parameters and the machine, for the report.
 for v in QUICK M1_REPS M1_NS M2_PAIRS M3_N M4_SECONDS M4_GET_N M4_EVAL_N M5_N M5_BASE \
-	M5_WINDOW M6_ROUNDS M7_WAITS M8_N M8_SECONDS M9_N CONC; do
+	M5_WINDOW M6_ROUNDS M7_WAITS M9_N CONC; do
 	put values "$v" "${!v}"
 done
 put values COMMAND "${BENCH_COMMAND:-QUICK=$QUICK bash bench/measure.sh}"
@@ -349,15 +349,12 @@ stop_redis m9q
 stop_redis m9f
 
 # ---------------------------------------------------------------------------------------------
-# 8. Redis with M8_N waiters renewing: one process holds them all, on TCP loopback. Raw:
-# m8.txt, queuecost's line.
-say "8/12: $M8_N places held and renewed for $M8_SECONDS s by one process"
-start_tcp_redis m8 || fail "redis m8"
-M8_PORT=$PORT
-run "$BIN/queuecost" hold "$M8_N" "$M8_SECONDS" "$(cat "$TMP/m8.pid")" \
-	"url=redis://127.0.0.1:$M8_PORT/0" key=bench:many interval=1s max_wait=60m timeout=10s \
-	> "$RAW/m8.txt" 2> "$TMP/m8.err" || fail "queuecost hold: $(cat "$RAW/m8.txt") $(head -n 5 "$TMP/m8.err")"
-stop_redis m8
+# 8. What waiting costs Redis in queues spread over realistic waits, leases that fit the wait
+# against a renewal every 2 s: a script of its own (bench/spread.sh, raw results in spread/),
+# which can also run alone.
+say "8/12: queues in a steady state, leases that fit the wait against a renewal every 2 s (bench/spread.sh)"
+echo "bash bench/spread.sh RAW (see its section for its clients' command line)" >> "$RAW/commands"
+bash "$TOP/bench/spread.sh" "$RAW" || fail "the steady queues (bench/spread.sh)"
 
 # ---------------------------------------------------------------------------------------------
 # Further measurements, each a script of its own: call it here with the raw directory,

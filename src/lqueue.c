@@ -340,7 +340,7 @@ static ssize_t lqueue_find(const struct lqueue *q, const char *id)
 	return -1;
 }
 
-/* A place, held from now_us for a lease. */
+/* A place to hold. */
 struct lqueue_hold {
 	const struct slot_place *pl;
 	pid_t pid;
@@ -348,7 +348,8 @@ struct lqueue_hold {
 	bool taken_back;
 };
 
-static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_t now_us)
+/* Holds h's place until lease_us. */
+static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_t lease_us)
 {
 	struct lqueue_waiter *w;
 
@@ -359,7 +360,7 @@ static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_
 	strcpy(w->who, h->pl->who);
 	strcpy(w->host, h->pl->host);
 	w->arrival_us = h->arrival_us;
-	w->lease_us = now_us + SLOT_LEASE_US;
+	w->lease_us = lease_us;
 	w->pid = h->pid;
 	w->taken_back = h->taken_back;
 	q->changed = 1;
@@ -396,6 +397,16 @@ static int64_t lqueue_position(const struct lqueue_clock *c, size_t rank)
 	if (first_us > c->now_us)
 		pending = (first_us - c->now_us + c->p->interval_us - 1) / c->p->interval_us - 1;
 	return (int64_t)rank + 1 + pending;
+}
+
+/* The end of the lease granted now to a place whose slot is at start_us: it fits the wait
+   (slot_lease_us, as slot.lua's lease_for); the pressure hold's line keeps SLOT_LEASE_US. */
+static int64_t lqueue_lease_end(const struct lqueue *q, const struct lqueue_clock *c,
+				int64_t start_us)
+{
+	if (q->line)
+		return c->now_us + SLOT_LEASE_US;
+	return c->now_us + slot_lease_us(start_us - c->now_us, c->p->interval_us);
 }
 
 /* Whether the login of this rank, whose slot is at start_us, is admitted now. */
@@ -481,20 +492,20 @@ static enum slot_verdict lqueue_reserve(struct lqueue *q, const struct lqueue_cl
 		lqueue_forget_ghost(q, (size_t)ghost);
 	if (lqueue_due(c, rank, start_us))
 		return lqueue_admit(q, c, -1, rank, res);
-	lqueue_hold(q, &h, c->now_us);
+	lqueue_hold(q, &h, lqueue_lease_end(q, c, start_us));
 	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
 }
 
-/* The renewing login's place: kept, with a new lease; or, its lease out while it lived on,
-   taken back from WHO's ghost as a retry would (R2: at its arrival if nobody queued since it
-   left), or held anew at the back. -1 when the queue is full. */
+/* The renewing login's place: kept (the caller grants its new lease, which fits its new
+   wait); or, its lease out while it lived on, taken back from WHO's ghost as a retry would
+   (R2: at its arrival if nobody queued since it left), or held anew at the back. -1 when the
+   queue is full. */
 static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, int64_t now_us)
 {
 	ssize_t self = lqueue_find(q, given->pl->id), ghost;
 	struct lqueue_hold h = *given;
 
 	if (self >= 0) {
-		q->waiters[self].lease_us = now_us + SLOT_LEASE_US;
 		q->changed = 1;
 		return self;
 	}
@@ -506,7 +517,7 @@ static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, in
 			h.arrival_us = q->ghosts[ghost].arrival_us;
 		lqueue_forget_ghost(q, (size_t)ghost);
 	}
-	return lqueue_hold(q, &h, now_us);
+	return lqueue_hold(q, &h, now_us + SLOT_LEASE_US);
 }
 
 /* renew: admitted at its slot when near; refused, its place dropped and no ghost left, when
@@ -528,6 +539,7 @@ static enum slot_verdict lqueue_renew(struct lqueue *q, const struct lqueue_cloc
 	}
 	if (lqueue_due(c, rank, start_us))
 		return lqueue_admit(q, c, self, rank, res);
+	q->waiters[self].lease_us = lqueue_lease_end(q, c, start_us);
 	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
 }
 

@@ -9,7 +9,7 @@
 --                              interval and burst; the last admission (0: none)
 --            arrival           "w:ID:WHO:HOST" a waiter's place, ranked by arrival; with ":t"
 --                              after it when the place was taken back from a ghost
---            LEASE + end       "l:ID:WHO:HOST" that place's lease
+--            LEASE + end       "l:ID:WHO:HOST" the end of that place's lease, as granted
 --            GHOST + end       "g:WHO:ARRIVAL:LEFT:HOST:0"  a place given up (at LEFT), that the
 --                              same login tried again takes back
 --          and the indexes that keep every lookup logarithmic, below 0:
@@ -28,7 +28,8 @@
 -- ARGV[7]  WHO: who is logging in (a hash of service, user and remote host), or ""
 -- ARGV[8]  HOST: the remote host (a hash), or ""
 -- ARGV[9]  per_host: how many places and ghosts one HOST may hold at once; 0 for no limit
--- ARGV[10] the lease, in microseconds: a place not renewed within it is given up
+-- ARGV[10] the lease near the slot, in microseconds: a place not renewed within its lease is
+--          given up; further from its slot the lease is longer (lease_for)
 -- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
 --          this far off is admitted now, to go in at its slot without another call
 --
@@ -57,6 +58,8 @@
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
 -- - A place whose lease ran out while it was first in line, its slot come by then, counts as
 --   admitted: its login may have gone in without reaching the schedule.
+-- - A lease fits the wait (lease_for): it ends before the place's slot unless that is near, and
+--   its end is stored, so that every caller, an older version's script included, reads it.
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
@@ -92,6 +95,9 @@ local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
 -- A place given up is remembered this long, so that the same login tried again takes it back;
 -- so many at most per HOST and per schedule.
 local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
+-- A waiter renews every RENEW near its slot, and at most RENEW_MAX apart further back
+-- (SLOT_RENEW_US and SLOT_RENEW_MAX_US).
+local RENEW, RENEW_MAX = 2000000, 60000000
 -- The furthest ahead any settings can leave a schedule (max_wait 60 min + burst 1000 *
 -- interval 60 min), and the furthest back a clock may step and the schedule still be ours.
 local HORIZON_MAX, STEP_MAX = 3600000000 * 1001, 400 * 86400000000
@@ -189,6 +195,18 @@ local function admit(at_us)
   changed = true
 end
 
+-- The lease granted to a place whose slot is `wait` off, as src/slot.c's slot_lease_us: near
+-- its slot (within two intervals and the commit window) `lease`; further back a quarter of the
+-- wait (RENEW to RENEW_MAX), when its login renews, and the same margin. So it ends before the
+-- slot unless that is at most `lease` off, and a dead place far back delays nobody.
+local function lease_for(wait)
+  local renew = RENEW
+  if wait > 2 * interval + window then
+    renew = math.min(math.max(math.floor(wait / 4), RENEW), RENEW_MAX)
+  end
+  return renew + lease - RENEW
+end
+
 local function place_of(pid, pwho, phost)
   return pid .. ':' .. pwho .. ':' .. phost
 end
@@ -219,10 +237,11 @@ local function drop(place)
   changed = true
 end
 
-local function hold(arrival, taken)
+-- Holds the caller's place, its slot `wait` off.
+local function hold(arrival, taken, wait)
   local place = place_of(id, who, host)
   redis.call('ZADD', K, us(arrival), 'w:' .. place .. (taken and ':t' or ''))
-  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. place)
+  redis.call('ZADD', K, us(LEASE + now + lease_for(wait)), 'l:' .. place)
   if host ~= '-' then
     redis.call('ZADD', K, index(BY_HOST, host), 'h:' .. host .. ':' .. id)
   end
@@ -430,28 +449,32 @@ if op == 'reserve' then
     save()
     return reply(1, start - now, pos)
   end
-  hold(arrival, ghost ~= nil)
+  hold(arrival, ghost ~= nil, start - now)
   save()
   return reply(2, start - now, position(rank))
 end
 
 -- renew: a place whose lease ran out while its login lived on (stopped, slow, the server
 -- unreachable) is taken back from its ghost as a retry would, or failing that held anew at
--- the back.
+-- the back. Its rank counts the arrivals before its own, so it is known before the write, and
+-- so is the lease that fits its wait.
 local arrival = arrival_of(self)
-if arrival then
-  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. self)
-  changed = true
-else
-  local ghost = ghost_of(who)
+local kept, ghost = arrival ~= nil, nil
+if not kept then
+  ghost = ghost_of(who)
   arrival = arrival_back(ghost)
-  if ghost then
-    forget_ghost(ghost)
-  end
-  hold(arrival, ghost ~= nil)
 end
 local rank = rank_of(arrival)
 local start = start_of(rank)
+if kept then
+  redis.call('ZADD', K, us(LEASE + now + lease_for(start - now)), 'l:' .. self)
+  changed = true
+else
+  if ghost then
+    forget_ghost(ghost)
+  end
+  hold(arrival, ghost ~= nil, start - now)
+end
 if start - now > max_wait then
   drop(self)
   save()
