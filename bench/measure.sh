@@ -84,30 +84,57 @@ stop_redis m1
 
 # ---------------------------------------------------------------------------------------------
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs. Raw:
-# m2-TRANSPORT.txt, pairtime's line with the logins that waited and the module's log lines.
-say "2/12: added latency, $M2_PAIRS pairs per transport"
+# m2-ROW.txt, pairtime's line with the logins that waited and the module's log lines; m2-ROW.raw,
+# its pairs. The rows: the module on each backend, and loaded but never called (in the account
+# stack of an auth login), each against pam_permit alone; and, for the counters file read in
+# part (issue 22), url=local with the module of M2_BEFORE_REV (the counters read whole) against
+# this tree's. state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is.
+say "2/12: added latency, $M2_PAIRS pairs per row"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
+if M2_STATE=$(mktemp -d /dev/shm/flowslot-bench-m2.XXXXXX 2> /dev/null); then
+	trap 'cleanup; rm -rf "$M2_STATE"' EXIT
+	put values M2_FS "a tmpfs (\`/dev/shm\`), as \`/run\` normally is"
+else
+	M2_STATE=$TMP/m2state
+	mkdir -m 0700 "$M2_STATE"
+	put values M2_FS "$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
+fi
+M2_BEFORE_REV=5a67a67
+module_at "$M2_BEFORE_REV"
+put values M2_BEFORE_REV "$M2_BEFORE_REV"
+put values M2_BEFORE_BUILT "$MODULE_BUILT"
 PERMIT="auth required @P/pam_permit.so"
 GATE="key=bench:lat interval=1ms countdown=0 fallback=closed"
 service base "$PERMIT"
-service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 $GATE" "$PERMIT"
-service lat-unix "auth required @M url=unix://$TMP/m2.sock $GATE" "$PERMIT"
-service lat-local "auth required @M url=local state_dir=$TMP/m2state $GATE" "$PERMIT"
+service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 state_dir=$M2_STATE/tcp $GATE" "$PERMIT"
+service lat-unix "auth required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/unix $GATE" "$PERMIT"
+service lat-local "auth required @M url=local state_dir=$M2_STATE/local $GATE" "$PERMIT"
+service lat-loaded "$PERMIT" "account required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/loaded $GATE"
+service lat-before "auth required $MODULE_AT url=local state_dir=$M2_STATE/before $GATE" "$PERMIT"
 pamtester_cmd() {
 	echo env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
 		pamtester -v "$1" benchuser authenticate
 }
-for t in tcp unix local; do
+# m2_pairs ROW A B: pairtime of the service A against B.
+m2_pairs() {
 	# shellcheck disable=SC2046
-	line=$(cd "$TMP" && run "$BIN/pairtime" "$M2_PAIRS" "$TMP/m2-$t.raw" "$TMP/m2-$t-a.log" \
-		"$TMP/m2-$t-b.log" -- $(pamtester_cmd base) -- $(pamtester_cmd "lat-$t")) ||
-		fail "pairtime $t: $line"
-	waited=$(grep -c 'Login queue' "$TMP/m2-$t-b.log")
-	complaints=$(grep -c 'pam_flowslot(' "$TMP/m2-$t-b.log")
-	echo "$line waited=$waited complaints=$complaints" > "$RAW/m2-$t.txt"
+	line=$(cd "$TMP" && run "$BIN/pairtime" "$M2_PAIRS" "$RAW/m2-$1.raw" "$TMP/m2-$1-a.log" \
+		"$TMP/m2-$1-b.log" -- $(pamtester_cmd "$2") -- $(pamtester_cmd "$3")) ||
+		fail "pairtime $1: $line"
+	waited=$(cat "$TMP/m2-$1-a.log" "$TMP/m2-$1-b.log" | grep -c 'Login queue')
+	complaints=$(cat "$TMP/m2-$1-a.log" "$TMP/m2-$1-b.log" | grep -c 'pam_flowslot(')
+	echo "$line waited=$waited complaints=$complaints" > "$RAW/m2-$1.txt"
+}
+for t in tcp unix local loaded; do
+	m2_pairs "$t" base "lat-$t"
 done
+m2_pairs counters lat-before lat-local
+put values M2_STATS_BYTES "$(stat -c %s "$M2_STATE/local/stats")"
+# The module in the account stack was loaded, never called: it counted no login.
+put values M2_LOADED_COUNTED "$([ -e "$M2_STATE/loaded" ] && echo yes || echo no)"
 stop_redis m2
+rm -rf "$M2_STATE"
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.

@@ -78,18 +78,23 @@ for n in $M1_NS; do
 done
 
 # ---------------------------------------------------------------------------------------------
-# 2. Added latency, from m2-TRANSPORT.txt.
+# 2. Added latency, from m2-ROW.txt (and m2-ROW.raw).
 M2_TABLE=""
-for t in tcp unix local; do
+for t in tcp unix local loaded; do
 	line=$(cat "$RAW/m2-$t.txt")
 	case $t in
 	tcp) what="Redis over TCP loopback" ;;
 	unix) what="Redis over a Unix socket" ;;
 	local) what="url=local (file under flock)" ;;
+	loaded) what="loaded, never called (in the account stack only)" ;;
 	esac
-	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
+	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(ms "$(field cpu_diff_median_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
 "
 done
+M2_C=$(cat "$RAW/m2-counters.txt")
+# m2 ROW FIELD: a field of that row's line.
+m2() { field "$2" "$(cat "$RAW/m2-$1.txt")"; }
+M2_CALL_CPU=$(awk -v a="$(m2 unix cpu_diff_median_us)" -v b="$(m2 loaded cpu_diff_median_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }')
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision, from m3.txt, timeline.csv and m3-before.txt.
@@ -283,22 +288,52 @@ cat <<-EOF
 	\`bench/pairtime.c\`. A pair is one login with \`pam_permit\` alone and one with
 	\`pam_flowslot\` then \`pam_permit\`, run back to back in alternating order; ${M2_PAIRS} pairs per
 	row after 5 not counted. The module line is
-	\`auth required pam_flowslot.so url=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
+	\`auth required pam_flowslot.so url=... state_dir=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
 	a login starts more than 1 ms after the one before, so the queue stays empty, and a Redis
 	failure would fail the login instead of falling back. The last two columns check that: logins
 	that were told to wait, and module log lines (errors, fallbacks).
 
-	| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | logins that waited | module log lines |
-	|---|---|---|---|---|---|---|---|---|---|
+	| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | CPU added, median ms | logins that waited | module log lines |
+	|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 printf '%s' "$M2_TABLE"
 cat <<-EOF
 
 	What the module adds here is its whole cost in a login: loading \`pam_flowslot.so\` (and
 	hiredis) into the process, parsing its options, a connection to Redis, one script call and
-	the close (or, with \`url=local\`, opening, locking and rewriting a file). A login process
-	also pays for exec, the dynamic loader and pam_wrapper's copy of libpam in both columns.
-	Network latency to a Redis on another host is not measured: everything runs on loopback.
+	the close (or, with \`url=local\`, opening, locking and rewriting a file), and one record of
+	the host's counters in \`state_dir\` (here on $M2_FS). A login process also pays for exec,
+	the dynamic loader and pam_wrapper's copy of libpam in both columns. Network latency to a
+	Redis on another host is not measured: everything runs on loopback. "CPU added" is the
+	median of the per-pair differences in the login process's CPU time (user and system, from
+	\`wait4\`), which other processes' load on a shared machine changes less than the time
+	waited.
+
+	**Where it goes.** The row "loaded, never called" puts the module, with the Unix socket's
+	options, in the account stack of a login that only authenticates: libpam loads every module
+	of the service at \`pam_start\` and unloads it at \`pam_end\`, and calls none of the account
+	stack (it counted $([ "$M2_LOADED_COUNTED" = no ] && echo "no login, as expected" || echo "logins: **not as designed**")). Loading and unloading the module and
+	hiredis cost the login $(ms "$(m2 loaded cpu_diff_median_us)") ms of CPU; the call itself, on the Unix socket,
+	about $M2_CALL_CPU ms more (the difference between the two rows' medians): the options, the
+	connection, the script call's round trip, the counters. Neither can go without giving up a
+	design rule: a PAM module holds no connection between logins, and links hiredis as Debian
+	ships it, a shared library.
+
+	**The counters file, read in part.** Until commit $M2_BEFORE_REV a login read the whole counters
+	file, $M2_STATS_BYTES bytes, checked all of its records, and wrote back the header and its own record,
+	under the file's lock; now it reads the header and the records in use (one per key template
+	this host has counted, typically one or two) and the shared record of the rest, and writes
+	back only its own record (and the header, for a new template). The file's format is
+	unchanged. The same \`url=local\` login
+	with the module of $M2_BEFORE_REV (built from git in \`build/bench/\` $M2_BEFORE_BUILT) as A and
+	this tree's as B, each with a \`state_dir\` of its own, in $(field pairs "$M2_C") pairs:
+
+	| | A: module of $M2_BEFORE_REV, median ms | B: this tree's, median ms | B ÷ A per pair, median | B − A, median ms | CPU: A, median ms | CPU: B, median ms | CPU: B − A per pair, median µs |
+	|---|---|---|---|---|---|---|---|
+	| \`url=local\` | $(ms "$(field a_median_us "$M2_C")") | $(ms "$(field b_median_us "$M2_C")") | $(field ratio_median "$M2_C") | $(ms "$(field diff_median_us "$M2_C")") | $(ms "$(field a_cpu_median_us "$M2_C")") | $(ms "$(field b_cpu_median_us "$M2_C")") | **$(field cpu_diff_median_us "$M2_C")** |
+
+	The two modules also differ by whatever else changed between $M2_BEFORE_REV and this tree;
+	\`url=local\` keeps the script on Redis out of the comparison.
 
 	## 3. Stagger precision
 
