@@ -63,7 +63,7 @@ say "measuring into $FINAL (QUICK=$QUICK); load average at the start: $LOAD_STAR
 # ---------------------------------------------------------------------------------------------
 # 1. Redis commands per admitted login, under contention, over TCP loopback. Raw: m1.txt, a
 # line of contend per run.
-say "1/12: commands per login, N = $M1_NS, $M1_REPS run(s) each"
+say "1/13: commands per login, N = $M1_NS, $M1_REPS run(s) each"
 start_tcp_redis m1 || fail "redis m1"
 M1_PORT=$PORT
 # 100 ms apart: a queued pam_flowslot login waits for its slot, renewing its place, so the
@@ -89,7 +89,7 @@ stop_redis m1
 # stack of an auth login), each against pam_permit alone; and, for the counters file read in
 # part (issue 22), url=local with the module of M2_BEFORE_REV (the counters read whole) against
 # this tree's. state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is.
-say "2/12: added latency, $M2_PAIRS pairs per row"
+say "2/13: added latency, $M2_PAIRS pairs per row"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
 if M2_STATE=$(mktemp -d /dev/shm/flowslot-bench-m2.XXXXXX 2> /dev/null); then
@@ -142,7 +142,7 @@ rm -rf "$M2_STATE"
 # m3-before.txt, the row of the same measurement before the queue, as BENCHMARKS.md was
 # committed at M3_BEFORE_REV (fixed slots: one reservation, then a sleep until the slot),
 # empty without the git history.
-say "3/12: stagger precision, $M3_N logins at interval=100ms"
+say "3/13: stagger precision, $M3_N logins at interval=100ms"
 start_redis m3 || fail "redis m3"
 run "$BIN/stagger" "$M3_N" "$TMP/timeline.csv" "url=unix://$TMP/m3.sock" key=bench:stagger \
 	interval=100ms max_wait=60s timeout=10s > "$RAW/m3.txt" || fail "stagger: $(cat "$RAW/m3.txt")"
@@ -158,7 +158,7 @@ git -C "$TOP" show "$M3_BEFORE_REV:BENCHMARKS.md" 2> /dev/null |
 # 4. Decision capacity of one redis-server, against redis-benchmark GET in the same run. Raw:
 # for each phase, m4-PHASE.out (the client's output), m4-PHASE.cpu (the server's share of one
 # core while it ran, %) and m4-PHASE.ticks (the server's clock ticks).
-say "4/12: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
+say "4/13: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
 start_tcp_redis m4 || fail "redis m4"
 M4_PORT=$PORT
 M4_PID=$(cat "$TMP/m4.pid")
@@ -203,7 +203,7 @@ stop_redis m4
 # 5. The cost of waiting: M5_N pamtester logins held in the queue at once. Raw: M5_* in
 # values; one number per waiting process in m5-cpu-us, m5-rss and m5-pss, per baseline process
 # in m5-base-rss and m5-base-pss; m5-why, the module's log lines counted.
-say "5/12: $M5_N logins held in the queue"
+say "5/13: $M5_N logins held in the queue"
 start_redis m5 || fail "redis m5"
 service hold "auth required @M url=unix://$TMP/m5.sock key=bench:hold interval=1s max_wait=60m timeout=10s fallback=closed" \
 	"$PERMIT"
@@ -309,7 +309,7 @@ stop_redis m5
 # on loopback, every configuration against the same master, interleaved round by round. Raw:
 # m6.txt, optcost's lines; M6_WAITS (the master's WAITs), M6_COMPLAINTS (the module's log
 # lines) and M6_FS (where the node cache was) in values.
-say "6/12: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
+say "6/13: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
 start_tcp_redis m6master --repl-diskless-sync-delay 0 || fail "redis m6master"
 M6_MPORT=$PORT
 start_tcp_redis m6replica --replicaof 127.0.0.1 "$M6_MPORT" || fail "redis m6replica"
@@ -352,7 +352,7 @@ stop_redis m6master
 # 7 and 9, side by side: script calls per second of waiting; a queue with a third of its logins
 # killed, against fixed slots. Both mostly sleep, on private servers of their own. Raw: m7.out,
 # m9q.out and m9f.out, queuecost's output.
-say "7/12 and 9/12: script calls for waits of $M7_WAITS s; $M9_N logins at interval=1s, a third killed, queue and fixed slots"
+say "7/13 and 9/13: script calls for waits of $M7_WAITS s; $M9_N logins at interval=1s, a third killed, queue and fixed slots"
 start_redis m7 || fail "redis m7"
 start_redis m9q || fail "redis m9q"
 start_redis m9f || fail "redis m9f"
@@ -378,7 +378,7 @@ stop_redis m9f
 # ---------------------------------------------------------------------------------------------
 # 8. Redis with M8_N waiters renewing: one process holds them all, on TCP loopback. Raw:
 # m8.txt, queuecost's line.
-say "8/12: $M8_N places held and renewed for $M8_SECONDS s by one process"
+say "8/13: $M8_N places held and renewed for $M8_SECONDS s by one process"
 start_tcp_redis m8 || fail "redis m8"
 M8_PORT=$PORT
 run "$BIN/queuecost" hold "$M8_N" "$M8_SECONDS" "$(cat "$TMP/m8.pid")" \
@@ -391,12 +391,14 @@ stop_redis m8
 # `bash "$TOP/bench/NAME.sh" "$RAW" || fail NAME`, and let it write its results under
 # "$RAW/NAME/"; bench/report.sh renders its section with bench/NAME-report.sh, if there is one
 # (add NAME to its list, in the order they run here).
-say "10/12: a logon storm (bench/storm.sh)"
+say "10/13: a logon storm (bench/storm.sh)"
 bash "$TOP/bench/storm.sh" "$RAW" || fail "the logon storm (bench/storm.sh)"
-say "11/12: one reservation as the schedule fills, against release 0.9.0's script (bench/lookup.sh)"
+say "11/13: one reservation as the schedule fills, against release 0.9.0's script (bench/lookup.sh)"
 bash "$TOP/bench/lookup.sh" "$RAW" || fail "the lookups (bench/lookup.sh)"
-say "12/12: what TLS costs a plain login, and a rediss:// decision against a redis:// one (bench/tls.sh)"
+say "12/13: what TLS costs a plain login, and a rediss:// decision against a redis:// one (bench/tls.sh)"
 bash "$TOP/bench/tls.sh" "$RAW" || fail "the cost of TLS (bench/tls.sh)"
+say "13/13: a real ssh login, with the module in sshd's session stack and without (bench/ssh.sh)"
+bash "$TOP/bench/ssh.sh" "$RAW" || fail "the ssh logins (bench/ssh.sh)"
 
 # ---------------------------------------------------------------------------------------------
 put machine LOAD_END "$(cut -d' ' -f1-3 /proc/loadavg)"

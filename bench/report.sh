@@ -585,7 +585,7 @@ EOF
 # The sections of further measurements (see the end of bench/measure.sh): bench/NAME-report.sh
 # prints the section of the raw results in RAWDIR/NAME (and may draw a picture next to PNG).
 # In the order bench/measure.sh runs them, which is the order of their numbers.
-for name in storm lookup tls; do
+for name in storm lookup tls ssh; do
 	r=$BENCH_DIR/$name-report.sh
 	[ -e "$r" ] || continue
 	[ -d "$RAW/$name" ] || continue
@@ -597,8 +597,9 @@ cat <<-EOF
 
 	- Logins from many hosts over a real network: every client is on this machine, on loopback
 	  or a Unix socket, so round-trip times are those of loopback.
-	- A real sshd or login(1): the logins are pamtester under pam_wrapper (measurements 2, 5
-	  and 12) or C clients calling the module's code (1, 3, 4, 6, 7, 8, 9, 12).
+	- A real login(1), or a real sshd anywhere but in measurement 13: the other logins are
+	  pamtester under pam_wrapper (measurements 2, 5, 10 and 12) or C clients calling the
+	  module's code (1, 3, 4, 6, 7, 8, 9, 12).
 	- A replica or a sentinel on another host (measurement 6): here \`WAIT\`'s round trip to the
 	  replica, and the sentinel's, are over loopback.
 	- Quiet-machine figures: see the note on sharing above.
