@@ -68,8 +68,11 @@ for n in $M1_NS; do
 	done
 done
 watch_per_login() { awk -v n="$1" '$1 == "mode=watch" && $2 == "n=" n { split($7, kv, "="); split($4, a, "="); s += kv[2] / a[2]; r++ } END { printf "%.0f", s / r }' "$RAW/m1.txt"; }
-M1_W50=$(watch_per_login 50)
-M1_W200=$(watch_per_login 200)
+# The two largest N of the run (50 and 200; QUICK=1 runs fewer).
+M1_NA=$(echo "$M1_NS" | awk '{ print $(NF > 1 ? NF - 1 : NF) }')
+M1_NB=$(echo "$M1_NS" | awk '{ print $NF }')
+M1_WA=$(watch_per_login "$M1_NA")
+M1_WB=$(watch_per_login "$M1_NB")
 # flowslot_renewals N: renewals per admitted pam_flowslot login, mean and most by one login.
 flowslot_renewals() { awk -v n="$1" '$1 == "mode=flowslot" && $2 == "n=" n { for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } s += v["renewals"] / (v["admitted"] > 0 ? v["admitted"] : 1); if (v["renewals_max"] > m) m = v["renewals_max"]; r++ } END { printf "%.2f (at most %d)", s / r, m }' "$RAW/m1.txt"; }
 M1_R_TEXT=""
@@ -233,8 +236,8 @@ cat <<-EOF
 	compare runs that were interleaved or back to back, which cancels some of the noise, not all.
 
 	Reproduce: \`make bench\` (it installs the Debian packages that \`tests/deps.sh\` lists,
-	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run in under a
-	minute that writes \`build/bench/BENCHMARKS-quick.md\` instead.
+	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run of about
+	two minutes on 2 cores that writes \`build/bench/BENCHMARKS-quick.md\` instead.
 
 	## 1. Redis commands per admitted login, under contention
 
@@ -271,7 +274,7 @@ printf '%s' "$M1_TABLE"
 cat <<-EOF
 
 	An earlier measurement of WATCH/MULTI found 16 to 36 commands per login for N = 50 to 200. This
-	run measured about $M1_W50 and $M1_W200: here the N logins are released within microseconds
+	run measured about $M1_WA and $M1_WB for N = $M1_NA and $M1_NB: here the N logins are released within microseconds
 	of each other, so each round of the optimistic loop has nearly every remaining login in it
 	and only one of them commits: the tries per login, five commands each, grow with N. Logins
 	whose starts are spread over more time, as they may have been where the anchor was measured,
