@@ -595,6 +595,9 @@ for name in storm lookup tls ssh; do
 	bash "$r" "$RAW" "$PNG" "$PNG_LINK" || fail "$r"
 	echo
 done
+# Scale, on paper: arithmetic on measurements 4, 6 and 8.
+bash "$BENCH_DIR/scale-report.sh" "$RAW" || fail "bench/scale-report.sh"
+echo
 cat <<-EOF
 	## What this run could not measure
 
