@@ -68,8 +68,11 @@ for n in $M1_NS; do
 	done
 done
 watch_per_login() { awk -v n="$1" '$1 == "mode=watch" && $2 == "n=" n { split($7, kv, "="); split($4, a, "="); s += kv[2] / a[2]; r++ } END { printf "%.0f", s / r }' "$RAW/m1.txt"; }
-M1_W50=$(watch_per_login 50)
-M1_W200=$(watch_per_login 200)
+# The two largest N of the run (50 and 200; QUICK=1 runs fewer).
+M1_NA=$(echo "$M1_NS" | awk '{ print $(NF > 1 ? NF - 1 : NF) }')
+M1_NB=$(echo "$M1_NS" | awk '{ print $NF }')
+M1_WA=$(watch_per_login "$M1_NA")
+M1_WB=$(watch_per_login "$M1_NB")
 # flowslot_renewals N: renewals per admitted pam_flowslot login, mean and most by one login.
 flowslot_renewals() { awk -v n="$1" '$1 == "mode=flowslot" && $2 == "n=" n { for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } s += v["renewals"] / (v["admitted"] > 0 ? v["admitted"] : 1); if (v["renewals_max"] > m) m = v["renewals_max"]; r++ } END { printf "%.2f (at most %d)", s / r, m }' "$RAW/m1.txt"; }
 M1_R_TEXT=""
@@ -78,18 +81,23 @@ for n in $M1_NS; do
 done
 
 # ---------------------------------------------------------------------------------------------
-# 2. Added latency, from m2-TRANSPORT.txt.
+# 2. Added latency, from m2-ROW.txt (and m2-ROW.raw).
 M2_TABLE=""
-for t in tcp unix local; do
+for t in tcp unix local loaded; do
 	line=$(cat "$RAW/m2-$t.txt")
 	case $t in
 	tcp) what="Redis over TCP loopback" ;;
 	unix) what="Redis over a Unix socket" ;;
 	local) what="url=local (file under flock)" ;;
+	loaded) what="loaded, never called (in the account stack only)" ;;
 	esac
-	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
+	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(ms "$(field cpu_diff_median_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
 "
 done
+M2_C=$(cat "$RAW/m2-counters.txt")
+# m2 ROW FIELD: a field of that row's line.
+m2() { field "$2" "$(cat "$RAW/m2-$1.txt")"; }
+M2_CALL_CPU=$(awk -v a="$(m2 unix cpu_diff_median_us)" -v b="$(m2 loaded cpu_diff_median_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }')
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision, from m3.txt, timeline.csv and m3-before.txt.
@@ -226,8 +234,8 @@ cat <<-EOF
 	compare runs that were interleaved or back to back, which cancels some of the noise, not all.
 
 	Reproduce: \`make bench\` (it installs the Debian packages that \`tests/deps.sh\` lists,
-	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run in under a
-	minute that writes \`build/bench/BENCHMARKS-quick.md\` instead.
+	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run of about
+	two minutes on 2 cores that writes \`build/bench/BENCHMARKS-quick.md\` instead.
 
 	## 1. Redis commands per admitted login, under contention
 
@@ -265,7 +273,7 @@ printf '%s' "$M1_TABLE"
 cat <<-EOF
 
 	An earlier measurement of WATCH/MULTI found 16 to 36 commands per login for N = 50 to 200. This
-	run measured about $M1_W50 and $M1_W200: here the N logins are released within microseconds
+	run measured about $M1_WA and $M1_WB for N = $M1_NA and $M1_NB: here the N logins are released within microseconds
 	of each other, so each round of the optimistic loop has nearly every remaining login in it
 	and only one of them commits: the tries per login, five commands each, grow with N. Logins
 	whose starts are spread over more time, as they may have been where the anchor was measured,
@@ -283,22 +291,52 @@ cat <<-EOF
 	\`bench/pairtime.c\`. A pair is one login with \`pam_permit\` alone and one with
 	\`pam_flowslot\` then \`pam_permit\`, run back to back in alternating order; ${M2_PAIRS} pairs per
 	row after 5 not counted. The module line is
-	\`auth required pam_flowslot.so url=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
+	\`auth required pam_flowslot.so url=... state_dir=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
 	a login starts more than 1 ms after the one before, so the queue stays empty, and a Redis
 	failure would fail the login instead of falling back. The last two columns check that: logins
 	that were told to wait, and module log lines (errors, fallbacks).
 
-	| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | logins that waited | module log lines |
-	|---|---|---|---|---|---|---|---|---|---|
+	| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | CPU added, median ms | logins that waited | module log lines |
+	|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 printf '%s' "$M2_TABLE"
 cat <<-EOF
 
 	What the module adds here is its whole cost in a login: loading \`pam_flowslot.so\` (and
 	hiredis) into the process, parsing its options, a connection to Redis, one script call and
-	the close (or, with \`url=local\`, opening, locking and rewriting a file). A login process
-	also pays for exec, the dynamic loader and pam_wrapper's copy of libpam in both columns.
-	Network latency to a Redis on another host is not measured: everything runs on loopback.
+	the close (or, with \`url=local\`, opening, locking and rewriting a file), and one record of
+	the host's counters in \`state_dir\` (here on $M2_FS). A login process also pays for exec,
+	the dynamic loader and pam_wrapper's copy of libpam in both columns. Network latency to a
+	Redis on another host is not measured: everything runs on loopback. "CPU added" is the
+	median of the per-pair differences in the login process's CPU time (user and system, from
+	\`wait4\`), which other processes' load on a shared machine changes less than the time
+	waited.
+
+	**Where it goes.** The row "loaded, never called" puts the module, with the Unix socket's
+	options, in the account stack of a login that only authenticates: libpam loads every module
+	of the service at \`pam_start\` and unloads it at \`pam_end\`, and calls none of the account
+	stack (it counted $([ "$M2_LOADED_COUNTED" = no ] && echo "no login, as expected" || echo "logins: **not as designed**")). Loading and unloading the module and
+	hiredis cost the login $(ms "$(m2 loaded cpu_diff_median_us)") ms of CPU; the call itself, on the Unix socket,
+	about $M2_CALL_CPU ms more (the difference between the two rows' medians): the options, the
+	connection, the script call's round trip, the counters. Neither can go without giving up a
+	design rule: a PAM module holds no connection between logins, and links hiredis as Debian
+	ships it, a shared library.
+
+	**The counters file, read in part.** Until commit $M2_BEFORE_REV a login read the whole counters
+	file, $M2_STATS_BYTES bytes, checked all of its records, and wrote back the header and its own record,
+	under the file's lock; now it reads the header and the records in use (one per key template
+	this host has counted, typically one or two) and the shared record of the rest, and writes
+	back only its own record (and the header, for a new template). The file's format is
+	unchanged. The same \`url=local\` login
+	with the module of $M2_BEFORE_REV (built from git in \`build/bench/\` $M2_BEFORE_BUILT) as A and
+	this tree's as B, each with a \`state_dir\` of its own, in $(field pairs "$M2_C") pairs:
+
+	| | A: module of $M2_BEFORE_REV, median ms | B: this tree's, median ms | B ÷ A per pair, median | B − A, median ms | CPU: A, median ms | CPU: B, median ms | CPU: B − A per pair, median µs |
+	|---|---|---|---|---|---|---|---|
+	| \`url=local\` | $(ms "$(field a_median_us "$M2_C")") | $(ms "$(field b_median_us "$M2_C")") | $(field ratio_median "$M2_C") | $(ms "$(field diff_median_us "$M2_C")") | $(ms "$(field a_cpu_median_us "$M2_C")") | $(ms "$(field b_cpu_median_us "$M2_C")") | **$(field cpu_diff_median_us "$M2_C")** |
+
+	The two modules also differ by whatever else changed between $M2_BEFORE_REV and this tree;
+	\`url=local\` keeps the script on Redis out of the comparison.
 
 	## 3. Stagger precision
 
@@ -520,20 +558,24 @@ EOF
 # The sections of further measurements (see the end of bench/measure.sh): bench/NAME-report.sh
 # prints the section of the raw results in RAWDIR/NAME (and may draw a picture next to PNG).
 # In the order bench/measure.sh runs them, which is the order of their numbers.
-for name in storm lookup tls; do
+for name in storm lookup tls ssh; do
 	r=$BENCH_DIR/$name-report.sh
 	[ -e "$r" ] || continue
 	[ -d "$RAW/$name" ] || continue
 	bash "$r" "$RAW" "$PNG" "$PNG_LINK" || fail "$r"
 	echo
 done
+# Scale, on paper: arithmetic on measurements 4, 6 and 8.
+bash "$BENCH_DIR/scale-report.sh" "$RAW" || fail "bench/scale-report.sh"
+echo
 cat <<-EOF
 	## What this run could not measure
 
 	- Logins from many hosts over a real network: every client is on this machine, on loopback
 	  or a Unix socket, so round-trip times are those of loopback.
-	- A real sshd or login(1): the logins are pamtester under pam_wrapper (measurements 2, 5
-	  and 12) or C clients calling the module's code (1, 3, 4, 6, 7, 8, 9, 12).
+	- A real login(1), or a real sshd anywhere but in measurement 13: the other logins are
+	  pamtester under pam_wrapper (measurements 2, 5, 10 and 12) or C clients calling the
+	  module's code (1, 3, 4, 6, 7, 8, 9, 12).
 	- A replica or a sentinel on another host (measurement 6): here \`WAIT\`'s round trip to the
 	  replica, and the sentinel's, are over loopback.
 	- Quiet-machine figures: see the note on sharing above.
