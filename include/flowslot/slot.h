@@ -86,6 +86,9 @@ struct slot_result {
 	int64_t waiting;  /* logins not gone in yet: live places, and those admitted to go in
 			     later (within the commit window) */
 	int64_t since_us; /* since the schedule was last written (an admission); -1: never */
+	/* A refusal for want of the per-host file's lock within max_wait, its holders coming and
+	   going: how much sooner the login would have had to come cannot be told. */
+	bool lock_busy;
 };
 
 /* When the schedule decides by settings other than p's (res->sched_interval_us and

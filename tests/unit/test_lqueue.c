@@ -210,6 +210,45 @@ static void test_garbage_lines(void **state)
 	lqueue_free(&q);
 }
 
+/* Each line is read on its own, each field whole: no line is read on into the next, no field
+   cut in two or run into the next one, and a number out of range is garbage, not its limit. */
+static void test_lines_on_their_own(void **state)
+{
+	static const char text[] = "7\n"
+				   "8 9\n"			   /* not the first line's "at" */
+				   "g 0c 5 6\n"		   /* an old ghost, the next line a number */
+				   "12 t\n"
+				   "w 0a 0b -\n"		   /* the rest of it on the next line */
+				   "1 2 3\n"
+				   "w0d 0b - 1 2 3\n"		   /* no blank after w */
+				   "w 0a 0123456789abcdef0 - 1 2 3\n" /* WHO of 17: not 16 + 1 */
+				   "g 0e 0123456789abcdef5 6\n"	   /* HOST of 17 */
+				   "g 0f 99999999999999999999 6\n"   /* out of range */
+				   "w 0a 0b - 1 2 4294967297\n"	   /* no pid */
+				   "w 0a 0b - 1-2 3\n"		   /* one field, not two numbers */
+				   "g 10 -9223372036854775808 -9223372036854775808\n";
+	struct lqueue q;
+	char *out;
+
+	(void)state;
+	load(&q, text);
+	out = text_of(&q);
+	assert_string_equal(out, "7 0\ng 0c - 5 -59999994\n");
+	free(out);
+	lqueue_free(&q);
+
+	/* The head's numbers are read as far as they go, on its own line only. */
+	load(&q, "5 6 7\n8\n");
+	assert_int_equal(q.tat_us, 5);
+	assert_int_equal(q.at_us, 6);
+	assert_int_equal(q.interval_us, 0);
+	lqueue_free(&q);
+	load(&q, "5 99999999999999999999 7 8\n");
+	assert_int_equal(q.tat_us, 5);
+	assert_int_equal(q.at_us, 0);
+	lqueue_free(&q);
+}
+
 static void test_reserve_empty(void **state)
 {
 	const struct slot_place a = place(1, "0a", "");
@@ -1244,6 +1283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_garbage_lines),
+		cmocka_unit_test(test_lines_on_their_own),
 		cmocka_unit_test(test_reserve_empty),
 		cmocka_unit_test(test_peek_reset),
 		cmocka_unit_test(test_commit_window),
