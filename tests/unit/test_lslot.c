@@ -40,6 +40,7 @@ struct fixture {
 	char msg[4096];       /* what the last call() logged */
 	unsigned places;      /* places made so far, to make each one unique */
 	struct slot_place place; /* the last reserve()'s */
+	pid_t holder;		 /* a stopped lock holder, killed at teardown if a test failed first */
 };
 
 static int fixture_setup(void **state)
@@ -67,8 +68,13 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 static int fixture_teardown(void **state)
 {
 	struct fixture *fx = *state;
-	int rc = nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	int rc, status;
 
+	if (fx->holder > 0) {
+		kill(fx->holder, SIGKILL);
+		waitpid(fx->holder, &status, 0);
+	}
+	rc = nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(fx);
 	return rc;
 }
@@ -961,7 +967,7 @@ static void test_lock_stuck(void **state)
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
 	waiter = fx->place;
 	slot_path(fx, "held", path, sizeof(path));
-	pid = stopped_holder(path);
+	pid = fx->holder = stopped_holder(path);
 	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)pid);
 
 	t0 = fstime_mono_us();
@@ -989,6 +995,7 @@ static void test_lock_stuck(void **state)
 	assert_non_null(strstr(fx->msg, "cannot lock"));
 
 	end_child(pid);
+	fx->holder = 0;
 	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 1);
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
