@@ -745,7 +745,9 @@ static enum slot_verdict child_renew(struct fixture *fx, const char *key,
 /* Waits in fx->place as queue_wait does: renews every SLOT_RENEW_US, or at its slot, until
    admitted. Returns the verdict that ended the wait; 99 if a slot moved later although every
    renewal came in time (one that came after its slot, this process having been descheduled
-   on a loaded machine, may lose the slot to the next waiter: that is no broken promise). */
+   on a loaded machine, may lose the slot to the next waiter: that is no broken promise). A
+   renewal made at its slot and decided a little after it (the lock's wait, the scheduler) is
+   admitted at once, its slot given as the time it was decided: no slot moved either. */
 static enum slot_verdict child_wait(struct fixture *fx, const char *key,
 				    const struct slot_params *p, struct slot_result *res)
 {
@@ -762,7 +764,7 @@ static enum slot_verdict child_wait(struct fixture *fx, const char *key,
 		late = late || fstime_mono_us() > res->deadline_us + 100 * MS;
 		if (child_renew(fx, key, p, res) == SLOT_UNAVAILABLE)
 			return SLOT_UNAVAILABLE;
-		if (res->deadline_us > first_us && !late)
+		if (res->deadline_us > first_us && res->deadline_us > fstime_mono_us() && !late)
 			return 99;
 	}
 	return res->verdict;

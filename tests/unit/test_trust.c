@@ -215,6 +215,10 @@ static void test_root_file(void **state)
 	assert_int_equal(errno, EPERM);
 }
 
+/* The stopped holder of the test running, killed at its teardown should the test fail before
+   it ends it (else it would hold the lock, and make's pipe, for ever). */
+static pid_t holder;
+
 /* A child that takes p's lock (op) and stops itself there: its pid, once stopped. */
 static pid_t stopped_holder(const char *p, int op)
 {
@@ -237,6 +241,7 @@ static pid_t stopped_holder(const char *p, int op)
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	close(ready[0]);
+	holder = pid;
 	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(status));
 	return pid;
@@ -248,6 +253,15 @@ static void end_child(pid_t pid)
 
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	holder = 0;
+}
+
+static int end_holder(void **state)
+{
+	(void)state;
+	if (holder > 0)
+		end_child(holder);
+	return 0;
 }
 
 /* A stopped holder: told stuck once stuck_us has passed, not at the end of the whole wait,
@@ -320,10 +334,13 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open_dir),    cmocka_unit_test(test_open_dir_other_uid),
-		cmocka_unit_test(test_own_file),    cmocka_unit_test(test_own_file_other_uid),
-		cmocka_unit_test(test_root_file),   cmocka_unit_test(test_lock_stuck),
-		cmocka_unit_test(test_lock_shared),
+		cmocka_unit_test(test_open_dir),
+		cmocka_unit_test(test_open_dir_other_uid),
+		cmocka_unit_test(test_own_file),
+		cmocka_unit_test(test_own_file_other_uid),
+		cmocka_unit_test(test_root_file),
+		cmocka_unit_test_teardown(test_lock_stuck, end_holder),
+		cmocka_unit_test_teardown(test_lock_shared, end_holder),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
