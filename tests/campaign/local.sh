@@ -53,10 +53,10 @@ fault_redis_stop_long_bounds() {
 # ---- Redis restarted ------------------------------------------------------------------------
 # Without persistence: the schedule and its queue are lost; waiters join the new one at their
 # next renewal.
-campaign_fault redis-restart "Redis restarted without persistence (down 1 s): the schedule and its queue lost"
+campaign_fault redis-restart "Redis restarted without persistence (down 2.5 s, past one renewal): the schedule and its queue lost"
 fault_redis_restart_setup() {
 	campaign_redis rr || return 1
-	FAULT_HOLD_MS=1000
+	FAULT_HOLD_MS=2500
 }
 fault_redis_restart_inject() { stop_redis rr; }
 fault_redis_restart_heal() { start_redis rr; }
@@ -66,7 +66,7 @@ fault_redis_restart_teardown() { stop_redis rr; }
 local_lost_bounds() {
 	echo "P1 2s # the lost schedule's logins admitted to go in within the commit window (2 s) go in at their slots, while the new schedule starts empty (MODEL.md, Redis restarted without its data)"
 	echo "P2 - # the queue is lost: each waiter joins the new one at its next renewal, in the order they renew (MODEL.md, Redis restarted without its data)"
-	echo "P5 3500ms # waiters cannot renew while Redis is down (1 s); each learns the new queue at its next renewal, 2 s at most after it is back, each call within timeout (MODEL.md P5)"
+	echo "P5 5s # waiters cannot renew while Redis is down (2.5 s); each learns the new queue at its next renewal, 2 s at most after it is back, each call within timeout (MODEL.md P5)"
 }
 fault_redis_restart_bounds() {
 	local_lost_bounds
@@ -75,10 +75,10 @@ fault_redis_restart_bounds() {
 
 # With persistence: SHUTDOWN SAVE, and the same dump loaded; the down time is shorter than a
 # lease, so every place is still held when the waiters renew.
-campaign_fault redis-restart-saved "Redis restarted with its data (SHUTDOWN SAVE, the same dump, down 1 s), burst 2"
+campaign_fault redis-restart-saved "Redis restarted with its data (SHUTDOWN SAVE, the same dump, down 2.5 s, within a lease), burst 2"
 fault_redis_restart_saved_setup() {
 	campaign_redis rrs --save 3600 1 || return 1
-	FAULT_HOLD_MS=1000 FAULT_BURST=2
+	FAULT_HOLD_MS=2500 FAULT_BURST=2
 }
 fault_redis_restart_saved_inject() {
 	local pid
@@ -91,8 +91,36 @@ fault_redis_restart_saved_inject() {
 fault_redis_restart_saved_heal() { start_redis rrs --save 3600 1; }
 fault_redis_restart_saved_teardown() { stop_redis rrs; }
 fault_redis_restart_saved_bounds() {
-	echo "P5 3s # waiters cannot renew while Redis is down (1 s), and learn of a place given back at their first renewal after, 2 s at most (MODEL.md P5)"
+	echo "P5 5s # waiters cannot renew while Redis is down (2.5 s), and learn of a place given back at their first renewal after, 2 s at most, within timeout (MODEL.md P5)"
+	echo "P7 3500ms # a waiter whose slot came while Redis was down went in blind, and its place stays first in line until its lease ends: until then the queue behind is longer by an interval for each, at most the down time (2.5 s) and one interval (MODEL.md, Redis down while logins wait)"
 	echo "expect renew_failed 1 # a waiter's renewal failed while Redis was down"
+}
+
+# With its data, but down past every lease (5 s): when it is back, a place whose login went in
+# blind at its slot meanwhile is counted as admitted at that slot if it was first in line, so
+# that a newcomer does not take the slot again (pam_flowslot(8), A lapsed place at its slot
+# counts as admitted; issue 18's "spacing broken by a failed renewal across a restart").
+campaign_fault redis-restart-lease "Redis restarted with its data (SHUTDOWN SAVE, the same dump) after 5.5 s down, past every lease; interval 4 s"
+fault_redis_restart_lease_setup() {
+	campaign_redis rrl --save 3600 1 || return 1
+	FAULT_HOLD_MS=5500 FAULT_INTERVAL_MS=4000 FAULT_MAX_WAIT_MS=12000 FAULT_WAITERS=1
+	FAULT_LOGINS=$((FAULT_LOGINS * 3 / 2))
+}
+fault_redis_restart_lease_inject() {
+	local pid
+	pid=$(local_redis_pid rrl)
+	rcli rrl shutdown save > /dev/null 2>&1
+	wait_for 10 sh -c "! kill -0 $pid 2> /dev/null"
+	wait "$pid" 2> /dev/null
+	return 0
+}
+fault_redis_restart_lease_heal() { start_redis rrl --save 3600 1; }
+fault_redis_restart_lease_teardown() { stop_redis rrl; }
+fault_redis_restart_lease_bounds() {
+	echo "P2 - # a waiter cut off past its lease takes its place back at its next renewal only if nobody queued since it lapsed, else it joins the back (pam_flowslot(8), Ghosts; MODEL.md P2)"
+	echo "P5 8s # waiters cannot renew while Redis is down (5.5 s); the places that lapsed meanwhile are dropped at the first call after, and those behind learn it at their next renewal, 2 s at most, within timeout (MODEL.md P5)"
+	echo "P6 1 # a renewal that takes back a lapsed place is not counted again (MODEL.md P6)"
+	echo "expect blind 1 # a waiter's slot came while Redis was down: it went in blind"
 }
 
 # ---- the server's clock stepped -------------------------------------------------------------
