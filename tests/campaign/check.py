@@ -532,6 +532,9 @@ def evaluate(fault, d, eps, base):
         count[r["outcome"]] = count.get(r["outcome"], 0) + 1
         for f in r["flags"]:
             count[f] = count.get(f, 0) + 1
+    waiting = [int(x) for _, k, x in events if k == "waiting" and x.isdigit()]
+    if waiting:
+        count["waiting"] = min(waiting)  # the fewest waiters any injection met
     if not any(k == "inject" for _, k, _ in events) and fault != "none":
         violations.append("%s: never injected" % fault)
     for what, n, reason in expects:

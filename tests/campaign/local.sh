@@ -3,7 +3,7 @@
 # restarted, its clock stepped, waiters killed, stopped and hung up, state_dir full and
 # unwritable. Sourced by run.sh after tests/campaign/lib.sh. Each fault's bounds name the
 # section of docs/MODEL.md or pam_flowslot(8) they come from.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the FAULT_* settings are read by run.sh
 
 # local_redis_pid NAME: the server's pid, from start_redis's file.
 local_redis_pid() { cat "$TMP/$1.pid"; }
@@ -171,27 +171,28 @@ local_clock_step() {
 	campaign_event clock "$2 us: $n members moved"
 }
 
-campaign_fault clock-forward "the server's clock stepped forward by 8 s (every stored time moved 8 s back), past every lease"
+campaign_fault clock-forward "the server's clock stepped forward by 8 s (every stored time moved 8 s back), past every lease; max_wait 6 s"
 fault_clock_forward_setup() {
 	campaign_redis cf || return 1
-	FAULT_HOLD_MS=500 FAULT_WAITERS=3
+	FAULT_HOLD_MS=500 FAULT_WAITERS=2 FAULT_MAX_WAIT_MS=6000
 }
 fault_clock_forward_inject() { local_clock_step cf -8000000; }
 fault_clock_forward_heal() { :; }
 fault_clock_forward_teardown() { stop_redis cf; }
 fault_clock_forward_bounds() {
 	echo "P1 8s # the schedule keeps time by the server's clock: a step forward by d brings admissions up to d closer (MODEL.md P1)"
-	echo "P2 2s # a step forward past a lease ends leases early: a newcomer before the waiters' next renewal (2 s) goes ahead, once (MODEL.md P2)"
+	echo "P2 6s # a step forward past a lease ends leases early: a waiter takes its place back at its next renewal only if nobody queued since its lease ended, so every login that reserves before that renewal (2 s) goes ahead of it and it joins the back, up to its max_wait (6 s) later (MODEL.md P2; pam_flowslot(8), Ghosts)"
 	echo "P3 8s # slots come d sooner on the server's clock (MODEL.md P1, P3)"
 	echo "P5 2s # the places whose leases ended are dropped at the next call, and those behind learn it at their next renewal (MODEL.md P5)"
 	echo "P6 1 # a renewal that takes back a lapsed place is not counted again: one more place per WHO (MODEL.md P6)"
 	echo "P7 2s # a waiter whose lease the step ended takes its place back at its renewal, pushing a slot granted meanwhile back by an interval (MODEL.md P2)"
+	echo "expect waiting 2 # the step met logins waiting in the queue"
 }
 
-campaign_fault clock-back "the server's clock stepped back by 3 s (every stored time moved 3 s ahead), burst 2"
+campaign_fault clock-back "the server's clock stepped back by 3 s (every stored time moved 3 s ahead), burst 2, max_wait 6 s"
 fault_clock_back_setup() {
 	campaign_redis cb || return 1
-	FAULT_HOLD_MS=500 FAULT_BURST=2 FAULT_WAITERS=3
+	FAULT_HOLD_MS=500 FAULT_BURST=2 FAULT_WAITERS=2 FAULT_MAX_WAIT_MS=6000
 }
 fault_clock_back_inject() { local_clock_step cb 3000000; }
 fault_clock_back_heal() { :; }
@@ -199,6 +200,7 @@ fault_clock_back_teardown() { stop_redis cb; }
 fault_clock_back_bounds() {
 	echo "P5 2s # the schedule's clock stands still for as long as since its last write, at most 2 s while anyone waits (MODEL.md P4, P5)"
 	echo "P7 2s # the same standstill pushes the slots granted after the step back by as much, against the observer's clock (MODEL.md P4)"
+	echo "expect waiting 2 # the step met logins waiting in the queue"
 }
 
 # ---- waiters killed, stopped, hung up -------------------------------------------------------
@@ -222,7 +224,7 @@ fault_waiter_kill_heal() { :; }
 fault_waiter_kill_teardown() { stop_redis wk; }
 fault_waiter_kill_bounds() {
 	echo "P5 7s # a killed login's place stops delaying within its lease (5 s) from its last renewal, once the next call drops it: a renewal of those behind, 2 s apart (MODEL.md P5; pam_flowslot(8), A queue of live waiters)"
-	echo "expect killed 1 # a waiter was killed"
+	echo "expect killed 2 # two waiters were killed"
 }
 
 campaign_fault waiter-stop "two waiters stopped (SIGSTOP) for 6 s, past their lease, then resumed"
@@ -236,6 +238,7 @@ fault_waiter_stop_inject() {
 }
 fault_waiter_stop_heal() {
 	local id
+	# shellcheck disable=SC2013 # ids, one word each
 	for id in $(awk -F'\t' '$2 == "stop" { print $3 }' "$FAULT_DIR/events.tsv"); do
 		grep -q "	cont	$id\$" "$FAULT_DIR/events.tsv" || campaign_signal CONT "$id"
 	done
@@ -244,7 +247,7 @@ fault_waiter_stop_teardown() { stop_redis ws; }
 fault_waiter_stop_bounds() {
 	echo "P5 7s # a stopped waiter's place holds others up until its lease (5 s) ends and the next call drops it (MODEL.md P5)"
 	echo "P6 1 # a stopped waiter that takes its lapsed place back at its renewal is not counted again (MODEL.md P6)"
-	echo "expect stopped 1 # a waiter was stopped"
+	echo "expect stopped 2 # two waiters were stopped"
 }
 
 # A hang-up the module sees: the login's client connection closed by the far end, as sshd's
@@ -263,7 +266,7 @@ fault_waiter_hangup_heal() { :; }
 fault_waiter_hangup_teardown() { stop_redis wh; }
 fault_waiter_hangup_bounds() {
 	echo "P5 2s # the schedule drops a place given back at once; each waiter behind learns it at its next renewal, 2 s apart (MODEL.md P5)"
-	echo "expect abandoned 1 # a waiter saw its user hang up"
+	echo "expect abandoned 2 # two waiters saw their users hang up"
 }
 
 # ---- state_dir full or unwritable -----------------------------------------------------------
@@ -276,8 +279,8 @@ local_statedir_mount() {
 	CAMPAIGN_MOUNTS="$FAULT_STATE_DIR $CAMPAIGN_MOUNTS"
 }
 local_statedir_umount() {
-	local i
-	for i in 1 2 3 4 5; do
+	local _
+	for _ in 1 2 3 4 5; do
 		umount "$FAULT_STATE_DIR" 2> /dev/null && return 0
 		sleep 0.2
 	done
