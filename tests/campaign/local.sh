@@ -211,7 +211,7 @@ local_pick() {
 	{ echo "$w" | sed -n 2p; echo "$w" | sed -n '3,$p' | tail -1; } | grep . | sort -u
 }
 
-campaign_fault waiter-kill "two waiters killed outright (SIGKILL): the second in line and the last"
+campaign_fault waiter-kill "waiters killed outright (SIGKILL): the second in line and the last"
 fault_waiter_kill_setup() {
 	campaign_redis wk || return 1
 	FAULT_HOLD_MS=500 FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=6000
@@ -224,10 +224,10 @@ fault_waiter_kill_heal() { :; }
 fault_waiter_kill_teardown() { stop_redis wk; }
 fault_waiter_kill_bounds() {
 	echo "P5 7s # a killed login's place stops delaying within its lease (5 s) from its last renewal, once the next call drops it: a renewal of those behind, 2 s apart (MODEL.md P5; pam_flowslot(8), A queue of live waiters)"
-	echo "expect killed 2 # two waiters were killed"
+	echo "expect killed 1 # a waiter was killed (two when the queue held three)"
 }
 
-campaign_fault waiter-stop "two waiters stopped (SIGSTOP) for 6 s, past their lease, then resumed"
+campaign_fault waiter-stop "waiters stopped (SIGSTOP) for 6 s, past their lease, then resumed: the second in line and the last"
 fault_waiter_stop_setup() {
 	campaign_redis ws || return 1
 	FAULT_HOLD_MS=6000 FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=6000
@@ -247,13 +247,13 @@ fault_waiter_stop_teardown() { stop_redis ws; }
 fault_waiter_stop_bounds() {
 	echo "P5 7s # a stopped waiter's place holds others up until its lease (5 s) ends and the next call drops it (MODEL.md P5)"
 	echo "P6 1 # a stopped waiter that takes its lapsed place back at its renewal is not counted again (MODEL.md P6)"
-	echo "expect stopped 2 # two waiters were stopped"
+	echo "expect stopped 1 # a waiter was stopped (two when the queue held three)"
 }
 
 # A hang-up the module sees: the login's client connection closed by the far end, as sshd's
 # is when the client goes (tests/e2e-ssh.sh); its place goes back at once and leaves a ghost,
 # which counts against per_host.
-campaign_fault waiter-hangup "two waiters hung up (their client connection closed), burst 2, per_host 2"
+campaign_fault waiter-hangup "waiters hung up (their client connection closed): the second in line and the last; burst 2, per_host 2"
 fault_waiter_hangup_setup() {
 	campaign_redis wh || return 1
 	FAULT_HOLD_MS=500 FAULT_WAITERS=3 FAULT_BURST=2 FAULT_PER_HOST=2 FAULT_MAX_WAIT_MS=6000
@@ -266,7 +266,7 @@ fault_waiter_hangup_heal() { :; }
 fault_waiter_hangup_teardown() { stop_redis wh; }
 fault_waiter_hangup_bounds() {
 	echo "P5 2s # the schedule drops a place given back at once; each waiter behind learns it at its next renewal, 2 s apart (MODEL.md P5)"
-	echo "expect abandoned 2 # two waiters saw their users hang up"
+	echo "expect abandoned 1 # a waiter saw its user hang up (two when the queue held three)"
 }
 
 # ---- state_dir full or unwritable -----------------------------------------------------------
