@@ -519,13 +519,14 @@ def evaluate(fault, d, eps, base):
 
     # P7: a refusal reserves nothing: each slot granted (a reservation's or a renewal's) is no
     # later than one interval after the latest slot granted before it (or now).
-    # Each at the earliest against the latest (bound_times): the answers certainly before it
-    # (stamped before its call began), their slots at the latest.
+    # Each at the earliest against the latest (bound_times): every other answer that may have
+    # come before it (its call begun, at the earliest, before this one's reply at the latest),
+    # their slots at the latest.
     for s in set(schedule_of(r, meta) for r in logins) - {None}:
         given = [(lb, ub, w, r["id"], k) for r in logins if schedule_of(r, meta) == s
                  for lb, ub, k, w in r["chain"] if k != "renewed-refused"]
         for lb, ub, w, lid, kind in given:
-            before = [u + x for _, u, x, _, _ in given if u < lb]
+            before = [u + x for l, u, x, i, _ in given if l < ub and (i, l) != (lid, lb)]
             if not before:
                 continue
             due = max(ub, max(before) + T)

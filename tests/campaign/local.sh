@@ -186,7 +186,7 @@ fault_clock_forward_bounds() {
 	echo "P5 2s # the places whose leases ended are dropped at the next call, and those behind learn it at their next renewal (MODEL.md P5)"
 	echo "P6 1 # a renewal that takes back a lapsed place is not counted again: one more place per WHO (MODEL.md P6)"
 	echo "P7 2s # a waiter whose lease the step ended takes its place back at its renewal, pushing a slot granted meanwhile back by an interval (MODEL.md P2)"
-	echo "expect waiting 2 # the step met logins waiting in the queue"
+	echo "expect waiting 1 # the step met logins waiting in the queue"
 }
 
 campaign_fault clock-back "the server's clock stepped back by 3 s (every stored time moved 3 s ahead), burst 2, max_wait 6 s"
@@ -200,7 +200,7 @@ fault_clock_back_teardown() { stop_redis cb; }
 fault_clock_back_bounds() {
 	echo "P5 2s # the schedule's clock stands still for as long as since its last write, at most 2 s while anyone waits (MODEL.md P4, P5)"
 	echo "P7 2s # the same standstill pushes the slots granted after the step back by as much, against the observer's clock (MODEL.md P4)"
-	echo "expect waiting 2 # the step met logins waiting in the queue"
+	echo "expect waiting 1 # the step met logins waiting in the queue"
 }
 
 # ---- waiters killed, stopped, hung up -------------------------------------------------------
@@ -224,6 +224,7 @@ fault_waiter_kill_heal() { :; }
 fault_waiter_kill_teardown() { stop_redis wk; }
 fault_waiter_kill_bounds() {
 	echo "P5 7s # a killed login's place stops delaying within its lease (5 s) from its last renewal, once the next call drops it: a renewal of those behind, 2 s apart (MODEL.md P5; pam_flowslot(8), A queue of live waiters)"
+	echo "P7 3s # the same place, first in line past its slot, makes the slots granted behind it drift with now until its lease ends, less than 3 s past its slot (pam_flowslot(8), A lapsed place at its slot counts as admitted; MODEL.md P5, P7)"
 	echo "expect killed 1 # a waiter was killed (two when the queue held three)"
 }
 
@@ -247,6 +248,7 @@ fault_waiter_stop_teardown() { stop_redis ws; }
 fault_waiter_stop_bounds() {
 	echo "P5 7s # a stopped waiter's place holds others up until its lease (5 s) ends and the next call drops it (MODEL.md P5)"
 	echo "P6 1 # a stopped waiter that takes its lapsed place back at its renewal is not counted again (MODEL.md P6)"
+	echo "P7 3s # a stopped waiter's place, first in line past its slot, makes the slots granted behind it drift with now until its lease ends, less than 3 s past its slot (MODEL.md P5, P7)"
 	echo "expect stopped 1 # a waiter was stopped (two when the queue held three)"
 }
 
