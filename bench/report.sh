@@ -568,6 +568,12 @@ done
 # Scale, on paper: arithmetic on measurements 4, 6 and 8.
 bash "$BENCH_DIR/scale-report.sh" "$RAW" || fail "bench/scale-report.sh"
 echo
+# The fault campaign's long run (make faults writes bench/faults.md, with its date and commit):
+# measured apart from these, and shown as it was.
+if [ -f "$BENCH_DIR/faults.md" ]; then
+	cat "$BENCH_DIR/faults.md"
+	echo
+fi
 cat <<-EOF
 	## What this run could not measure
 
