@@ -17,7 +17,7 @@ enum queue_next {
 struct queue_state {
 	bool held;	  /* a place is held: renew it */
 	bool failing;	  /* a renewal failed and that was logged: once a wait */
-	int64_t renew_us; /* the next renewal, unless the slot comes first */
+	int64_t next_us;  /* the next renewal, unless the slot comes first */
 	int64_t lease_us; /* the end of the lease last taken (at most: it began before) */
 };
 
@@ -58,6 +58,23 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	return v;
 }
 
+/* The longest one call about the place can take. */
+static int64_t queue_bound_us(const struct queue_login *l)
+{
+	return l->local ? LSLOT_LOCK_WAIT_US : rslot_bound_us(l->o);
+}
+
+/* When to renew next, from now_us: SLOT_RENEW_US later, or sooner so that the last call before
+   the slot ends by it (a renewal that fails then sends the login in blind at its slot, never
+   later); at the slot itself when there is no time left for that. */
+static int64_t queue_next_us(const struct queue_login *l, const struct slot_result *res,
+			     int64_t now_us)
+{
+	int64_t last_us = res->deadline_us - queue_bound_us(l);
+
+	return last_us > now_us ? queue_min(now_us + SLOT_RENEW_US, last_us) : res->deadline_us;
+}
+
 void queue_leave(const struct queue_login *l)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
@@ -65,15 +82,15 @@ void queue_leave(const struct queue_login *l)
 	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), &res);
 }
 
-/* A renewal that failed: tried again until the slot (said once), and at the slot, failing
-   still, the login goes in blind at the last slot given. */
+/* A renewal that failed: tried again while a call can still end by the slot (said once); past
+   that, the login goes in blind at the last slot given, never later. */
 static enum queue_next queue_renew_failed(const struct queue_login *l, struct slot_result *res,
 					  struct queue_state *st)
 {
 	int64_t now_us = fstime_mono_us();
 	char left[32];
 
-	if (now_us < res->deadline_us) {
+	if (now_us < res->deadline_us - queue_bound_us(l)) {
 		if (!st->failing) {
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
 			log_msg(l->pamh, LOG_WARNING,
@@ -87,8 +104,8 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	/* The schedule counts a place whose lease ran out at its slot as admitted; one that ran
 	   out before its slot is given up, and that slot may go to another login. */
 	log_msg(l->pamh, LOG_WARNING,
-		"queue: the place could not be renewed at its slot either: going in blind at the "
-		"last slot given%s",
+		"queue: the place could not be renewed before its slot either: going in blind at "
+		"the last slot given%s",
 		res->deadline_us > st->lease_us ? " (its lease ran out before it: the schedule "
 						  "may give that slot again)"
 						: "");
@@ -133,26 +150,26 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd)
 {
 	struct queue_state st = { .held = res->verdict == SLOT_QUEUED,
-				  .renew_us = fstime_mono_us() + SLOT_RENEW_US,
+				  .next_us = queue_next_us(l, res, fstime_mono_us()),
 				  .lease_us = fstime_mono_us() + SLOT_LEASE_US };
 
 	for (;;) {
 		int64_t now_us = fstime_mono_us(), wake_us;
 
-		if (st.held && (now_us >= res->deadline_us || now_us >= st.renew_us)) {
+		if (st.held && (now_us >= res->deadline_us || now_us >= st.next_us)) {
 			enum queue_next next = queue_renew(l, res, cd, &st);
 
 			if (next == QUEUE_OUT)
 				return QUEUE_REFUSED;
 			st.held = next == QUEUE_HOLD;
-			st.renew_us = fstime_mono_us() + SLOT_RENEW_US;
+			st.next_us = queue_next_us(l, res, fstime_mono_us());
 			continue;
 		}
 		if (!st.held && now_us >= res->deadline_us)
 			return QUEUE_TURN;
 		wake_us = queue_min(res->deadline_us, countdown_due(cd, res->deadline_us));
 		if (st.held)
-			wake_us = queue_min(wake_us, st.renew_us);
+			wake_us = queue_min(wake_us, st.next_us);
 		if (hangup_wait_until(w, wake_us)) {
 			if (st.held)
 				queue_leave(l);

@@ -17,6 +17,10 @@
 #define LSLOT_FILES_MAX 256
 #define LSLOT_SHARED 16
 
+/* The longest a call other than a reservation waits for the file's lock: past it, the file
+   counts as unusable. */
+#define LSLOT_LOCK_WAIT_US INT64_C(1000000)
+
 /* How near its time a login first in line is admitted: within SLOT_COMMIT_US (a schedule),
    only once its time has come (the pressure hold's line), or not at all (a place kept). */
 enum lslot_admit {

@@ -209,16 +209,16 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 }
 
 /* Every renewal passes what is left of max_wait (limit - now) on either backend, with the
-   login's own interval; the last, at the slot, goes in. */
+   login's own interval; the last, within a second of the slot, goes in at it. */
 static void test_renewal_passes_what_is_left(void **state)
 {
 	for (int local = 0; local <= 1; local++) {
 		struct slot_result res;
 
 		setup(state);
-		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
-		       { SLOT_ADMIT, 0, 1, 0 });
-		assert_int_equal(wait_from(local, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+		SCRIPT({ SLOT_QUEUED, 5 * S, 2, 0 }, { SLOT_QUEUED, 3 * S, 1, 0 },
+		       { SLOT_ADMIT, 1 * S, 1, 0 });
+		assert_int_equal(wait_from(local, 7 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 		assert_int_equal(n_calls, 3);
 		for (size_t i = 0; i < 3; i++) {
 			assert_int_equal(calls[i].op, SLOT_RENEW);
@@ -227,7 +227,7 @@ static void test_renewal_passes_what_is_left(void **state)
 			assert_int_equal(calls[i].at_us, T0 + 2 * S * (int64_t)(i + 1));
 			assert_int_equal(calls[i].max_wait_us, 12 * S - 2 * S * (int64_t)(i + 1));
 		}
-		assert_int_equal(clock_now, T0 + 6 * S);
+		assert_int_equal(clock_now, T0 + 7 * S);
 		assert_int_equal(warnings(), 0);
 	}
 }
@@ -283,10 +283,11 @@ static void test_slot_past_the_limit(void **state)
 
 	setup(state);
 	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
-	       { SLOT_ADMIT, 2 * S, 1, 0 });
+	       { SLOT_ADMIT, 2500 * MS, 1, 0 });
 	assert_int_equal(wait_from(true, 6 * S, T0 + 7 * S, &res, false), QUEUE_REFUSED);
 	assert_int_equal(n_calls, 3);
-	assert_int_equal(calls[2].max_wait_us, 1 * S);
+	assert_int_equal(calls[2].at_us, T0 + 5 * S); /* the file's bound, 1 s, before the slot */
+	assert_int_equal(calls[2].max_wait_us, 2 * S);
 	assert_true(clock_now <= T0 + 7 * S);
 }
 
@@ -298,7 +299,7 @@ static void test_put_back_is_told(void **state)
 	(void)state;
 	SCRIPT({ SLOT_QUEUED, 8 * S, 2, 0 }, { SLOT_QUEUED, 6 * S, 2, 0 },
 	       { SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 2, 0 },
-	       { SLOT_ADMIT, 0, 2, 0 });
+	       { SLOT_ADMIT, 1 * S, 2, 0 });
 	assert_int_equal(wait_from(true, 6 * S, T0 + 12 * S, &res, true), QUEUE_TURN);
 	assert_int_equal(clock_now, T0 + 10 * S);
 	assert_int_equal(n_told, 2);
@@ -314,7 +315,7 @@ static void test_one_failed_renewal(void **state)
 
 	(void)state;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 300 * MS }, { SLOT_QUEUED, 2 * S, 1, 0 },
-	       { SLOT_ADMIT, 0, 1, 0 });
+	       { SLOT_ADMIT, 500 * MS, 1, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 3);
 	assert_int_equal(calls[1].at_us, T0 + 4300 * MS);
@@ -325,8 +326,9 @@ static void test_one_failed_renewal(void **state)
 	assert_int_equal(warnings_with("blind"), 0);
 }
 
-/* Every renewal fails: tried every SLOT_RENEW_US and once more at the slot, one warning for
-   them all, then one that it goes in blind, at the last slot given and no later. */
+/* Every renewal fails: tried every SLOT_RENEW_US and once more a call's bound (timeout, 500 ms)
+   before the slot, one warning for them all, then one that it goes in blind, at the last slot
+   given and no later. */
 static void test_all_renewals_fail(void **state)
 {
 	struct slot_result res;
@@ -338,7 +340,7 @@ static void test_all_renewals_fail(void **state)
 	assert_int_equal(n_calls, 3);
 	assert_int_equal(calls[0].at_us, T0 + 2 * S);
 	assert_int_equal(calls[1].at_us, T0 + 4 * S);
-	assert_int_equal(calls[2].at_us, T0 + 6 * S);
+	assert_int_equal(calls[2].at_us, T0 + 5500 * MS);
 	assert_int_equal(clock_now, T0 + 6 * S);
 	assert_int_equal(res.verdict, SLOT_ADMIT);
 	assert_int_equal(warnings(), 2);
@@ -346,8 +348,9 @@ static void test_all_renewals_fail(void **state)
 	assert_int_equal(warnings_with("going in blind"), 1);
 }
 
-/* A failure near the slot: the next try is at the slot, not SLOT_RENEW_US later; a call that
-   fails past the slot is the last, and the login goes in at once. */
+/* A failure near the slot: the next try is a call's bound (500 ms) before the slot, not
+   SLOT_RENEW_US later; a call that fails within that bound of the slot is the last, and the login
+   goes in at its slot, or at once past it. */
 static void test_failure_near_the_slot(void **state)
 {
 	struct slot_result res;
@@ -357,8 +360,8 @@ static void test_failure_near_the_slot(void **state)
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 3);
 	assert_int_equal(calls[1].at_us, T0 + 4 * S);
-	assert_int_equal(calls[2].at_us, T0 + 6 * S);
-	assert_int_equal(clock_now, T0 + 6200 * MS);
+	assert_int_equal(calls[2].at_us, T0 + 5500 * MS);
+	assert_int_equal(clock_now, T0 + 6 * S);
 
 	setup(state);
 	SCRIPT({ SLOT_QUEUED, 3 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1500 * MS });
@@ -366,6 +369,54 @@ static void test_failure_near_the_slot(void **state)
 	assert_int_equal(n_calls, 2);
 	assert_int_equal(clock_now, T0 + 5500 * MS);
 	assert_int_equal(warnings_with("going in blind"), 1);
+}
+
+/* Cut off from the schedule, each call taking its whole bound (packets that vanish): the
+   last try begins a bound before the slot, so that the login goes in blind at its slot, not a
+   call's time after it (the fault campaign's partition found it 300 ms late with timeout=300ms,
+   the next login then following it by interval - 300 ms). The bound: timeout for one server,
+   4 x timeout with Sentinel or a cluster, the lock's second for the per-host file. */
+static void test_last_try_ends_by_the_slot(void **state)
+{
+	struct slot_result res1;
+	static const struct {
+		bool local;
+		enum url_backend backend;
+		int64_t timeout_us, bound_us;
+	} cases[] = {
+		{ false, URL_BACKEND_TCP, 500 * MS, 500 * MS },
+		{ false, URL_BACKEND_UNIX, 300 * MS, 300 * MS },
+		{ false, URL_BACKEND_SENTINEL, 250 * MS, 1 * S },
+		{ false, URL_BACKEND_CLUSTER, 250 * MS, 1 * S },
+		{ true, URL_BACKEND_LOCAL, 500 * MS, 1 * S },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct slot_result res;
+		int64_t b = cases[i].bound_us;
+
+		setup(state);
+		o.url.backend = cases[i].backend;
+		o.timeout_us = cases[i].timeout_us;
+		steps[0] = steps[1] = steps[2] = (struct step){ SLOT_UNAVAILABLE, 0, 0, b };
+		n_steps = 3;
+		assert_int_equal(wait_from(cases[i].local, 6 * S, T0 + 12 * S, &res, false),
+				 QUEUE_TURN);
+		assert_int_equal(calls[0].at_us, T0 + 2 * S);
+		assert_int_equal(calls[n_calls - 1].at_us, T0 + 6 * S - b);
+		assert_int_equal(clock_now, T0 + 6 * S);
+		assert_int_equal(res.verdict, SLOT_ADMIT);
+		assert_int_equal(warnings_with("going in blind"), 1);
+	}
+
+	/* A slot 2.1 s off: the first renewal is not SLOT_RENEW_US later, 100 ms before the slot,
+	   but a bound before it, and its failure sends the login in at its slot. */
+	setup(state);
+	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 500 * MS });
+	assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res1, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 1);
+	assert_int_equal(calls[0].at_us, T0 + 1600 * MS);
+	assert_int_equal(clock_now, T0 + 2100 * MS);
 }
 
 /* A user who hangs up gives the place back. */
@@ -391,6 +442,7 @@ int main(void)
 		cmocka_unit_test_setup(test_one_failed_renewal, setup),
 		cmocka_unit_test_setup(test_all_renewals_fail, setup),
 		cmocka_unit_test_setup(test_failure_near_the_slot, setup),
+		cmocka_unit_test_setup(test_last_try_ends_by_the_slot, setup),
 		cmocka_unit_test_setup(test_hang_up, setup),
 	};
 
