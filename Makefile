@@ -140,7 +140,7 @@ CHECK_EXTRA =
 include mk/sanitize.mk
 include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
 	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk
-include mk/fuzz.mk mk/bench.mk
+include mk/fuzz.mk mk/bench.mk mk/faults.mk
 
 check-run: all unit $(CHECK_EXTRA)
 	bash tests/docs.sh

@@ -3,7 +3,8 @@
 # PAM service files under pam_wrapper, logins through pamtester, and TAP-like reporting.
 # shellcheck shell=bash
 
-TOP=$(cd "$(dirname "$0")/.." && pwd)
+# A suite in a subdirectory (tests/campaign/) names the checkout in LIB_TOP before sourcing this.
+TOP=$(cd "${LIB_TOP:-$(dirname "$0")/..}" && pwd)
 PAM_DIR=$(pkg-config --variable=libdir pam)/security
 # Not under /tmp: logins get a private /tmp (below), and this must stay visible to them.
 TMP=$(mktemp -d /var/tmp/flowslot-test.XXXXXX)
