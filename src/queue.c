@@ -17,6 +17,7 @@ enum queue_next {
 struct queue_state {
 	bool held;	  /* a place is held: renew it */
 	bool failing;	  /* a renewal failed and that was logged: once a wait */
+	bool lost;	  /* the last renewal failed */
 	int64_t next_us;  /* the next renewal, unless the slot comes first */
 	int64_t lease_us; /* the end of the lease last taken (at most: it began before) */
 };
@@ -64,15 +65,18 @@ static int64_t queue_bound_us(const struct queue_login *l)
 	return l->local ? LSLOT_LOCK_WAIT_US : rslot_bound_us(l->o);
 }
 
-/* When to renew next, from now_us: SLOT_RENEW_US later, or sooner so that the last call before
-   the slot ends by it (a renewal that fails then sends the login in blind at its slot, never
-   later); at the slot itself when there is no time left for that. */
+/* When to renew next, from now_us: SLOT_RENEW_US later, or, first in line or after a failure,
+   sooner if need be, so that the last call before the slot ends by it: should it fail, the
+   login goes in blind at its slot, never later. Waiters further back renew as they did, so
+   that one whose slot keeps moving (a place ahead not yet given up) cannot call in a loop. */
 static int64_t queue_next_us(const struct queue_login *l, const struct slot_result *res,
-			     int64_t now_us)
+			     const struct queue_state *st, int64_t now_us)
 {
-	int64_t last_us = res->deadline_us - queue_bound_us(l);
+	int64_t next_us = now_us + SLOT_RENEW_US, last_us = res->deadline_us - queue_bound_us(l);
 
-	return last_us > now_us ? queue_min(now_us + SLOT_RENEW_US, last_us) : res->deadline_us;
+	if ((st->lost || res->position == 1) && last_us > now_us && last_us < next_us)
+		next_us = last_us;
+	return next_us;
 }
 
 void queue_leave(const struct queue_login *l)
@@ -90,6 +94,7 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	int64_t now_us = fstime_mono_us();
 	char left[32];
 
+	st->lost = true;
 	if (now_us < res->deadline_us - queue_bound_us(l)) {
 		if (!st->failing) {
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
@@ -134,6 +139,7 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 		return QUEUE_GO;
 	case SLOT_QUEUED:
 		*res = now;
+		st->lost = false;
 		st->lease_us = fstime_mono_us() + SLOT_LEASE_US;
 		countdown_update(cd, res);
 		return QUEUE_HOLD;
@@ -150,8 +156,9 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd)
 {
 	struct queue_state st = { .held = res->verdict == SLOT_QUEUED,
-				  .next_us = queue_next_us(l, res, fstime_mono_us()),
 				  .lease_us = fstime_mono_us() + SLOT_LEASE_US };
+
+	st.next_us = queue_next_us(l, res, &st, fstime_mono_us());
 
 	for (;;) {
 		int64_t now_us = fstime_mono_us(), wake_us;
@@ -162,7 +169,7 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			if (next == QUEUE_OUT)
 				return QUEUE_REFUSED;
 			st.held = next == QUEUE_HOLD;
-			st.next_us = queue_next_us(l, res, fstime_mono_us());
+			st.next_us = queue_next_us(l, res, &st, fstime_mono_us());
 			continue;
 		}
 		if (!st.held && now_us >= res->deadline_us)

@@ -169,8 +169,9 @@ static size_t warnings(void)
 }
 
 /* One login: interval 6 s, max_wait 12 s, reserved at T0 with a place whose slot is wait_us
-   away (the clock is at T0 when it starts to wait). */
+   away, position 2 unless said (the clock is at T0 when it starts to wait). */
 static struct opt o;
+static int64_t position;
 static const struct slot_place place = { .id = "0123456789abcdef0123456789abcdef",
 					 .who = "0123456789abcdef" };
 
@@ -182,6 +183,7 @@ static int setup(void **state)
 	o.slot.max_wait_us = 12 * S;
 	o.countdown_us = 0;
 	clock_now = T0;
+	position = 2;
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
 	return 0;
@@ -202,7 +204,7 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 	struct hangup_watch w = { .n = 0 };
 	struct countdown cd;
 
-	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = 2,
+	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = position,
 				     .deadline_us = clock_now + wait_us };
 	countdown_start(&cd, FAKE_PAMH, 0, talk, res);
 	return queue_wait(&l, res, &w, &cd);
@@ -299,7 +301,7 @@ static void test_put_back_is_told(void **state)
 	(void)state;
 	SCRIPT({ SLOT_QUEUED, 8 * S, 2, 0 }, { SLOT_QUEUED, 6 * S, 2, 0 },
 	       { SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 2, 0 },
-	       { SLOT_ADMIT, 1 * S, 2, 0 });
+	       { SLOT_ADMIT, 0, 2, 0 });
 	assert_int_equal(wait_from(true, 6 * S, T0 + 12 * S, &res, true), QUEUE_TURN);
 	assert_int_equal(clock_now, T0 + 10 * S);
 	assert_int_equal(n_told, 2);
@@ -409,14 +411,26 @@ static void test_last_try_ends_by_the_slot(void **state)
 		assert_int_equal(warnings_with("going in blind"), 1);
 	}
 
-	/* A slot 2.1 s off: the first renewal is not SLOT_RENEW_US later, 100 ms before the slot,
-	   but a bound before it, and its failure sends the login in at its slot. */
+	/* First in line, its slot 2.1 s off: the renewal that would admit it is not SLOT_RENEW_US
+	   later, 100 ms before the slot, but a bound before it, and its failure sends the login
+	   in at its slot. Further back, it renews SLOT_RENEW_US later, as it did: its slot may
+	   keep moving (a place ahead not given up yet), and it must not call in a loop. */
 	setup(state);
+	position = 1;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 500 * MS });
 	assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res1, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 1);
 	assert_int_equal(calls[0].at_us, T0 + 1600 * MS);
 	assert_int_equal(clock_now, T0 + 2100 * MS);
+
+	setup(state);
+	SCRIPT({ SLOT_QUEUED, 1200 * MS, 2, 0 }, { SLOT_QUEUED, 1200 * MS, 2, 0 },
+	       { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 1200 * MS, T0 + 12 * S, &res1, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[0].at_us, T0 + 1200 * MS);
+	assert_int_equal(calls[1].at_us, T0 + 2400 * MS);
+	assert_int_equal(calls[2].at_us, T0 + 3600 * MS);
 }
 
 /* A user who hangs up gives the place back. */
