@@ -15,9 +15,14 @@ HA_KEY=campaign
 ha_queue() { FAULT_WAITERS=5 FAULT_MAX_WAIT_MS=8000; }
 HA_SERVERS="" # what ha_stop_all stops, by name (tests/lib.sh's start_redis)
 
+# ha_stop_all: every server started, stopped by pid, and the dumps that replicas wrote
+# removed, so that a later fault's server of the same name starts empty.
 ha_stop_all() {
 	local s
-	for s in $HA_SERVERS; do stop_redis "$s"; done
+	for s in $HA_SERVERS; do
+		stop_redis "$s"
+		rm -f "$TMP/$s.rdb"
+	done
 	HA_SERVERS=""
 }
 
