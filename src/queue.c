@@ -133,6 +133,11 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 			queue_leave(l);
 		v = SLOT_REFUSE;
 	}
+	/* debug: each answer, so that a wait can be followed from the log (tests/campaign). */
+	if (l->o->debug && (v == SLOT_ADMIT || v == SLOT_QUEUED || v == SLOT_REFUSE))
+		log_msg(l->pamh, LOG_DEBUG, "renewed: %s wait_ms=%lld position=%lld",
+			v == SLOT_ADMIT ? "admitted" : v == SLOT_QUEUED ? "queued" : "refused",
+			(long long)(now.wait_us / 1000), (long long)now.position);
 	switch (v) {
 	case SLOT_ADMIT: /* to go in at its slot, now or shortly */
 		*res = now;

@@ -3,11 +3,12 @@
 # PAM service files under pam_wrapper, logins through pamtester, and TAP-like reporting.
 # shellcheck shell=bash
 
-# A suite in a subdirectory (tests/campaign/) names the checkout in LIB_TOP before sourcing this.
+# A suite in a subdirectory (tests/campaign/) names the checkout in LIB_TOP before sourcing this,
+# and may name its temporary directory apart (LIB_TMP_NAME).
 TOP=$(cd "${LIB_TOP:-$(dirname "$0")/..}" && pwd)
 PAM_DIR=$(pkg-config --variable=libdir pam)/security
 # Not under /tmp: logins get a private /tmp (below), and this must stay visible to them.
-TMP=$(mktemp -d /var/tmp/flowslot-test.XXXXXX)
+TMP=$(mktemp -d "/var/tmp/${LIB_TMP_NAME:-flowslot-test}.XXXXXX")
 chmod 0755 "$TMP"
 mkdir "$TMP/svc"
 # The checkout by a path with no space nor other odd character, a symlink: a PAM stack line
@@ -125,6 +126,9 @@ stop_redis() {
 	kill -CONT "$pid" 2>/dev/null
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
+	# Gone from the pids cleanup stops: the number may be another process's by then.
+	PIDS=" $PIDS "
+	PIDS=${PIDS/ $pid / }
 	return 0
 }
 

@@ -22,18 +22,24 @@ campaign_event() { printf '%s\t%s\t%s\n' "$(campaign_now)" "$1" "${2:-}" >> "$FA
 # The logins' own files: $FAULT_DIR/l/ID.{err,out,pid,done}.
 campaign_pid() { cat "$FAULT_DIR/l/$1.pid" 2> /dev/null; }
 
-# campaign_waiters: the logins queued now and still waiting (a "queued:" line, no admission
-# stamp, not ended), in the order they reserved, one id a line.
+# campaign_waiters: the logins holding a place in the queue now, in the order they reserved,
+# one id a line: queued ("queued:"), not ended, not admitted, and with their slot (as the
+# reservation gave it) more than the commit window (2 s) away, so that they are not merely
+# admitted to go in at it.
 campaign_waiters() {
-	local f id
+	local f id now
+	now=$(campaign_now)
 	for f in "$FAULT_DIR"/l/*.err; do
 		[ -e "$f" ] || continue
 		id=${f##*/}
 		id=${id%.err}
 		[ -e "$FAULT_DIR/l/$id.done" ] && continue
-		grep -q ' queued: ' "$f" 2> /dev/null || continue
 		grep -q " $id\$" "$FAULT_DIR/admits" 2> /dev/null && continue
-		printf '%s %s\n' "$(sed -n 's/^\([0-9]*\) .*queued: .*/\1/p' "$f" | head -1)" "$id"
+		awk -v now="$now" -v id="$id" '/ queued: / {
+			for (i = 1; i <= NF; i++) if ($i ~ /^wait_ms=/) { split($i, kv, "="); w = kv[2] }
+			if ($1 + w * 1000 - now > 2000000) print $1, id
+			exit
+		}' "$f"
 	done | sort -n | awk '{ print $2 }'
 }
 

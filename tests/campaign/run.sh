@@ -17,6 +17,7 @@ MODE=${1:-short}
 [ $# -gt 0 ] && shift
 case $MODE in short | long) ;; *) echo "usage: run.sh short|long [FAULT...]" >&2; exit 2 ;; esac
 LIB_TOP=$(cd "$(dirname "$0")/../.." && pwd)
+LIB_TMP_NAME=flowslot-campaign
 # shellcheck source=tests/lib.sh
 . "$LIB_TOP/tests/lib.sh"
 # shellcheck source=tests/campaign/lib.sh
@@ -86,11 +87,12 @@ campaign_all_done() {
 	done
 }
 
-# campaign_run NAME: one fault, from setup to teardown, its records in $OUT/NAME.
+# campaign_run NAME: one fault, from setup to teardown, its records in $OUT/NAME. (Not "name":
+# tests/lib.sh's start_redis sets that.)
 campaign_run() {
-	local name=$1 fn=${1//-/_} arrivals start deadline r at desc
+	local fault=$1 fn=${1//-/_} arrivals start deadline r at desc
 	desc="FAULT_DESC_$fn"
-	FAULT_DIR=$OUT/$name
+	FAULT_DIR=$OUT/$fault
 	rm -rf "$FAULT_DIR"
 	mkdir -p "$FAULT_DIR/l"
 	: > "$FAULT_DIR/events.tsv"
@@ -101,11 +103,11 @@ campaign_run() {
 	FAULT_LOGINS=$CAMPAIGN_LOGINS FAULT_GAP_MS=500 FAULT_ROUNDS=$CAMPAIGN_ROUNDS
 	FAULT_INTERVAL_MS=1000 FAULT_BURST=1 FAULT_MAX_WAIT_MS=4000 FAULT_TIMEOUT_MS=500
 	FAULT_PER_HOST=0 FAULT_RHOSTS=3 FAULT_WAITERS=2 FAULT_HOLD_MS=2000
-	FAULT_STATE_DIR=$TMP/st-$name
-	FAULT_SERVICE=c-$name
+	FAULT_STATE_DIR=$TMP/st-$fault
+	FAULT_SERVICE=c-$fault
 	mkdir -p "$FAULT_STATE_DIR"
 	chmod 0700 "$FAULT_STATE_DIR"
-	echo "# $name: ${!desc}"
+	echo "# $fault: ${!desc}"
 	if ! "fault_${fn}_setup"; then
 		echo "setup failed" > "$FAULT_DIR/failed"
 		"fault_${fn}_teardown"
@@ -113,12 +115,12 @@ campaign_run() {
 	fi
 	"fault_${fn}_bounds" > "$FAULT_DIR/bounds"
 	service "$FAULT_SERVICE" \
-		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/out/$name/starts" \
+		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/out/$fault/starts" \
 		"auth requisite @M url=$FAULT_URL key=campaign interval=${FAULT_INTERVAL_MS}ms burst=$FAULT_BURST max_wait=${FAULT_MAX_WAIT_MS}ms timeout=${FAULT_TIMEOUT_MS}ms per_host=$FAULT_PER_HOST state_dir=$FAULT_STATE_DIR countdown=0 debug $FAULT_OPTS" \
-		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/out/$name/admits" \
+		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/out/$fault/admits" \
 		"auth required @P/pam_permit.so"
 	{
-		echo "name=$name"
+		echo "name=$fault"
 		echo "description=${!desc}"
 		echo "mode=$MODE"
 		echo "url=$FAULT_URL"
