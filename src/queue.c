@@ -36,9 +36,10 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 }
 
 /* One call about the place, bounded by max_wait_us, with the options read afresh: the
-   password is held only for the exchange, never through the wait. */
+   password is held only for the exchange, never through the wait. On Redis, over by until_us
+   if not 0. */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
-				    int64_t max_wait_us, struct slot_result *res)
+				    int64_t max_wait_us, int64_t until_us, struct slot_result *res)
 {
 	struct slot_params p = l->o->slot;
 	struct opt fresh;
@@ -54,27 +55,36 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	}
 	opt_parse(&fresh, l->pamh, l->argc, l->argv);
 	fresh.slot = p;
+	fresh.until_us = until_us;
 	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);
 	opt_wipe(&fresh);
 	return v;
 }
 
-/* The longest one call about the place can take. */
-static int64_t queue_bound_us(const struct queue_login *l)
+/* How long before the slot the last try begins: one server's timeout (the file's lock wait),
+   and the try is over by the slot whatever nodes it asks, so that should it fail the login
+   still goes in blind at its slot, never later. */
+static int64_t queue_lead_us(const struct queue_login *l)
 {
-	return l->local ? LSLOT_LOCK_WAIT_US : rslot_bound_us(l->o);
+	return l->local ? LSLOT_LOCK_WAIT_US : l->o->timeout_us;
 }
 
-/* When to renew next, from now_us: SLOT_RENEW_US later, or, first in line or after a failure,
-   sooner if need be, so that the last call before the slot ends by it: should it fail, the
-   login goes in blind at its slot, never later. Waiters further back renew as they did, so
-   that one whose slot keeps moving (a place ahead not yet given up) cannot call in a loop. */
+/* Whether the wait keeps to its slot: a login first in line (its next renewal admits it), or
+   one whose last renewal failed. Waiters further back renew as they did, so that one whose
+   slot keeps moving (a place ahead not given up yet) cannot call in a loop. */
+static bool queue_keeps_slot(const struct slot_result *res, const struct queue_state *st)
+{
+	return st->lost || res->position == 1;
+}
+
+/* When to renew next, from now_us: SLOT_RENEW_US later, or, keeping to the slot, no later than
+   the lead before it. */
 static int64_t queue_next_us(const struct queue_login *l, const struct slot_result *res,
 			     const struct queue_state *st, int64_t now_us)
 {
-	int64_t next_us = now_us + SLOT_RENEW_US, last_us = res->deadline_us - queue_bound_us(l);
+	int64_t next_us = now_us + SLOT_RENEW_US, last_us = res->deadline_us - queue_lead_us(l);
 
-	if ((st->lost || res->position == 1) && last_us > now_us && last_us < next_us)
+	if (queue_keeps_slot(res, st) && last_us > now_us && last_us < next_us)
 		next_us = last_us;
 	return next_us;
 }
@@ -83,11 +93,11 @@ void queue_leave(const struct queue_login *l)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
-	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), &res);
+	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, &res);
 }
 
-/* A renewal that failed: tried again while a call can still end by the slot (said once); past
-   that, the login goes in blind at the last slot given, never later. */
+/* A renewal that failed: tried again until the lead before the slot (said once); past that,
+   the login goes in blind at the last slot given, never later. */
 static enum queue_next queue_renew_failed(const struct queue_login *l, struct slot_result *res,
 					  struct queue_state *st)
 {
@@ -95,7 +105,7 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	char left[32];
 
 	st->lost = true;
-	if (now_us < res->deadline_us - queue_bound_us(l)) {
+	if (now_us < res->deadline_us - queue_lead_us(l)) {
 		if (!st->failing) {
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
 			log_msg(l->pamh, LOG_WARNING,
@@ -123,8 +133,10 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 				   struct countdown *cd, struct queue_state *st)
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
-	int64_t left_us = queue_left_us(l, fstime_mono_us());
-	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us, &now);
+	int64_t now_us = fstime_mono_us(), left_us = queue_left_us(l, now_us);
+	int64_t until_us =
+	    queue_keeps_slot(res, st) && res->deadline_us > now_us ? res->deadline_us : 0;
+	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us, until_us, &now);
 
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
 	   refused here, the place given back. */

@@ -272,14 +272,6 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 	}
 }
 
-int64_t rslot_bound_us(const struct opt *o)
-{
-	bool several =
-	    o->url.backend == URL_BACKEND_SENTINEL || o->url.backend == URL_BACKEND_CLUSTER;
-
-	return o->timeout_us * (several ? RSLOT_BUDGET_TIMEOUTS : 1);
-}
-
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res)
@@ -297,6 +289,8 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	int redirects = 0;
 
 	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
+	if (o->until_us > 0 && o->until_us < call.budget_end_us)
+		call.budget_end_us = o->until_us;
 
 	switch (o->url.backend) {
 	case URL_BACKEND_SENTINEL:

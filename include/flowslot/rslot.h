@@ -20,10 +20,6 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res);
 
-/* The longest one rslot_call with o can take: timeout, or with Sentinel or a cluster, whose
-   decision may try several nodes, 4 x timeout. */
-int64_t rslot_bound_us(const struct opt *o);
-
 /* rslot_call, and the node that answered (or failed last) into where: "master 10.0.0.5:6379",
    as the log names it. */
 enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,

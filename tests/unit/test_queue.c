@@ -62,7 +62,9 @@ struct step {
 struct call {
 	enum slot_op op;
 	bool local;
-	int64_t at_us; /* when it began */
+	int64_t at_us;	  /* when it began */
+	int64_t until_us; /* when it had to be over (Redis: opt.until_us), 0: no sooner than its
+			     own bound */
 	int64_t max_wait_us;
 	int64_t interval_us;
 };
@@ -72,19 +74,25 @@ static struct call calls[MAX_STEPS];
 static size_t n_calls;
 
 static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_params *p,
-				 struct slot_result *res)
+				 int64_t until_us, struct slot_result *res)
 {
 	struct step s = { .verdict = SLOT_ADMIT };
 
 	if (n_calls == MAX_STEPS)
 		fail_msg("more than %d calls", MAX_STEPS);
 	calls[n_calls++] = (struct call){ .op = op, .local = local, .at_us = clock_now,
+					  .until_us = until_us,
 					  .max_wait_us = p->max_wait_us,
 					  .interval_us = p->interval_us };
 	if (op != SLOT_LEAVE) {
 		if (next_step == n_steps)
 			fail_msg("call %zu: no answer scripted", n_calls);
 		s = steps[next_step++];
+	}
+	/* A call cut short at until_us fails there, as rslot's budget ends it. */
+	if (until_us > 0 && clock_now + s.took_us > until_us) {
+		clock_now = until_us;
+		return SLOT_UNAVAILABLE;
 	}
 	clock_now += s.took_us;
 	if (s.verdict == SLOT_UNAVAILABLE)
@@ -102,7 +110,7 @@ enum slot_verdict __wrap_lslot_call(const pam_handle_t *pamh, const struct lslot
 				    struct slot_result *res)
 {
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	return backend(call->op, true, call->p, res);
+	return backend(call->op, true, call->p, 0, res);
 }
 
 enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *o,
@@ -114,7 +122,7 @@ enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *
 {
 	(void)key, (void)place;
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	return backend(op, false, &o->slot, res);
+	return backend(op, false, &o->slot, o->until_us, res);
 }
 
 /* The log and the conversation. */
@@ -350,9 +358,9 @@ static void test_all_renewals_fail(void **state)
 	assert_int_equal(warnings_with("going in blind"), 1);
 }
 
-/* A failure near the slot: the next try is a call's bound (500 ms) before the slot, not
-   SLOT_RENEW_US later; a call that fails within that bound of the slot is the last, and the login
-   goes in at its slot, or at once past it. */
+/* A failure near the slot: the next try is a timeout (500 ms) before the slot, not
+   SLOT_RENEW_US later; a call that fails within that of the slot is the last, and the login
+   goes in at its slot; a call that would run past the slot is cut short at it. */
 static void test_failure_near_the_slot(void **state)
 {
 	struct slot_result res;
@@ -369,68 +377,77 @@ static void test_failure_near_the_slot(void **state)
 	SCRIPT({ SLOT_QUEUED, 3 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1500 * MS });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 2);
-	assert_int_equal(clock_now, T0 + 5500 * MS);
+	assert_int_equal(calls[1].until_us, T0 + 5 * S);
+	assert_int_equal(clock_now, T0 + 5 * S);
 	assert_int_equal(warnings_with("going in blind"), 1);
 }
 
-/* Cut off from the schedule, each call taking its whole bound (packets that vanish): the
-   last try begins a bound before the slot, so that the login goes in blind at its slot, not a
-   call's time after it (the fault campaign's partition found it 300 ms late with timeout=300ms,
-   the next login then following it by interval - 300 ms). The bound: timeout for one server,
-   4 x timeout with Sentinel or a cluster, the lock's second for the per-host file. */
+/* Cut off from the schedule, each call taking its whole bound (packets that vanish: timeout
+   per node asked, up to 4 of them with Sentinel or a cluster; the file's lock wait): the last
+   try begins a timeout before the slot and is over by it, so that the login goes in blind at
+   its slot, not a call's time after it (the fault campaign's partition found it 300 ms late
+   with timeout=300ms, the next login then following it by interval - 300 ms). */
 static void test_last_try_ends_by_the_slot(void **state)
 {
-	struct slot_result res1;
 	static const struct {
 		bool local;
 		enum url_backend backend;
-		int64_t timeout_us, bound_us;
+		int64_t timeout_us, took_us;
 	} cases[] = {
 		{ false, URL_BACKEND_TCP, 500 * MS, 500 * MS },
 		{ false, URL_BACKEND_UNIX, 300 * MS, 300 * MS },
 		{ false, URL_BACKEND_SENTINEL, 250 * MS, 1 * S },
-		{ false, URL_BACKEND_CLUSTER, 250 * MS, 1 * S },
+		{ false, URL_BACKEND_CLUSTER, 500 * MS, 2 * S },
 		{ true, URL_BACKEND_LOCAL, 500 * MS, 1 * S },
 	};
+	struct slot_result res;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct slot_result res;
-		int64_t b = cases[i].bound_us;
-
 		setup(state);
 		o.url.backend = cases[i].backend;
 		o.timeout_us = cases[i].timeout_us;
-		steps[0] = steps[1] = steps[2] = (struct step){ SLOT_UNAVAILABLE, 0, 0, b };
-		n_steps = 3;
+		for (size_t k = 0; k < 4; k++)
+			steps[k] = (struct step){ SLOT_UNAVAILABLE, 0, 0, cases[i].took_us };
+		n_steps = 4;
 		assert_int_equal(wait_from(cases[i].local, 6 * S, T0 + 12 * S, &res, false),
 				 QUEUE_TURN);
 		assert_int_equal(calls[0].at_us, T0 + 2 * S);
-		assert_int_equal(calls[n_calls - 1].at_us, T0 + 6 * S - b);
+		assert_true(calls[n_calls - 1].at_us <=
+			    T0 + 6 * S - (cases[i].local ? 1 * S : cases[i].timeout_us));
+		if (!cases[i].local)
+			assert_int_equal(calls[n_calls - 1].until_us, T0 + 6 * S);
 		assert_int_equal(clock_now, T0 + 6 * S);
 		assert_int_equal(res.verdict, SLOT_ADMIT);
 		assert_int_equal(warnings_with("going in blind"), 1);
 	}
 
 	/* First in line, its slot 2.1 s off: the renewal that would admit it is not SLOT_RENEW_US
-	   later, 100 ms before the slot, but a bound before it, and its failure sends the login
-	   in at its slot. Further back, it renews SLOT_RENEW_US later, as it did: its slot may
-	   keep moving (a place ahead not given up yet), and it must not call in a loop. */
-	setup(state);
-	position = 1;
-	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 500 * MS });
-	assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res1, false), QUEUE_TURN);
-	assert_int_equal(n_calls, 1);
-	assert_int_equal(calls[0].at_us, T0 + 1600 * MS);
-	assert_int_equal(clock_now, T0 + 2100 * MS);
+	   later, 100 ms before the slot, but a timeout before it, over by the slot (4 timeouts
+	   would not be, with a cluster), and its failure sends the login in at its slot. */
+	for (int cluster = 0; cluster <= 1; cluster++) {
+		setup(state);
+		position = 1;
+		o.url.backend = cluster ? URL_BACKEND_CLUSTER : URL_BACKEND_TCP;
+		SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 2 * S });
+		assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
+		assert_int_equal(n_calls, 1);
+		assert_int_equal(calls[0].at_us, T0 + 1600 * MS);
+		assert_int_equal(calls[0].until_us, T0 + 2100 * MS);
+		assert_int_equal(clock_now, T0 + 2100 * MS);
+	}
 
+	/* Further back, it renews SLOT_RENEW_US later, or at its slot, as it did, its calls not
+	   cut short: its slot may keep moving (a place ahead not given up yet), and it must not
+	   call in a loop. */
 	setup(state);
 	SCRIPT({ SLOT_QUEUED, 1200 * MS, 2, 0 }, { SLOT_QUEUED, 1200 * MS, 2, 0 },
 	       { SLOT_ADMIT, 0, 1, 0 });
-	assert_int_equal(wait_from(false, 1200 * MS, T0 + 12 * S, &res1, false), QUEUE_TURN);
+	assert_int_equal(wait_from(false, 1200 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 3);
 	assert_int_equal(calls[0].at_us, T0 + 1200 * MS);
 	assert_int_equal(calls[1].at_us, T0 + 2400 * MS);
 	assert_int_equal(calls[2].at_us, T0 + 3600 * MS);
+	assert_int_equal(calls[0].until_us, 0);
 }
 
 /* A user who hangs up gives the place back. */
