@@ -10,9 +10,9 @@
 # The schedule's key, as the runner's stack line names it.
 HA_KEY=campaign
 
-# ha_queue: a queue long enough that waiters hold places (slots past the 2 s commit window)
-# when the fault comes: five waiting, each login may wait 8 s.
-ha_queue() { FAULT_WAITERS=5 FAULT_MAX_WAIT_MS=8000; }
+# ha_queue: the fault comes once three waiters hold places (their slots past the 2 s commit
+# window: they must renew across it), and each login may wait 8 s, so that the queue holds them.
+ha_queue() { FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=8000; }
 HA_SERVERS="" # what ha_stop_all stops, by name (tests/lib.sh's start_redis)
 
 # ha_stop_all: every server started, stopped by pid, and the dumps that replicas wrote
@@ -168,31 +168,13 @@ fault_sentinel_kill_sync_teardown() { ha_stop_all; }
 # the schedule's key is on one of them. cluster-failover gives that master a replica and kills
 # it; cluster-migrate moves the key's hash slot to another master, step by step.
 
-# ha_cluster_port: a free port whose cluster bus (port + 10000) is free too, and clear of the
-# ports and buses already taken; below the ephemeral range, so that no outgoing connection
-# holds either by the time the node binds them.
-ha_cluster_port() {
-	local p max=55535 low
-	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-	[ "$low" -gt 30010 ] && max=$((low - 10001))
-	while :; do
-		p=$(free_port)
-		[ "$p" -le "$max" ] || continue
-		(exec 3<> "/dev/tcp/127.0.0.1/$((p + 10000))") 2> /dev/null && continue
-		case " $HA_TAKEN " in *" $p "* | *" $((p + 10000)) "* | *" $((p - 10000)) "*) continue ;; esac
-		HA_TAKEN="$HA_TAKEN $p"
-		echo "$p"
-		return
-	done
-}
-
 # ha_node N: cluster node N (server ha-cN) on a port of its own, in HA_C[N], or on the one it
 # had, with its nodes file, when it comes back.
 ha_node() {
 	local try name # start_redis sets "name": not the runner's
 	for try in 1 2 3 4 5; do
 		[ -n "${HA_C[$1]:-}" ] && [ "$try" = 1 ] || {
-			HA_C[$1]=$(ha_cluster_port)
+			cluster_port "HA_C[$1]"
 			rm -f "$TMP/ha-nodes-$1.conf"
 		}
 		start_redis "ha-c$1" --port "${HA_C[$1]}" --cluster-enabled yes \
@@ -232,7 +214,7 @@ ha_owner() {
 # and HA_OWNER, the key's hash slot and its node.
 ha_cluster_up() {
 	local n
-	HA_C=() HA_TAKEN=""
+	HA_C=()
 	for n in 1 2 3; do
 		ha_node "$n" || return 1
 		HA_SERVERS="$HA_SERVERS ha-c$n"
@@ -409,7 +391,6 @@ fault_hosts_none_teardown() { ha_netns_down; }
 # places: each goes in blind at its last slot, and its place lingers until its lease runs out.
 ha_cut_off_bounds() {
 	echo "P2 7s # a waiter cut off from the schedule goes in blind at the last slot it was given (pam_flowslot(8), A queue of live waiters: a renewal that fails), while one that reserved before it may be held back by a place cut off ahead of both until that place's lease (5 s) runs out, learnt at its next renewal (2 s) (The queue's promises: A lapsed place at its slot counts as admitted; MODEL.md P5)"
-	echo "P3 5s # a place whose login went in blind is counted at its slot once its lease runs out (The queue's promises: A lapsed place at its slot counts as admitted): a login that reserved meanwhile, told a slot behind it, moves up an interval for each such place (A queue of live waiters: it moves up as places ahead of it go), whose slots came within a lease (5 s)"
 	echo "P5 7s # such a place holds those behind it until its lease (5 s) runs out, and each learns it at its next renewal (2 s) (MODEL.md P5: a killed login's place stops within its lease)"
 	echo "P7 5s # a login that reserves while such a place lingers past its slot is given a slot an interval later for each (the same rules), their slots within a lease (5 s)"
 }
