@@ -5,7 +5,9 @@
 # unharmed as their baseline. Sourced by run.sh after tests/campaign/lib.sh. Each heal puts
 # back what the fault took (a new replica for the one promoted, the link), so that the long
 # run's later rounds meet the same fault. Each fault's bounds name the docs they come from.
-# shellcheck shell=bash disable=SC2086 # lists of ports and names are split on purpose
+# shellcheck shell=bash disable=SC2086,SC2034,SC2154
+# (lists of ports and names are split on purpose; FAULT_* are the runner's; HA_PORT_* are set
+# by name, through on_free_port)
 
 # The schedule's key, as the runner's stack line names it.
 HA_KEY=campaign
@@ -13,6 +15,7 @@ HA_KEY=campaign
 # ha_queue: the fault comes once three waiters hold places (their slots past the 2 s commit
 # window: they must renew across it), and each login may wait 8 s, so that the queue holds them.
 ha_queue() { FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=8000; }
+
 HA_SERVERS="" # what ha_stop_all stops, by name (tests/lib.sh's start_redis)
 
 # ha_stop_all: every server started, stopped by pid, and the dumps that replicas wrote
@@ -26,7 +29,8 @@ ha_stop_all() {
 	HA_SERVERS=""
 }
 
-# ha_kill NAME: server NAME killed outright (-9): nothing more written or replicated.
+# ha_kill NAME: server NAME killed outright (-9): nothing more written or replicated. Its pid
+# leaves PIDS, as stop_redis's does: the number may be another process's by the cleanup.
 ha_kill() {
 	local pid
 	pid=$(cat "$TMP/$1.pid")
@@ -35,6 +39,8 @@ ha_kill() {
 		kill -9 "$pid"
 		wait "$pid"
 	} 2> /dev/null
+	PIDS=" $PIDS "
+	PIDS=${PIDS/ $pid / }
 }
 
 # ---- Sentinel -------------------------------------------------------------------------------
@@ -110,7 +116,7 @@ ha_named() {
 	local s m="" n
 	for s in $HA_SPORTS; do
 		n=$(ha_scli "$s" sentinel get-master-addr-by-name fsm | tail -1)
-		[ -n "$n" ] && [ -z "$m" -o "$n" = "$m" ] || return 1
+		[ -n "$n" ] && { [ -z "$m" ] || [ "$n" = "$m" ]; } || return 1
 		m=$n
 	done
 	echo "$m"
@@ -173,10 +179,10 @@ fault_sentinel_kill_sync_teardown() { ha_stop_all; }
 ha_node() {
 	local try name # start_redis sets "name": not the runner's
 	for try in 1 2 3 4 5; do
-		[ -n "${HA_C[$1]:-}" ] && [ "$try" = 1 ] || {
+		if [ -z "${HA_C[$1]:-}" ] || [ "$try" != 1 ]; then
 			cluster_port "HA_C[$1]"
 			rm -f "$TMP/ha-nodes-$1.conf"
-		}
+		fi
 		start_redis "ha-c$1" --port "${HA_C[$1]}" --cluster-enabled yes \
 			--cluster-config-file "$TMP/ha-nodes-$1.conf" --cluster-node-timeout 2000 \
 			--repl-diskless-sync-delay 0 2> /dev/null && return 0
@@ -199,7 +205,7 @@ ha_cluster_ok() {
 # ha_owner: the node that serves the key's slot, as node 1 sees it.
 ha_owner() {
 	local n id
-	id=$(ha_ccli "${1:-1}" cluster nodes | awk -v s="$HA_SLOT" '{
+	id=$(ha_ccli 1 cluster nodes | awk -v s="$HA_SLOT" '{
 		for (i = 9; i <= NF; i++) {
 			if ($i ~ /^\[/) continue # a migration in progress, not an owner
 			k = split($i, r, "-")
@@ -392,7 +398,7 @@ fault_hosts_none_teardown() { ha_netns_down; }
 ha_cut_off_bounds() {
 	echo "P2 7s # a waiter cut off from the schedule goes in blind at the last slot it was given (pam_flowslot(8), A queue of live waiters: a renewal that fails), while one that reserved before it may be held back by a place cut off ahead of both until that place's lease (5 s) runs out, learnt at its next renewal (2 s) (The queue's promises: A lapsed place at its slot counts as admitted; MODEL.md P5)"
 	echo "P5 7s # such a place holds those behind it until its lease (5 s) runs out, and each learns it at its next renewal (2 s) (MODEL.md P5: a killed login's place stops within its lease)"
-	echo "P7 5s # a login that reserves while such a place lingers past its slot is given a slot an interval later for each (the same rules), their slots within a lease (5 s)"
+	echo "P7 5s # a login that reserves or renews while such a place lingers past its slot is given a slot an interval later for each (the same rules), their slots within a lease (5 s)"
 }
 
 fault_sentinel_kill_bounds() {
