@@ -61,9 +61,9 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	return v;
 }
 
-/* How long before the slot the last try begins: one server's timeout (the file's lock wait),
-   and the try is over by the slot whatever nodes it asks, so that should it fail the login
-   still goes in blind at its slot, never later. */
+/* How long before the slot the try that keeps to it begins: one server's timeout (the file's
+   lock wait). The try is over by the slot whatever nodes it asks, so that should it fail the
+   login can still go in blind at its slot, never later. */
 static int64_t queue_lead_us(const struct queue_login *l)
 {
 	return l->local ? LSLOT_LOCK_WAIT_US : l->o->timeout_us;
@@ -96,8 +96,8 @@ void queue_leave(const struct queue_login *l)
 	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, &res);
 }
 
-/* A renewal that failed: tried again until the lead before the slot (said once); past that,
-   the login goes in blind at the last slot given, never later. */
+/* A renewal that failed: tried again until the slot (said once); past it, the login goes in
+   blind at the last slot given. */
 static enum queue_next queue_renew_failed(const struct queue_login *l, struct slot_result *res,
 					  struct queue_state *st)
 {
@@ -105,7 +105,7 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	char left[32];
 
 	st->lost = true;
-	if (now_us < res->deadline_us - queue_lead_us(l)) {
+	if (now_us < res->deadline_us) {
 		if (!st->failing) {
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
 			log_msg(l->pamh, LOG_WARNING,
@@ -119,13 +119,25 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	/* The schedule counts a place whose lease ran out at its slot as admitted; one that ran
 	   out before its slot is given up, and that slot may go to another login. */
 	log_msg(l->pamh, LOG_WARNING,
-		"queue: the place could not be renewed before its slot either: going in blind at "
-		"the last slot given%s",
+		"queue: the place could not be renewed at its slot either: going in blind at the "
+		"last slot given%s",
 		res->deadline_us > st->lease_us ? " (its lease ran out before it: the schedule "
 						  "may give that slot again)"
 						: "");
 	res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
 	return QUEUE_GO;
+}
+
+/* When a renewal from now_us must be over: keeping to the slot, by the slot, or once at it
+   after a failure, within one server's timeout (not the several a Sentinel or Cluster
+   decision may take): then a failure to reach the schedule costs the login no more than
+   that past its slot. 0: no sooner than the call's own bound. */
+static int64_t queue_until_us(const struct queue_login *l, const struct slot_result *res,
+			      const struct queue_state *st, int64_t now_us)
+{
+	if (!queue_keeps_slot(res, st))
+		return 0;
+	return res->deadline_us > now_us ? res->deadline_us : now_us + queue_lead_us(l);
 }
 
 /* Renews the place, with what is left of max_wait: its slot, its refusal, or a failure. */
@@ -134,9 +146,8 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
 	int64_t now_us = fstime_mono_us(), left_us = queue_left_us(l, now_us);
-	int64_t until_us =
-	    queue_keeps_slot(res, st) && res->deadline_us > now_us ? res->deadline_us : 0;
-	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us, until_us, &now);
+	enum slot_verdict v =
+	    queue_call(l, SLOT_RENEW, left_us, queue_until_us(l, res, st, now_us), &now);
 
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
 	   refused here, the place given back. */

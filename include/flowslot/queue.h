@@ -38,10 +38,11 @@ void queue_leave(const struct queue_login *l);
 
 /* Waits for the slot that res describes. For a place held (SLOT_QUEUED) it renews the place
    every SLOT_RENEW_US, passing what is left of max_wait, follows it as it moves, and asks to
-   go in at its slot. A renewal that fails is tried again every SLOT_RENEW_US, and once more a
-   timeout (the file's lock wait) before the slot, over by the slot whatever nodes it asks; only
-   if that fails too does it go in blind at the last slot given, never later, and it does not
-   queue elsewhere. A slot past limit_us (refused by the schedule, or given by
+   go in at its slot. A renewal that fails is tried again every SLOT_RENEW_US, and a timeout
+   (the file's lock wait) before the slot, over by the slot whatever nodes it asks, and if that
+   failed before the slot, at the slot within a timeout; only if that fails too does it go in
+   blind at the last slot given (at it, or a timeout after it at most), and it does not queue
+   elsewhere. A slot past limit_us (refused by the schedule, or given by
    one that did not check) ends it with QUEUE_REFUSED, a place still held given back, and res
    the refusal: SLOT_REFUSE, wait_us the wait it would have had. It tells the user as cd says,
    and ends early when w sees them go, giving the place back. res is left as the place stood:

@@ -336,21 +336,24 @@ static void test_one_failed_renewal(void **state)
 	assert_int_equal(warnings_with("blind"), 0);
 }
 
-/* Every renewal fails: tried every SLOT_RENEW_US and once more a call's bound (timeout, 500 ms)
-   before the slot, one warning for them all, then one that it goes in blind, at the last slot
-   given and no later. */
+/* Every renewal fails, at once: tried every SLOT_RENEW_US, a timeout (500 ms) before the slot,
+   and once more at it, one warning for them all, then one that it goes in blind, at the last
+   slot given and no later. */
 static void test_all_renewals_fail(void **state)
 {
 	struct slot_result res;
 
 	(void)state;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 },
-	       { SLOT_UNAVAILABLE, 0, 0, 0 });
+	       { SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
-	assert_int_equal(n_calls, 3);
+	assert_int_equal(n_calls, 4);
 	assert_int_equal(calls[0].at_us, T0 + 2 * S);
 	assert_int_equal(calls[1].at_us, T0 + 4 * S);
 	assert_int_equal(calls[2].at_us, T0 + 5500 * MS);
+	assert_int_equal(calls[2].until_us, T0 + 6 * S);
+	assert_int_equal(calls[3].at_us, T0 + 6 * S);
+	assert_int_equal(calls[3].until_us, T0 + 6500 * MS);
 	assert_int_equal(clock_now, T0 + 6 * S);
 	assert_int_equal(res.verdict, SLOT_ADMIT);
 	assert_int_equal(warnings(), 2);
@@ -359,18 +362,19 @@ static void test_all_renewals_fail(void **state)
 }
 
 /* A failure near the slot: the next try is a timeout (500 ms) before the slot, not
-   SLOT_RENEW_US later; a call that fails within that of the slot is the last, and the login
-   goes in at its slot; a call that would run past the slot is cut short at it. */
+   SLOT_RENEW_US later, and one that fails before the slot is tried once more at it; a call
+   that would run past the slot is cut short at it, and the login goes in at once. */
 static void test_failure_near_the_slot(void **state)
 {
 	struct slot_result res;
 
 	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1 * S },
-	       { SLOT_UNAVAILABLE, 0, 0, 200 * MS });
+	       { SLOT_UNAVAILABLE, 0, 0, 200 * MS }, { SLOT_UNAVAILABLE, 0, 0, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
-	assert_int_equal(n_calls, 3);
+	assert_int_equal(n_calls, 4);
 	assert_int_equal(calls[1].at_us, T0 + 4 * S);
 	assert_int_equal(calls[2].at_us, T0 + 5500 * MS);
+	assert_int_equal(calls[3].at_us, T0 + 6 * S);
 	assert_int_equal(clock_now, T0 + 6 * S);
 
 	setup(state);
@@ -435,6 +439,20 @@ static void test_last_try_ends_by_the_slot(void **state)
 		assert_int_equal(calls[0].until_us, T0 + 2100 * MS);
 		assert_int_equal(clock_now, T0 + 2100 * MS);
 	}
+
+	/* The same, the schedule refusing at once (restarting): tried once more at the slot,
+	   within a timeout, and back by then, it admits the login there. */
+	setup(state);
+	position = 1;
+	o.url.backend = URL_BACKEND_CLUSTER;
+	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(calls[1].at_us, T0 + 2100 * MS);
+	assert_int_equal(calls[1].until_us, T0 + 2600 * MS);
+	assert_int_equal(clock_now, T0 + 2100 * MS);
+	assert_int_equal(warnings_with("cannot be renewed"), 1);
+	assert_int_equal(warnings_with("blind"), 0);
 
 	/* Further back, it renews SLOT_RENEW_US later, or at its slot, as it did, its calls not
 	   cut short: its slot may keep moving (a place ahead not given up yet), and it must not
