@@ -557,6 +557,12 @@ for name in storm lookup tls; do
 	bash "$r" "$RAW" "$PNG" "$PNG_LINK" || fail "$r"
 	echo
 done
+# The fault campaign's long run (make faults writes bench/faults.md, with its date and commit):
+# measured apart from these, and shown as it was.
+if [ -f "$BENCH_DIR/faults.md" ]; then
+	cat "$BENCH_DIR/faults.md"
+	echo
+fi
 cat <<-EOF
 	## What this run could not measure
 

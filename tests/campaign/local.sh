@@ -3,7 +3,7 @@
 # restarted, its clock stepped, waiters killed, stopped and hung up, state_dir full and
 # unwritable. Sourced by run.sh after tests/campaign/lib.sh. Each fault's bounds name the
 # section of docs/MODEL.md or pam_flowslot(8) they come from.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the FAULT_* settings are read by run.sh
 
 # local_redis_pid NAME: the server's pid, from start_redis's file.
 local_redis_pid() { cat "$TMP/$1.pid"; }
@@ -53,10 +53,10 @@ fault_redis_stop_long_bounds() {
 # ---- Redis restarted ------------------------------------------------------------------------
 # Without persistence: the schedule and its queue are lost; waiters join the new one at their
 # next renewal.
-campaign_fault redis-restart "Redis restarted without persistence (down 1 s): the schedule and its queue lost"
+campaign_fault redis-restart "Redis restarted without persistence (down 2.5 s, past one renewal): the schedule and its queue lost"
 fault_redis_restart_setup() {
 	campaign_redis rr || return 1
-	FAULT_HOLD_MS=1000
+	FAULT_HOLD_MS=2500
 }
 fault_redis_restart_inject() { stop_redis rr; }
 fault_redis_restart_heal() { start_redis rr; }
@@ -66,7 +66,7 @@ fault_redis_restart_teardown() { stop_redis rr; }
 local_lost_bounds() {
 	echo "P1 2s # the lost schedule's logins admitted to go in within the commit window (2 s) go in at their slots, while the new schedule starts empty (MODEL.md, Redis restarted without its data)"
 	echo "P2 - # the queue is lost: each waiter joins the new one at its next renewal, in the order they renew (MODEL.md, Redis restarted without its data)"
-	echo "P5 3500ms # waiters cannot renew while Redis is down (1 s); each learns the new queue at its next renewal, 2 s at most after it is back, each call within timeout (MODEL.md P5)"
+	echo "P5 5s # waiters cannot renew while Redis is down (2.5 s); each learns the new queue at its next renewal, 2 s at most after it is back, each call within timeout (MODEL.md P5)"
 }
 fault_redis_restart_bounds() {
 	local_lost_bounds
@@ -75,10 +75,10 @@ fault_redis_restart_bounds() {
 
 # With persistence: SHUTDOWN SAVE, and the same dump loaded; the down time is shorter than a
 # lease, so every place is still held when the waiters renew.
-campaign_fault redis-restart-saved "Redis restarted with its data (SHUTDOWN SAVE, the same dump, down 1 s), burst 2"
+campaign_fault redis-restart-saved "Redis restarted with its data (SHUTDOWN SAVE, the same dump, down 2.5 s, within a lease), burst 2"
 fault_redis_restart_saved_setup() {
 	campaign_redis rrs --save 3600 1 || return 1
-	FAULT_HOLD_MS=1000 FAULT_BURST=2
+	FAULT_HOLD_MS=2500 FAULT_BURST=2
 }
 fault_redis_restart_saved_inject() {
 	local pid
@@ -91,8 +91,36 @@ fault_redis_restart_saved_inject() {
 fault_redis_restart_saved_heal() { start_redis rrs --save 3600 1; }
 fault_redis_restart_saved_teardown() { stop_redis rrs; }
 fault_redis_restart_saved_bounds() {
-	echo "P5 3s # waiters cannot renew while Redis is down (1 s), and learn of a place given back at their first renewal after, 2 s at most (MODEL.md P5)"
+	echo "P5 5s # waiters cannot renew while Redis is down (2.5 s), and learn of a place given back at their first renewal after, 2 s at most, within timeout (MODEL.md P5)"
+	echo "P7 3500ms # a waiter whose slot came while Redis was down went in blind, and its place stays first in line until its lease ends: until then the queue behind is longer by an interval for each, at most the down time (2.5 s) and one interval (MODEL.md, Redis down while logins wait)"
 	echo "expect renew_failed 1 # a waiter's renewal failed while Redis was down"
+}
+
+# With its data, but down past every lease (5 s): when it is back, a place whose login went in
+# blind at its slot meanwhile is counted as admitted at that slot if it was first in line, so
+# that a newcomer does not take the slot again (pam_flowslot(8), A lapsed place at its slot
+# counts as admitted; issue 18's "spacing broken by a failed renewal across a restart").
+campaign_fault redis-restart-lease "Redis restarted with its data (SHUTDOWN SAVE, the same dump) after 5.5 s down, past every lease; interval 4 s"
+fault_redis_restart_lease_setup() {
+	campaign_redis rrl --save 3600 1 || return 1
+	FAULT_HOLD_MS=5500 FAULT_INTERVAL_MS=4000 FAULT_MAX_WAIT_MS=12000 FAULT_WAITERS=1
+	FAULT_LOGINS=$((FAULT_LOGINS * 3 / 2))
+}
+fault_redis_restart_lease_inject() {
+	local pid
+	pid=$(local_redis_pid rrl)
+	rcli rrl shutdown save > /dev/null 2>&1
+	wait_for 10 sh -c "! kill -0 $pid 2> /dev/null"
+	wait "$pid" 2> /dev/null
+	return 0
+}
+fault_redis_restart_lease_heal() { start_redis rrl --save 3600 1; }
+fault_redis_restart_lease_teardown() { stop_redis rrl; }
+fault_redis_restart_lease_bounds() {
+	echo "P2 - # a waiter cut off past its lease takes its place back at its next renewal only if nobody queued since it lapsed, else it joins the back (pam_flowslot(8), Ghosts; MODEL.md P2)"
+	echo "P5 8s # waiters cannot renew while Redis is down (5.5 s); the places that lapsed meanwhile are dropped at the first call after, and those behind learn it at their next renewal, 2 s at most, within timeout (MODEL.md P5)"
+	echo "P6 1 # a renewal that takes back a lapsed place is not counted again (MODEL.md P6)"
+	echo "expect blind 1 # a waiter's slot came while Redis was down: it went in blind"
 }
 
 # ---- the server's clock stepped -------------------------------------------------------------
@@ -143,27 +171,28 @@ local_clock_step() {
 	campaign_event clock "$2 us: $n members moved"
 }
 
-campaign_fault clock-forward "the server's clock stepped forward by 8 s (every stored time moved 8 s back), past every lease"
+campaign_fault clock-forward "the server's clock stepped forward by 8 s (every stored time moved 8 s back), past every lease; max_wait 6 s"
 fault_clock_forward_setup() {
 	campaign_redis cf || return 1
-	FAULT_HOLD_MS=500 FAULT_WAITERS=3
+	FAULT_HOLD_MS=500 FAULT_WAITERS=2 FAULT_MAX_WAIT_MS=6000
 }
 fault_clock_forward_inject() { local_clock_step cf -8000000; }
 fault_clock_forward_heal() { :; }
 fault_clock_forward_teardown() { stop_redis cf; }
 fault_clock_forward_bounds() {
 	echo "P1 8s # the schedule keeps time by the server's clock: a step forward by d brings admissions up to d closer (MODEL.md P1)"
-	echo "P2 2s # a step forward past a lease ends leases early: a newcomer before the waiters' next renewal (2 s) goes ahead, once (MODEL.md P2)"
+	echo "P2 6s # a step forward past a lease ends leases early: a waiter takes its place back at its next renewal only if nobody queued since its lease ended, so every login that reserves before that renewal (2 s) goes ahead of it and it joins the back, up to its max_wait (6 s) later (MODEL.md P2; pam_flowslot(8), Ghosts)"
 	echo "P3 8s # slots come d sooner on the server's clock (MODEL.md P1, P3)"
 	echo "P5 2s # the places whose leases ended are dropped at the next call, and those behind learn it at their next renewal (MODEL.md P5)"
 	echo "P6 1 # a renewal that takes back a lapsed place is not counted again: one more place per WHO (MODEL.md P6)"
 	echo "P7 2s # a waiter whose lease the step ended takes its place back at its renewal, pushing a slot granted meanwhile back by an interval (MODEL.md P2)"
+	echo "expect waiting 2 # the step met logins waiting in the queue"
 }
 
-campaign_fault clock-back "the server's clock stepped back by 3 s (every stored time moved 3 s ahead), burst 2"
+campaign_fault clock-back "the server's clock stepped back by 3 s (every stored time moved 3 s ahead), burst 2, max_wait 6 s"
 fault_clock_back_setup() {
 	campaign_redis cb || return 1
-	FAULT_HOLD_MS=500 FAULT_BURST=2 FAULT_WAITERS=3
+	FAULT_HOLD_MS=500 FAULT_BURST=2 FAULT_WAITERS=2 FAULT_MAX_WAIT_MS=6000
 }
 fault_clock_back_inject() { local_clock_step cb 3000000; }
 fault_clock_back_heal() { :; }
@@ -171,6 +200,7 @@ fault_clock_back_teardown() { stop_redis cb; }
 fault_clock_back_bounds() {
 	echo "P5 2s # the schedule's clock stands still for as long as since its last write, at most 2 s while anyone waits (MODEL.md P4, P5)"
 	echo "P7 2s # the same standstill pushes the slots granted after the step back by as much, against the observer's clock (MODEL.md P4)"
+	echo "expect waiting 2 # the step met logins waiting in the queue"
 }
 
 # ---- waiters killed, stopped, hung up -------------------------------------------------------
@@ -181,7 +211,7 @@ local_pick() {
 	{ echo "$w" | sed -n 2p; echo "$w" | sed -n '3,$p' | tail -1; } | grep . | sort -u
 }
 
-campaign_fault waiter-kill "two waiters killed outright (SIGKILL): the second in line and the last"
+campaign_fault waiter-kill "waiters killed outright (SIGKILL): the second in line and the last"
 fault_waiter_kill_setup() {
 	campaign_redis wk || return 1
 	FAULT_HOLD_MS=500 FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=6000
@@ -194,10 +224,10 @@ fault_waiter_kill_heal() { :; }
 fault_waiter_kill_teardown() { stop_redis wk; }
 fault_waiter_kill_bounds() {
 	echo "P5 7s # a killed login's place stops delaying within its lease (5 s) from its last renewal, once the next call drops it: a renewal of those behind, 2 s apart (MODEL.md P5; pam_flowslot(8), A queue of live waiters)"
-	echo "expect killed 1 # a waiter was killed"
+	echo "expect killed 1 # a waiter was killed (two when the queue held three)"
 }
 
-campaign_fault waiter-stop "two waiters stopped (SIGSTOP) for 6 s, past their lease, then resumed"
+campaign_fault waiter-stop "waiters stopped (SIGSTOP) for 6 s, past their lease, then resumed: the second in line and the last"
 fault_waiter_stop_setup() {
 	campaign_redis ws || return 1
 	FAULT_HOLD_MS=6000 FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=6000
@@ -208,6 +238,7 @@ fault_waiter_stop_inject() {
 }
 fault_waiter_stop_heal() {
 	local id
+	# shellcheck disable=SC2013 # ids, one word each
 	for id in $(awk -F'\t' '$2 == "stop" { print $3 }' "$FAULT_DIR/events.tsv"); do
 		grep -q "	cont	$id\$" "$FAULT_DIR/events.tsv" || campaign_signal CONT "$id"
 	done
@@ -216,13 +247,13 @@ fault_waiter_stop_teardown() { stop_redis ws; }
 fault_waiter_stop_bounds() {
 	echo "P5 7s # a stopped waiter's place holds others up until its lease (5 s) ends and the next call drops it (MODEL.md P5)"
 	echo "P6 1 # a stopped waiter that takes its lapsed place back at its renewal is not counted again (MODEL.md P6)"
-	echo "expect stopped 1 # a waiter was stopped"
+	echo "expect stopped 1 # a waiter was stopped (two when the queue held three)"
 }
 
 # A hang-up the module sees: the login's client connection closed by the far end, as sshd's
 # is when the client goes (tests/e2e-ssh.sh); its place goes back at once and leaves a ghost,
 # which counts against per_host.
-campaign_fault waiter-hangup "two waiters hung up (their client connection closed), burst 2, per_host 2"
+campaign_fault waiter-hangup "waiters hung up (their client connection closed): the second in line and the last; burst 2, per_host 2"
 fault_waiter_hangup_setup() {
 	campaign_redis wh || return 1
 	FAULT_HOLD_MS=500 FAULT_WAITERS=3 FAULT_BURST=2 FAULT_PER_HOST=2 FAULT_MAX_WAIT_MS=6000
@@ -235,7 +266,7 @@ fault_waiter_hangup_heal() { :; }
 fault_waiter_hangup_teardown() { stop_redis wh; }
 fault_waiter_hangup_bounds() {
 	echo "P5 2s # the schedule drops a place given back at once; each waiter behind learns it at its next renewal, 2 s apart (MODEL.md P5)"
-	echo "expect abandoned 1 # a waiter saw its user hang up"
+	echo "expect abandoned 1 # a waiter saw its user hang up (two when the queue held three)"
 }
 
 # ---- state_dir full or unwritable -----------------------------------------------------------
@@ -248,8 +279,8 @@ local_statedir_mount() {
 	CAMPAIGN_MOUNTS="$FAULT_STATE_DIR $CAMPAIGN_MOUNTS"
 }
 local_statedir_umount() {
-	local i
-	for i in 1 2 3 4 5; do
+	local _
+	for _ in 1 2 3 4 5; do
 		umount "$FAULT_STATE_DIR" 2> /dev/null && return 0
 		sleep 0.2
 	done

@@ -29,6 +29,10 @@ done
 [ "$(id -u)" = 0 ] || skip_all "the campaign needs root (mounts, network namespaces)"
 MODULE=${FAULTS_MODULE:-$MODULE}
 [ -e "$MODULE" ] || { echo "no module at $MODULE: make first" >&2; exit 1; }
+# Logins get a private /tmp (tests/lib.sh): a module there is out of their sight.
+case $(cd "$(dirname "$MODULE")" && pwd -P)/ in
+/tmp/*) echo "FAULTS_MODULE under /tmp is out of the logins' sight: put it elsewhere" >&2; exit 1 ;;
+esac
 OUT=${FAULTS_OUT:-$TOP/build/faults}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd -P)
@@ -50,6 +54,7 @@ CAMPAIGN_RHOSTS="127.0.0.2 127.0.0.3 127.0.0.4"
 # namespaces, undone here whatever happened.
 CAMPAIGN_MOUNTS=""
 CAMPAIGN_NETNS=""
+# shellcheck disable=SC2317 # called by the trap
 campaign_cleanup() {
 	local m n
 	[ -n "${FAULT_DIR:-}" ] && campaign_deadline_kill > /dev/null 2>&1
@@ -145,6 +150,7 @@ campaign_run() {
 		at=$((start + (r - 1) * FAULT_LOGINS * FAULT_GAP_MS * 1000 / FAULT_ROUNDS))
 		while [ "$(campaign_now)" -lt "$at" ]; do sleep 0.1; done
 		wait_for 10 campaign_waiting "$FAULT_WAITERS"
+		campaign_event waiting "$(campaign_waiters | wc -l)"
 		campaign_event inject "$r"
 		"fault_${fn}_inject"
 		campaign_event injected "$r"
@@ -171,6 +177,7 @@ campaign_run() {
 campaign_hupd_start || exit 1
 faults=${*:-$CAMPAIGN_FAULTS}
 # The baseline first, once.
+# shellcheck disable=SC2086 # a list of names
 faults="none $(printf '%s\n' $faults | grep -vx none | tr '\n' ' ')"
 rm -f "$OUT/REPORT.md"
 status=0
