@@ -22,7 +22,6 @@
 
 #define LSLOT_PREFIX "slot."
 #define LSLOT_EMPTY_S 10
-#define LSLOT_LOCK_WAIT_US 1000000
 #define LSLOT_OPEN_TRIES 4
 
 uint64_t lslot_hash(uint64_t hash, const char *s)

@@ -129,9 +129,9 @@ PAM_RHOST=10.3.3.3 login h3 q4 gina
 check "... while another host queues" sh -c "[ $(rc_of h3) = 0 ] && grep -q 'queued: ' '$TMP/h3.err'"
 bg_wait
 
-# 5. Redis lost mid-wait: the waiter tries its renewals until its slot and once more at it,
-# then goes in at the last slot it was given, never later, says so once (and once that it went
-# in blind), and does not queue again on the local schedule.
+# 5. Redis lost mid-wait: the waiter tries its renewals until its slot (the last one a timeout
+# before it), then goes in at the last slot it was given, never later, says so once (and once
+# that it went in blind), and does not queue again on the local schedule.
 start_redis lost || exit 1
 service q5 "auth requisite @M url=unix://$TMP/lost.sock key=q5 interval=6s countdown=0 timeout=300ms state_dir=$TMP/q5state" \
 	"$STAMP" "auth required @P/pam_permit.so"

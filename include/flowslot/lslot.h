@@ -23,6 +23,9 @@
    file of 1,024 ghosts on a loaded 2-core machine (400 ms before the file was read in one
    pass). So this is a hundred times any call's work, yet short next to a login's wait. */
 #define LSLOT_STUCK_US INT64_C(2000000)
+/* The longest a call other than a reservation waits for the file's lock: past it, the file
+   counts as unusable. */
+#define LSLOT_LOCK_WAIT_US INT64_C(1000000)
 
 /* How near its time a login first in line is admitted: within SLOT_COMMIT_US (a schedule),
    only once its time has come (the pressure hold's line), or not at all (a place kept). */
