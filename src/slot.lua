@@ -250,7 +250,7 @@ end
 local now_s = us(now)
 -- The member with the highest score, read once: whether the key may hold ghosts, and leases
 -- (a schedule with none spends nothing on looking for them; ghosts is set again as they are
--- made), and, while nothing is removed, the last lease's end for the key's expiry (at the end).
+-- made), and, while it stays, the last ghost's end or lease's for the key's expiry (at the end).
 local top, top_score = nil, 0
 if not changed then
   local r = redis.call('ZREVRANGE', K, '0', '0', 'WITHSCORES')
@@ -258,8 +258,9 @@ if not changed then
 end
 local ghosts, leases = top_score >= GHOST, top_score >= LEASE
 -- What this call adds last, as score, member pairs: its own place and lease, and the head,
--- in one ZADD (at the end); the highest lease it adds, as a score; whether it removed anything.
-local adds, lease_top, removed = {}, 0, false
+-- in one ZADD (at the end); the highest lease and ghost it adds, as scores; whether the member
+-- with the highest score went, or moved down.
+local adds, lease_top, ghost_top, removed = {}, 0, 0, false
 -- The index score of this login's HOST's places, once worked out.
 local host_places
 
@@ -268,7 +269,6 @@ local function add_lease()
   local score = LEASE + now + lease
   adds[#adds + 1] = us(score)
   adds[#adds + 1] = 'l:' .. self
-  -- A lease moved back from the highest score leaves the expiry to look the next one up.
   if top == 'l:' .. self and score < top_score then
     removed = true
   end
@@ -304,7 +304,7 @@ local function drop(place, pid, phost)
   else
     redis.call('ZREM', K, 'w:' .. place, 'w:' .. place .. ':t', 'l:' .. place)
   end
-  changed, removed = true, true
+  changed, removed = true, removed or top == 'l:' .. place
 end
 
 -- Holds this login's place, written at the end.
@@ -340,7 +340,8 @@ local function forget_ghost(g)
   else
     redis.call('ZREM', K, 'g:' .. g.payload, 'j:' .. g.payload)
   end
-  changed, removed = true, true
+  -- The highest ghost, if it was this one or one this call made (ghost_top knows no better).
+  changed, removed = true, removed or top == 'g:' .. g.payload or ghost_top > 0
 end
 
 -- Remembers a place given up at left_us for WHO's next attempt, within the caps.
@@ -357,14 +358,14 @@ local function make_ghost(pwho, phost, arrival, left_us)
     return
   end
   local payload = pwho .. ':' .. us(arrival) .. ':' .. us(left_us) .. ':' .. phost .. ':0'
+  local score = GHOST + left_us + GHOST_US
   if by_host then
-    redis.call('ZADD', K, us(GHOST + left_us + GHOST_US), 'g:' .. payload,
-        index(GHOST_BY_WHO, pwho), 'j:' .. payload, by_host, 'i:' .. phost .. ':' .. pwho)
+    redis.call('ZADD', K, us(score), 'g:' .. payload, index(GHOST_BY_WHO, pwho), 'j:' .. payload,
+        by_host, 'i:' .. phost .. ':' .. pwho)
   else
-    redis.call('ZADD', K, us(GHOST + left_us + GHOST_US), 'g:' .. payload,
-        index(GHOST_BY_WHO, pwho), 'j:' .. payload)
+    redis.call('ZADD', K, us(score), 'g:' .. payload, index(GHOST_BY_WHO, pwho), 'j:' .. payload)
   end
-  ghosts = true
+  ghosts, ghost_top = true, math.max(ghost_top, score)
   changed = true
 end
 
@@ -423,7 +424,7 @@ if ghosts then
     else
       redis.call('ZREM', K, m, 'j:' .. payload)
     end
-    changed, removed = true, true
+    changed, removed = true, removed or top == m
   end
 end
 if leases then
@@ -539,17 +540,26 @@ if changed or tat <= now then
     end
   end
   -- The last place's slot, were everyone ahead of it admitted (see the lapsed places), and the
-  -- last ghost's and lease's ends: the highest score, and below the ghosts if it is one. With
-  -- no ghost and nothing removed, that is the highest read before, or a lease added since.
+  -- last ghost's and lease's ends. While the member with the highest score read at first stays,
+  -- the highest of each is that one or one this call added; only a lease under the ghosts is
+  -- read. Else the highest score is read again, and below the ghosts if it is one.
   local last = tat + (places or redis.call('ZCOUNT', K, '1', PLACES_END)) * interval
-  local hi = math.max(top_score, lease_top)
-  if removed or ghosts then
+  local hi, lease_hi = top_score, nil
+  if removed then
     hi = (redis.call('ZREVRANGE', K, '0', '0', 'WITHSCORES')[2] or 0) + 0
-    if hi >= GHOST then
-      last = math.max(last, hi - GHOST)
+  else
+    hi, lease_hi = math.max(hi, ghost_top), math.max(hi, lease_top)
+  end
+  if hi >= GHOST then
+    last = math.max(last, hi - GHOST)
+    if lease_hi and top_score < GHOST then
+      hi = lease_hi
+    else
       hi = (redis.call('ZREVRANGEBYSCORE', K, LEASES_END, LEASE_S, 'WITHSCORES', 'LIMIT', '0',
           '1')[2] or 0) + 0
     end
+  else
+    hi = lease_hi or hi
   end
   if hi >= LEASE then
     last = math.max(last, hi - LEASE)
