@@ -37,7 +37,7 @@ model-old: tests/model/lqdrive.c tests/model/clock.sed
 	sed -f tests/model/clock.sed $(OLD)/src/slot.lua > build/model-old/slot_clock.lua
 	$(CC) $(MODEL_CFLAGS) -I$(OLD)/include -o build/model-old/lqdrive tests/model/lqdrive.c \
 		$(OLD)/src/lqueue.c $(OLD)/src/slot.c $(OLD)/src/fstime.c
-	MODEL_COMPARE=0 MODEL_LUA=build/model-old/slot_clock.lua \
+	MODEL_COMPARE=0 MODEL_CADENCE=fixed MODEL_LUA=build/model-old/slot_clock.lua \
 		MODEL_DRIVER=build/model-old/lqdrive bash tests/model.sh
 
 # Another revision's script against this tree's (git show REV:src/slot.lua, main by default):

@@ -18,7 +18,7 @@ struct queue_state {
 	bool held;	  /* a place is held: renew it */
 	bool failing;	  /* a renewal failed and that was logged: once a wait */
 	int64_t renew_us; /* the next renewal, unless the slot comes first */
-	int64_t lease_us; /* the end of the lease last taken (at most: it began before) */
+	int64_t lease_us; /* the end of the lease last taken, from its call's start (or answer) */
 };
 
 static int64_t queue_min(int64_t a, int64_t b)
@@ -96,12 +96,21 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	return QUEUE_GO;
 }
 
+/* After a call that began at began_us and answered res, a place held: its next renewal and
+   the end of its lease, as the schedule granted it from the wait it answered (L1, L2). The
+   schedule's own interval decides; where the backend did not name it, the near cadence. */
+static void queue_lease(struct queue_state *st, const struct slot_result *res, int64_t began_us)
+{
+	st->renew_us = began_us + slot_renew_us(res->wait_us, res->sched_interval_us);
+	st->lease_us = began_us + slot_lease_us(res->wait_us, res->sched_interval_us);
+}
+
 /* Renews the place, with what is left of max_wait: its slot, its refusal, or a failure. */
 static enum queue_next queue_renew(const struct queue_login *l, struct slot_result *res,
 				   struct countdown *cd, struct queue_state *st)
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
-	int64_t left_us = queue_left_us(l, fstime_mono_us());
+	int64_t began_us = fstime_mono_us(), left_us = queue_left_us(l, began_us);
 	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us, &now);
 
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
@@ -117,14 +126,15 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 		return QUEUE_GO;
 	case SLOT_QUEUED:
 		*res = now;
-		st->lease_us = fstime_mono_us() + SLOT_LEASE_US;
+		queue_lease(st, res, began_us);
 		countdown_update(cd, res);
 		return QUEUE_HOLD;
 	case SLOT_REFUSE: /* the place is gone */
 		*res = now;
 		res->verdict = SLOT_REFUSE;
 		return QUEUE_OUT;
-	default:
+	default: /* tried again at the near cadence, within the lease taken */
+		st->renew_us = fstime_mono_us() + SLOT_RENEW_US;
 		return queue_renew_failed(l, res, st);
 	}
 }
@@ -132,9 +142,10 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd)
 {
-	struct queue_state st = { .held = res->verdict == SLOT_QUEUED,
-				  .renew_us = fstime_mono_us() + SLOT_RENEW_US,
-				  .lease_us = fstime_mono_us() + SLOT_LEASE_US };
+	struct queue_state st = { .held = res->verdict == SLOT_QUEUED };
+
+	/* The reservation's answer came at its deadline less its wait. */
+	queue_lease(&st, res, res->deadline_us - res->wait_us);
 
 	for (;;) {
 		int64_t now_us = fstime_mono_us(), wake_us;
@@ -145,7 +156,6 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			if (next == QUEUE_OUT)
 				return QUEUE_REFUSED;
 			st.held = next == QUEUE_HOLD;
-			st.renew_us = fstime_mono_us() + SLOT_RENEW_US;
 			continue;
 		}
 		if (!st.held && now_us >= res->deadline_us)

@@ -9,7 +9,7 @@
 --                              interval and burst; the last admission (0: none)
 --            arrival           "w:ID:WHO:HOST" a waiter's place, ranked by arrival; with ":t"
 --                              after it when the place was taken back from a ghost
---            LEASE + end       "l:ID:WHO:HOST" that place's lease
+--            LEASE + end       "l:ID:WHO:HOST" the end of that place's lease, as granted
 --            GHOST + end       "g:WHO:ARRIVAL:LEFT:HOST:0"  a place given up (at LEFT), that the
 --                              same login tried again takes back
 --          and the indexes that keep every lookup logarithmic, below 0:
@@ -28,7 +28,8 @@
 -- ARGV[7]  WHO: who is logging in (a hash of service, user and remote host), or ""
 -- ARGV[8]  HOST: the remote host (a hash), or ""
 -- ARGV[9]  per_host: how many places and ghosts one HOST may hold at once; 0 for no limit
--- ARGV[10] the lease, in microseconds: a place not renewed within it is given up
+-- ARGV[10] the lease near the slot, in microseconds: a place not renewed within its lease is
+--          given up; further from its slot the lease is longer (lease_for)
 -- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
 --          this far off is admitted now, to go in at its slot without another call
 -- Numbers are whole (a fraction, inf or nan is bad arguments).
@@ -58,6 +59,8 @@
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
 -- - A place whose lease ran out while it was first in line, its slot come by then, counts as
 --   admitted: its login may have gone in without reaching the schedule.
+-- - A lease fits the wait (lease_for): it ends before the place's slot unless that is near, and
+--   its end is stored, so that every caller, an older version's script included, reads it.
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
@@ -95,6 +98,9 @@ local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
 -- A place given up is remembered this long, so that the same login tried again takes it back;
 -- so many at most per HOST and per schedule.
 local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
+-- A waiter renews every RENEW near its slot, and at most RENEW_MAX apart further back
+-- (SLOT_RENEW_US and SLOT_RENEW_MAX_US).
+local RENEW, RENEW_MAX = 2000000, 60000000
 -- The furthest ahead any settings can leave a schedule (max_wait 60 min + burst 1000 *
 -- interval 60 min), and the furthest back a clock may step and the schedule still be ours.
 local HORIZON_MAX, STEP_MAX = 3600000000 * 1001, 400 * 86400000000
@@ -264,9 +270,21 @@ local adds, lease_top, ghost_top, removed = {}, 0, 0, false
 -- The index score of this login's HOST's places, once worked out.
 local host_places
 
--- Renews this login's lease, written at the end.
-local function add_lease()
-  local score = LEASE + now + lease
+-- The lease granted to a place whose slot is `wait` off, as src/slot.c's slot_lease_us: near
+-- its slot (within two intervals and the commit window) `lease`; further back a quarter of the
+-- wait (RENEW to RENEW_MAX), when its login renews, and the same margin. So it ends before the
+-- slot unless that is at most `lease` off, and a dead place far back delays nobody.
+local function lease_for(wait)
+  local renew = RENEW
+  if wait > 2 * interval + window then
+    renew = math.min(math.max(math.floor(wait / 4), RENEW), RENEW_MAX)
+  end
+  return renew + lease - RENEW
+end
+
+-- Renews this login's lease, its slot `wait` off, written at the end.
+local function add_lease(wait)
+  local score = LEASE + now + lease_for(wait)
   adds[#adds + 1] = us(score)
   adds[#adds + 1] = 'l:' .. self
   if top == 'l:' .. self and score < top_score then
@@ -307,11 +325,11 @@ local function drop(place, pid, phost)
   changed, removed = true, removed or top == 'l:' .. place
 end
 
--- Holds this login's place, written at the end.
-local function hold(arrival_s, taken)
+-- Holds this login's place, its slot `wait` off, written at the end.
+local function hold(arrival_s, taken, wait)
   adds[#adds + 1] = arrival_s
   adds[#adds + 1] = 'w:' .. self .. (taken and ':t' or '')
-  add_lease()
+  add_lease(wait)
   if host ~= '-' then
     adds[#adds + 1] = host_places or index(BY_HOST, host)
     adds[#adds + 1] = 'h:' .. host .. ':' .. id
@@ -480,7 +498,7 @@ elseif op == 'reserve' then
         result = reply(1, start - now, position(rank))
         admit(now)
       else
-        hold(arrival_s, ghost ~= nil)
+        hold(arrival_s, ghost ~= nil, start - now)
         places = places and places + 1
         result = reply(2, start - now, position(rank))
       end
@@ -489,7 +507,8 @@ elseif op == 'reserve' then
 else
   -- renew: a place whose lease ran out while its login lived on (stopped, slow, the server
   -- unreachable) is taken back from its ghost as a retry would, or failing that held anew at
-  -- the back. What it decides is decided before anything is written for it.
+  -- the back. Its rank counts the arrivals before its own, so it is known before the write, and
+  -- so is the lease that fits its wait: what it decides is decided before anything is written.
   local arrival = arrival_of(self)
   local held, ghost = arrival ~= nil, nil
   if not held then
@@ -511,10 +530,10 @@ else
     drop(self, id, host)
   else
     if held then
-      add_lease()
+      add_lease(start - now)
       changed = true
     else
-      hold(arrival_s, ghost ~= nil)
+      hold(arrival_s, ghost ~= nil, start - now)
     end
     result = reply(2, start - now, position(rank))
   end

@@ -138,7 +138,7 @@ has_place() { rcli "$1" zrangebyscore "$2" 1 '(1e16' | grep -q "^w:$3:"; }
 has_ghost() { rcli "$1" zrangebyscore "$2" 2e16 +inf | grep -q "^g:$3:"; }
 # live SERVER KEY: the places whose lease still runs on the server's clock, as the script and
 # flowslotctl status count them; a place whose login died stays in waiting until the next call
-# drops it, but leaves live when its lease (SLOT_LEASE_US, 5 s) ends.
+# drops it, but leaves live when its lease ends (5 s near its turn, SLOT_LEASE_US).
 live() {
 	# shellcheck disable=SC2016 # Lua
 	rcli "$1" eval 'local t = redis.call("TIME")

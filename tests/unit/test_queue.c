@@ -70,6 +70,7 @@ static struct step steps[MAX_STEPS];
 static size_t n_steps, next_step;
 static struct call calls[MAX_STEPS];
 static size_t n_calls;
+static int64_t named_interval_us; /* the schedule's own, as every answer names it; 0: none */
 
 static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_params *p,
 				 struct slot_result *res)
@@ -93,6 +94,7 @@ static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_
 	res->wait_us = s.wait_us;
 	res->position = s.position;
 	res->deadline_us = clock_now + s.wait_us;
+	res->sched_interval_us = named_interval_us;
 	return s.verdict;
 }
 
@@ -184,6 +186,7 @@ static int setup(void **state)
 	clock_now = T0;
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
+	named_interval_us = 0;
 	return 0;
 }
 
@@ -203,7 +206,8 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 	struct countdown cd;
 
 	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = 2,
-				     .deadline_us = clock_now + wait_us };
+				     .deadline_us = clock_now + wait_us,
+				     .sched_interval_us = res->sched_interval_us };
 	countdown_start(&cd, FAKE_PAMH, 0, talk, res);
 	return queue_wait(&l, res, &w, &cd);
 }
@@ -213,7 +217,7 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 static void test_renewal_passes_what_is_left(void **state)
 {
 	for (int local = 0; local <= 1; local++) {
-		struct slot_result res;
+		struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 		setup(state);
 		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
@@ -235,7 +239,7 @@ static void test_renewal_passes_what_is_left(void **state)
 /* Past the limit, a renewal passes 0, never less; with no limit (flowslotctl), max_wait. */
 static void test_renewal_floor_and_no_limit(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	SCRIPT({ SLOT_ADMIT, 0, 1, 0 });
 	assert_int_equal(wait_from(true, 2 * S, T0 + 1 * S, &res, false), QUEUE_TURN);
@@ -251,7 +255,7 @@ static void test_renewal_floor_and_no_limit(void **state)
 static void test_refused_on_renewal(void **state)
 {
 	for (int local = 0; local <= 1; local++) {
-		struct slot_result res;
+		struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 		setup(state);
 		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_REFUSE, 14 * S, 3, 0 });
@@ -270,7 +274,7 @@ static void test_refused_on_renewal(void **state)
    back. It never sleeps past the limit. */
 static void test_slot_past_the_limit(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	SCRIPT({ SLOT_QUEUED, 11 * S, 2, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_REFUSED);
@@ -293,7 +297,7 @@ static void test_slot_past_the_limit(void **state)
 /* A slot moved later by a renewal is told (an info message), within the limit. */
 static void test_put_back_is_told(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	SCRIPT({ SLOT_QUEUED, 8 * S, 2, 0 }, { SLOT_QUEUED, 6 * S, 2, 0 },
@@ -310,7 +314,7 @@ static void test_put_back_is_told(void **state)
    schedule, logging one warning and not going in blind. */
 static void test_one_failed_renewal(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 300 * MS }, { SLOT_QUEUED, 2 * S, 1, 0 },
@@ -329,7 +333,7 @@ static void test_one_failed_renewal(void **state)
    them all, then one that it goes in blind, at the last slot given and no later. */
 static void test_all_renewals_fail(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 },
@@ -350,7 +354,7 @@ static void test_all_renewals_fail(void **state)
    fails past the slot is the last, and the login goes in at once. */
 static void test_failure_near_the_slot(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1 * S },
 	       { SLOT_UNAVAILABLE, 0, 0, 200 * MS });
@@ -368,10 +372,34 @@ static void test_failure_near_the_slot(void **state)
 	assert_int_equal(warnings_with("going in blind"), 1);
 }
 
+/* L2: the login renews when the lease its last answer granted asks (slot_renew_us), from the
+   wait and the schedule's own interval (6 s: near within 14 s): a quarter of the wait far
+   back, every 2 s near its turn, and at its slot; a failure is tried again 2 s later. */
+static void test_renewal_fits_the_wait(void **state)
+{
+	struct slot_result res = { .sched_interval_us = 6 * S };
+
+	(void)state;
+	o.slot.max_wait_us = 120 * S;
+	named_interval_us = 6 * S;
+	SCRIPT({ SLOT_QUEUED, 45 * S, 8, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 },
+	       { SLOT_QUEUED, 20 * S, 4, 0 }, { SLOT_QUEUED, 12 * S, 2, 0 },
+	       { SLOT_QUEUED, 1 * S, 1, 0 }, { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 60 * S, T0 + 120 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 6);
+	assert_int_equal(calls[0].at_us, T0 + 15 * S);		/* 60 s off: a quarter */
+	assert_int_equal(calls[1].at_us, T0 + 26250 * MS);	/* 45 s off: fails */
+	assert_int_equal(calls[2].at_us, T0 + 28250 * MS);	/* tried again 2 s later */
+	assert_int_equal(calls[3].at_us, T0 + 33250 * MS);	/* 20 s off: 5 s */
+	assert_int_equal(calls[4].at_us, T0 + 35250 * MS);	/* 12 s off, near: 2 s */
+	assert_int_equal(calls[5].at_us, T0 + 36250 * MS);	/* at its slot */
+	assert_int_equal(warnings_with("cannot be renewed"), 1);
+}
+
 /* A user who hangs up gives the place back. */
 static void test_hang_up(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	hang_up = true;
@@ -391,6 +419,7 @@ int main(void)
 		cmocka_unit_test_setup(test_one_failed_renewal, setup),
 		cmocka_unit_test_setup(test_all_renewals_fail, setup),
 		cmocka_unit_test_setup(test_failure_near_the_slot, setup),
+		cmocka_unit_test_setup(test_renewal_fits_the_wait, setup),
 		cmocka_unit_test_setup(test_hang_up, setup),
 	};
 
