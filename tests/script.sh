@@ -110,6 +110,10 @@ check "a database out of range fails before any write" \
 	sh -c "echo '$(slot_db nodb 99)' | grep -q 'out of range' && [ \$(redis-cli -s '$TMP/s.sock' exists nodb) = 0 ]"
 check "bad arguments are an error" \
 	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve abc 1 1 0 id '' '' 0 1 0 2>&1 | grep -q 'bad arguments'"
+check "... and so is a number that is not whole, which would be written rounded" \
+	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve 1.5 1 1 0 id '' '' 0 1 0 2>&1 | grep -q 'bad arguments' &&
+		redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve 1 1 1 0 id '' '' 0 inf 0 2>&1 | grep -q 'bad arguments' &&
+		[ \$(redis-cli -s '$TMP/s.sock' exists x) = 0 ]"
 
 # The script reads the server's clock: the stored schedule is one interval (5 s: room for a
 # slow redis-cli before TIME is read) past its TIME.
