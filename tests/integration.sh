@@ -245,8 +245,11 @@ evals=$(echo "$stats" | sed -nE 's/^cmdstat_eval:calls=([0-9]+).*/\1/p')
 check "five logins: five EVALSHA, one NOSCRIPT ($evalsha), one EVAL ($evals)" \
 	[ "$evalsha/$evals" = "5 1/1" ]
 kinds=$(echo "$stats" | sed -nE 's/^cmdstat_([^:]+):.*/\1/p' | sort | tr '\n' ' ')
-check "five logins sent no other command: the rest ran inside the script ($kinds)" \
-	[ "$kinds" = "config|resetstat eval evalsha pexpire time type zadd zcount zrangebyscore zrevrangebyscore " ]
+# The commands the script runs inside count too: those src/slot.lua names are allowed.
+in_script=$(grep -oE "redis\.call\('[A-Z]+'" "$TOP/src/slot.lua" | sed -E "s/.*'([A-Z]+)'/\1/" | tr 'A-Z' 'a-z' | sort -u | tr '\n' ' ')
+stray=$(for k in $kinds; do case " config|resetstat eval evalsha $in_script" in *" $k "*) ;; *) printf '%s ' "$k" ;; esac; done)
+check "five logins sent no other command: the rest ran inside the script ($kinds; outside it: ${stray:-none})" \
+	sh -c "[ -z '$stray' ] && echo '$kinds' | grep -q evalsha"
 rcli rt script flush > /dev/null
 login rt6 rt user6
 check "SCRIPT FLUSH between logins: the next login still gets in" [ "$(rc_of rt6)" = 0 ]
