@@ -331,39 +331,38 @@ check "peek counts logins admitted to go in later as waiting ($v)" [ "$(field "$
 
 # --- Leases that fit the wait (pam_flowslot(8), L1), called as the module calls it: the lease
 # near the slot 5 s (ARGV[10]), the commit window 2 s (ARGV[11]), interval 1 s (near: within
-# 4 s). A schedule whose next slot is AHEAD_S off (as a queue already gone in would leave it).
-ahead() {
-	now=$(rcli s time | head -1)
-	rcli s set "$1" "$((now + $2))000000 ${now}000000" > /dev/null
-}
-# lease_of KEY ID: the end of ID's lease, less the server's time now, in ms; slot_of REPLY:
-# the slot it told, the same way (ms from now).
+# 4 s). ahead KEY MS: a schedule whose next slot is MS off (as a queue gone in would leave it).
 server_us() { rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }'; }
+ahead() {
+	now=$(server_us)
+	rcli s set "$1" "$((now + $2 * 1000)) $now" > /dev/null
+}
+# lease_of KEY ID: the end of ID's lease, less the server's time now, in ms.
 lease_of() {
 	rcli s zrangebyscore "$1" 1e16 '(2e16' withscores | paste - - |
 		awk -v id="$2" -v now="$(server_us)" 'index($1, "l:" id ":") == 1 {
 			printf "%.0f\n", ($2 - 1e16 - now) / 1000 }'
 }
 m() { call "$2" "$1" 1000000 1 3600000000 "$3" "$4" "" 0 5000000 0 2000000; }
-ahead ln 3
+ahead ln 3500
 near=$(m ln reserve n0 wn0)
 near_ms=$(lease_of ln n0)
-check "L1: a slot 3 s off is near: a lease of 5 s ($near; ${near_ms} ms left)" \
+check "L1: a slot 3.5 s off is near: a lease of 5 s ($near; ${near_ms} ms left)" \
 	sh -c "[ $(field "$near" 1) = 2 ] && [ $near_ms -gt 4000 ] && [ $near_ms -le 5000 ]"
-ahead lc 400
+ahead lc 400000
 capped=$(m lc reserve c0 wc0)
 capped_ms=$(lease_of lc c0)
 check "L1: a slot 400 s off: a lease of 60 + 3 s at most, long before its slot ($capped; ${capped_ms} ms left)" \
 	sh -c "[ $(field "$capped" 1) = 2 ] && [ $capped_ms -gt 62000 ] && [ $capped_ms -le 63000 ]"
 # A place 9 s off holds 9 / 4 + 3 s; one 40 s off, 40 / 4 + 3 = 13 s: both over before their
 # slots. Neither renews (their logins died).
-ahead lf 9
+ahead lf 9000
 x=$(m lf reserve x0 wx0)
 x_slot=$(($(server_us) + $(field "$x" 2))) # within a redis-cli of it
 x_ms=$(lease_of lf x0)
 check "L1: a slot 9 s off: a lease of 5.25 s, over before it ($x; ${x_ms} ms left)" \
 	sh -c "[ $(field "$x" 1) = 2 ] && [ $x_ms -gt 4250 ] && [ $x_ms -le 5250 ]"
-ahead lo 40
+ahead lo 40000
 y=$(m lo reserve y0 wy0)
 y_ms=$(lease_of lo y0)
 check "L1: a slot 40 s off: a lease of 13 s ($y; ${y_ms} ms left)" \
