@@ -287,6 +287,8 @@ else
 	echo $! > "$TMP/ra.pid"
 	PIDS="$PIDS $!"
 	redis_pid=$(cat "$TMP/ra.pid")
+	# The pid is the shell's child until "ip netns exec" has exec'd redis-server in it.
+	wait_for 5 sh -c "[ \"\$(cat /proc/$redis_pid/comm 2> /dev/null)\" = redis-server ]"
 	check "Redis runs in namespace A (pid $redis_pid: $(cat "/proc/$redis_pid/comm" 2> /dev/null))" \
 		sh -c "[ \"\$(cat /proc/$redis_pid/comm)\" = redis-server ] &&
 			[ \"\$(ip netns identify $redis_pid)\" = $NSA ]"

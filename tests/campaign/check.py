@@ -22,6 +22,9 @@ COLUMNS = ("id host user t_start t_admit t_end rc outcome position wait_ms inter
 # docs/MODEL.md and pam_flowslot(8): a waiter renews every 2 s; a place not renewed for 5 s is
 # given up; a login first in line within 2 s of its slot is admitted (the commit window).
 RENEW_US = 2000000
+# queue.c: a login first in line, or whose renewal failed, renews a timeout (the per-host
+# file's lock wait, 1 s) before its slot, should that come before SLOT_RENEW_US.
+LOCK_WAIT_US = 1000000
 LEASE_US = 5000000
 COMMIT_US = 2000000
 GHOST_US = 60000000
@@ -222,18 +225,20 @@ def bound_times(r):
     line's after the reply it reports, an admission's after the admission), so it is an upper
     bound; the start stamp comes before the module runs. Lower bounds follow the module's own
     cadence: the reservation's call is after the start, and each renewal's call at least
-    min(2 s, the wait) after the reply before it (queue.c renews every SLOT_RENEW_US, or at the
+    min(2 s, the wait less the lead) after the reply before it (queue.c renews every
+    SLOT_RENEW_US, or a lead before the slot: the timeout, or the file's lock wait; or at the
     slot), so a reply is no earlier than the chain of those from the start. A load that delays
     the stamps can so only hide a violation, never make one.
     Sets r["chain"] (reply_lb, reply_ub, kind, wait_us per answer), r["slot_lb"] and
     r["slot_ub"] (the last slot given), r["dec_lb"] (the decision, at the earliest)."""
     lb = r["t_start"]
     chain = []
+    lead = LOCK_WAIT_US if r["via"] == "local" else (r["timeout_ms"] or 0) * 1000
     for t, k, w in r["decisions"]:
         if lb is None:
             break
         chain.append((lb, t, k, w * 1000))
-        lb = lb + min(RENEW_US, w * 1000)
+        lb = lb + min(RENEW_US, w * 1000 - lead if w * 1000 > lead else w * 1000)
     r["chain"] = chain
     given = [c for c in chain if c[2] != "renewed-refused"]
     r["slot_lb"] = given[-1][0] + given[-1][3] if given else None

@@ -396,6 +396,7 @@ fault_hosts_none_teardown() { ha_netns_down; }
 # ha_cut_off_bounds: waiters cut off from the schedule (no master, or no link) while holding
 # places: each goes in blind at its last slot, and its place lingers until its lease runs out.
 ha_cut_off_bounds() {
+	echo "expect waiting 1 # every injection met a waiter holding a place, which must renew across the fault"
 	echo "P2 7s # a waiter cut off from the schedule goes in blind at the last slot it was given (pam_flowslot(8), A queue of live waiters: a renewal that fails), while one that reserved before it may be held back by a place cut off ahead of both until that place's lease (5 s) runs out, learnt at its next renewal (2 s) (The queue's promises: A lapsed place at its slot counts as admitted; MODEL.md P5)"
 	echo "P5 7s # such a place holds those behind it until its lease (5 s) runs out, and each learns it at its next renewal (2 s) (MODEL.md P5: a killed login's place stops within its lease)"
 	echo "P7 5s # a login that reserves or renews while such a place lingers past its slot is given a slot an interval later for each (the same rules), their slots within a lease (5 s)"
@@ -418,6 +419,7 @@ fault_cluster_failover_bounds() {
 }
 fault_cluster_migrate_bounds() {
 	echo "# exact: a slot migrated between nodes costs no fallback, one ASK then one MOVED, and the key moves whole (pam_flowslot(8), Running at scale: Redis Cluster; One key is one Redis Cluster hash slot)"
+	echo "expect waiting 1 # every migration met a waiter holding a place, which renews across its phases"
 }
 fault_partition_bounds() {
 	ha_cut_off_bounds
