@@ -539,13 +539,17 @@ static enum slot_verdict ctl_reserve(struct ctl *c, const struct slot_place *pl,
 	}
 }
 
-/* Says why a wait past max_wait is refused, as the module does. */
+/* Says why a wait past max_wait is refused, as the module does (gate_refuse). */
 static void ctl_refused(const struct ctl *c, const struct slot_result *res)
 {
+	const int64_t retry_us = res->lock_busy ? 0 : res->wait_us - c->o.slot.max_wait_us;
 	char wait[32];
 
-	countdown_format(res->wait_us - c->o.slot.max_wait_us, wait, sizeof(wait));
-	fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
+	countdown_format(retry_us, wait, sizeof(wait));
+	if (retry_us <= 0)
+		fprintf(stderr, "Too many logins at the moment. Please try again later.\n");
+	else
+		fprintf(stderr, "Too many logins at the moment. Please try again in %s.\n", wait);
 }
 
 /* Waits for the slot; a signal (Ctrl-C, a hang-up), which closed stop's other end, gives

@@ -435,7 +435,8 @@ static int gate_hold(const struct gate_login *g, const struct slot_result *res,
 }
 
 /* Refuses a login whose wait (wait_us, from its reservation) would pass max_wait: logs it,
-   counts it, and tells the user to come back in retry_us. */
+   counts it, and tells the user to come back in retry_us, or later when that cannot be told
+   (retry_us <= 0: the per-host file stayed busy, or its queue was full). */
 static int gate_refuse(const struct gate_login *g, int64_t wait_us, int64_t retry_us,
 		       const struct slot_result *res)
 {
@@ -451,7 +452,9 @@ static int gate_refuse(const struct gate_login *g, int64_t wait_us, int64_t retr
 		(long long)res->position, (long long)(o->slot.max_wait_us / 1000), g->via);
 	gate_count(g, STATS_REFUSED, 0);
 	countdown_format(retry_us, wait_text, sizeof(wait_text));
-	if (!g->silent)
+	if (!g->silent && retry_us <= 0)
+		pam_error(pamh, "Too many logins at the moment. Please try again later.");
+	else if (!g->silent)
 		pam_error(pamh, "Too many logins at the moment. Please try again in %s.", wait_text);
 	return gate_denial(g->phase, SLOT_REFUSE);
 }
@@ -518,7 +521,8 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			gate_set_admitted(pamh, g->phase, false);
 		return rc;
 	case SLOT_REFUSE:
-		return gate_refuse(g, res->wait_us, res->wait_us - o->slot.max_wait_us, res);
+		return gate_refuse(g, res->wait_us,
+				   res->lock_busy ? 0 : res->wait_us - o->slot.max_wait_us, res);
 	case SLOT_REFUSE_HOST:
 		log_msg(pamh, LOG_NOTICE,
 			"refused: service=%s user=%s rhost=%s per_host=%d: the host holds that many "

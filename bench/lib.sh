@@ -81,3 +81,29 @@ sentinel_on() {
 	cat "$TMP/$1.log" >&2
 	return 1
 }
+
+# module_at REV: pam_flowslot.so as the tree of commit REV builds it, with that tree's own
+# Makefile, in build/bench/module-REV/ (kept there: later runs reuse it; this needs the git
+# history). Sets MODULE_AT, its path by $TREE (for stack lines), and MODULE_BUILT, when it was
+# built (for the report).
+# shellcheck disable=SC2034 # MODULE_AT, MODULE_BUILT: for the caller
+module_at() {
+	local rev=$1 dir=$TOP/build/bench/module-$1 b0
+	MODULE_AT=$TREE/build/bench/module-$rev/pam_flowslot.so
+	echo "git archive $rev | tar -x -C build/bench/module-$rev && make -C build/bench/module-$rev pam_flowslot.so" >> "$RAW/commands"
+	if [ -f "$dir/pam_flowslot.so" ]; then
+		MODULE_BUILT="by an earlier run, and reused"
+		return 0
+	fi
+	say "building the module of $rev in build/bench/module-$rev/"
+	b0=$(date +%s)
+	rm -rf "$dir.new"
+	mkdir -p "$dir.new" || fail "mkdir $dir.new"
+	git -C "$TOP" archive "$rev" | tar -x -C "$dir.new" ||
+		fail "git archive $rev: this needs the git history"
+	make -C "$dir.new" pam_flowslot.so > "$dir.new/build.log" 2>&1 ||
+		fail "building $rev's module: $(tail -n 5 "$dir.new/build.log")"
+	rm -rf "$dir"
+	mv "$dir.new" "$dir" || fail "mv $dir"
+	MODULE_BUILT="by this run, in $(($(date +%s) - b0)) s"
+}

@@ -121,3 +121,8 @@ else
 	echo "then \`bash bench/lookup-report.sh RAWDIR\`, on $DATE, tree \`$REV\`, $NPROC CPUs,"
 	echo "redis-server $REDIS_V, in $ELAPSED s (load average $LOAD)."
 fi
+# What a decision costs against a GET, and the profile (bench/decide.sh's raw results).
+if [ -f "$RAW/decide-params" ]; then
+	echo
+	bash "$(dirname "$0")/decide-report.sh" "$1" || fail "bench/decide-report.sh"
+fi

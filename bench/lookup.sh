@@ -145,4 +145,6 @@ put_param NPROC "$(nproc)"
 put_param LOAD "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 put_param ELAPSED "$(($(date +%s) - T0))"
 stop_redis lookup
+# What a decision costs the server against a GET, and what the script runs inside (issue 22).
+bash "$TOP/bench/decide.sh" "$1" || fail "the decisions (bench/decide.sh)"
 say "done in $(($(date +%s) - T0)) s: $OUT"

@@ -19,25 +19,27 @@ BIN=$TOP/build/bench
 if [ "$QUICK" = 1 ]; then
 	M1_REPS=1 M2_PAIRS=50 M3_N=50 M4_SECONDS=1 M4_GET_N=50000 M4_EVAL_N=30000
 	M5_N=100 M5_BASE=5 M5_WINDOW=2 M6_ROUNDS=300
-	M7_WAITS=0,3,6 M8_N=200 M8_SECONDS=4 M9_N=9
+	M7_WAITS=0,3,6 M9_N=9
 else
 	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
 	M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
-	M7_WAITS=0,1,3,5,10,20 M8_N=1000 M8_SECONDS=20 M9_N=30
+	M7_WAITS=0,1,3,5,10,20 M9_N=30
 fi
+# The smoke run's smaller sizes where they save the most time: measurement 1 without N = 200
+# (its queued logins alone wait 20 s), fewer logins in 3 and 9.
+if [ "$QUICK" = 1 ]; then M1_NS="10 50" M3_N=20 M9_N=6; else M1_NS="10 50 200"; fi
 FINAL=${BENCH_RAW:?the raw results directory}
 case $FINAL in /*) ;; *) FINAL=$TOP/$FINAL ;; esac
 RAW=$FINAL.new
 rm -rf "$RAW"
 mkdir -p "$RAW" || fail "mkdir $RAW"
 : > "$RAW/commands"
-M1_NS="10 50 200"
 CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the module alike
 RUN_START=$(date +%s)
 
 # The run's parameters and the machine, for the report.
 for v in QUICK M1_REPS M1_NS M2_PAIRS M3_N M4_SECONDS M4_GET_N M4_EVAL_N M5_N M5_BASE \
-	M5_WINDOW M6_ROUNDS M7_WAITS M8_N M8_SECONDS M9_N CONC; do
+	M5_WINDOW M6_ROUNDS M7_WAITS M9_N CONC; do
 	put values "$v" "${!v}"
 done
 put values COMMAND "${BENCH_COMMAND:-QUICK=$QUICK bash bench/measure.sh}"
@@ -63,7 +65,7 @@ say "measuring into $FINAL (QUICK=$QUICK); load average at the start: $LOAD_STAR
 # ---------------------------------------------------------------------------------------------
 # 1. Redis commands per admitted login, under contention, over TCP loopback. Raw: m1.txt, a
 # line of contend per run.
-say "1/12: commands per login, N = $M1_NS, $M1_REPS run(s) each"
+say "1/13: commands per login, N = $M1_NS, $M1_REPS run(s) each"
 start_tcp_redis m1 || fail "redis m1"
 M1_PORT=$PORT
 # 100 ms apart: a queued pam_flowslot login waits for its slot, renewing its place, so the
@@ -84,30 +86,57 @@ stop_redis m1
 
 # ---------------------------------------------------------------------------------------------
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs. Raw:
-# m2-TRANSPORT.txt, pairtime's line with the logins that waited and the module's log lines.
-say "2/12: added latency, $M2_PAIRS pairs per transport"
+# m2-ROW.txt, pairtime's line with the logins that waited and the module's log lines; m2-ROW.raw,
+# its pairs. The rows: the module on each backend, and loaded but never called (in the account
+# stack of an auth login), each against pam_permit alone; and, for the counters file read in
+# part (issue 22), url=local with the module of M2_BEFORE_REV (the counters read whole) against
+# this tree's. state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is.
+say "2/13: added latency, $M2_PAIRS pairs per row"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
+if M2_STATE=$(mktemp -d /dev/shm/flowslot-bench-m2.XXXXXX 2> /dev/null); then
+	trap 'cleanup; rm -rf "$M2_STATE"' EXIT
+	put values M2_FS "a tmpfs (\`/dev/shm\`), as \`/run\` normally is"
+else
+	M2_STATE=$TMP/m2state
+	mkdir -m 0700 "$M2_STATE"
+	put values M2_FS "$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
+fi
+M2_BEFORE_REV=5a67a67
+module_at "$M2_BEFORE_REV"
+put values M2_BEFORE_REV "$M2_BEFORE_REV"
+put values M2_BEFORE_BUILT "$MODULE_BUILT"
 PERMIT="auth required @P/pam_permit.so"
 GATE="key=bench:lat interval=1ms countdown=0 fallback=closed"
 service base "$PERMIT"
-service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 $GATE" "$PERMIT"
-service lat-unix "auth required @M url=unix://$TMP/m2.sock $GATE" "$PERMIT"
-service lat-local "auth required @M url=local state_dir=$TMP/m2state $GATE" "$PERMIT"
+service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 state_dir=$M2_STATE/tcp $GATE" "$PERMIT"
+service lat-unix "auth required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/unix $GATE" "$PERMIT"
+service lat-local "auth required @M url=local state_dir=$M2_STATE/local $GATE" "$PERMIT"
+service lat-loaded "$PERMIT" "account required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/loaded $GATE"
+service lat-before "auth required $MODULE_AT url=local state_dir=$M2_STATE/before $GATE" "$PERMIT"
 pamtester_cmd() {
 	echo env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
 		pamtester -v "$1" benchuser authenticate
 }
-for t in tcp unix local; do
+# m2_pairs ROW A B: pairtime of the service A against B.
+m2_pairs() {
 	# shellcheck disable=SC2046
-	line=$(cd "$TMP" && run "$BIN/pairtime" "$M2_PAIRS" "$TMP/m2-$t.raw" "$TMP/m2-$t-a.log" \
-		"$TMP/m2-$t-b.log" -- $(pamtester_cmd base) -- $(pamtester_cmd "lat-$t")) ||
-		fail "pairtime $t: $line"
-	waited=$(grep -c 'Login queue' "$TMP/m2-$t-b.log")
-	complaints=$(grep -c 'pam_flowslot(' "$TMP/m2-$t-b.log")
-	echo "$line waited=$waited complaints=$complaints" > "$RAW/m2-$t.txt"
+	line=$(cd "$TMP" && run "$BIN/pairtime" "$M2_PAIRS" "$RAW/m2-$1.raw" "$TMP/m2-$1-a.log" \
+		"$TMP/m2-$1-b.log" -- $(pamtester_cmd "$2") -- $(pamtester_cmd "$3")) ||
+		fail "pairtime $1: $line"
+	waited=$(cat "$TMP/m2-$1-a.log" "$TMP/m2-$1-b.log" | grep -c 'Login queue')
+	complaints=$(cat "$TMP/m2-$1-a.log" "$TMP/m2-$1-b.log" | grep -c 'pam_flowslot(')
+	echo "$line waited=$waited complaints=$complaints" > "$RAW/m2-$1.txt"
+}
+for t in tcp unix local loaded; do
+	m2_pairs "$t" base "lat-$t"
 done
+m2_pairs counters lat-before lat-local
+put values M2_STATS_BYTES "$(stat -c %s "$M2_STATE/local/stats")"
+# The module in the account stack was loaded, never called: it counted no login.
+put values M2_LOADED_COUNTED "$([ -e "$M2_STATE/loaded" ] && echo yes || echo no)"
 stop_redis m2
+rm -rf "$M2_STATE"
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.
@@ -115,7 +144,7 @@ stop_redis m2
 # m3-before.txt, the row of the same measurement before the queue, as BENCHMARKS.md was
 # committed at M3_BEFORE_REV (fixed slots: one reservation, then a sleep until the slot),
 # empty without the git history.
-say "3/12: stagger precision, $M3_N logins at interval=100ms"
+say "3/13: stagger precision, $M3_N logins at interval=100ms"
 start_redis m3 || fail "redis m3"
 run "$BIN/stagger" "$M3_N" "$TMP/timeline.csv" "url=unix://$TMP/m3.sock" key=bench:stagger \
 	interval=100ms max_wait=60s timeout=10s > "$RAW/m3.txt" || fail "stagger: $(cat "$RAW/m3.txt")"
@@ -131,7 +160,7 @@ git -C "$TOP" show "$M3_BEFORE_REV:BENCHMARKS.md" 2> /dev/null |
 # 4. Decision capacity of one redis-server, against redis-benchmark GET in the same run. Raw:
 # for each phase, m4-PHASE.out (the client's output), m4-PHASE.cpu (the server's share of one
 # core while it ran, %) and m4-PHASE.ticks (the server's clock ticks).
-say "4/12: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
+say "4/13: decision capacity, $CONC clients, over a Unix socket and TCP loopback"
 start_tcp_redis m4 || fail "redis m4"
 M4_PORT=$PORT
 M4_PID=$(cat "$TMP/m4.pid")
@@ -176,7 +205,7 @@ stop_redis m4
 # 5. The cost of waiting: M5_N pamtester logins held in the queue at once. Raw: M5_* in
 # values; one number per waiting process in m5-cpu-us, m5-rss and m5-pss, per baseline process
 # in m5-base-rss and m5-base-pss; m5-why, the module's log lines counted.
-say "5/12: $M5_N logins held in the queue"
+say "5/13: $M5_N logins held in the queue"
 start_redis m5 || fail "redis m5"
 service hold "auth required @M url=unix://$TMP/m5.sock key=bench:hold interval=1s max_wait=60m timeout=10s fallback=closed" \
 	"$PERMIT"
@@ -282,7 +311,7 @@ stop_redis m5
 # on loopback, every configuration against the same master, interleaved round by round. Raw:
 # m6.txt, optcost's lines; M6_WAITS (the master's WAITs), M6_COMPLAINTS (the module's log
 # lines) and M6_FS (where the node cache was) in values.
-say "6/12: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
+say "6/13: sync_replicas=1 and Sentinel, $M6_ROUNDS rounds"
 start_tcp_redis m6master --repl-diskless-sync-delay 0 || fail "redis m6master"
 M6_MPORT=$PORT
 start_tcp_redis m6replica --replicaof 127.0.0.1 "$M6_MPORT" || fail "redis m6replica"
@@ -325,7 +354,7 @@ stop_redis m6master
 # 7 and 9, side by side: script calls per second of waiting; a queue with a third of its logins
 # killed, against fixed slots. Both mostly sleep, on private servers of their own. Raw: m7.out,
 # m9q.out and m9f.out, queuecost's output.
-say "7/12 and 9/12: script calls for waits of $M7_WAITS s; $M9_N logins at interval=1s, a third killed, queue and fixed slots"
+say "7/13 and 9/13: script calls for waits of $M7_WAITS s; $M9_N logins at interval=1s, a third killed, queue and fixed slots"
 start_redis m7 || fail "redis m7"
 start_redis m9q || fail "redis m9q"
 start_redis m9f || fail "redis m9f"
@@ -349,27 +378,26 @@ stop_redis m9q
 stop_redis m9f
 
 # ---------------------------------------------------------------------------------------------
-# 8. Redis with M8_N waiters renewing: one process holds them all, on TCP loopback. Raw:
-# m8.txt, queuecost's line.
-say "8/12: $M8_N places held and renewed for $M8_SECONDS s by one process"
-start_tcp_redis m8 || fail "redis m8"
-M8_PORT=$PORT
-run "$BIN/queuecost" hold "$M8_N" "$M8_SECONDS" "$(cat "$TMP/m8.pid")" \
-	"url=redis://127.0.0.1:$M8_PORT/0" key=bench:many interval=1s max_wait=60m timeout=10s \
-	> "$RAW/m8.txt" 2> "$TMP/m8.err" || fail "queuecost hold: $(cat "$RAW/m8.txt") $(head -n 5 "$TMP/m8.err")"
-stop_redis m8
+# 8. What waiting costs Redis in queues spread over realistic waits, leases that fit the wait
+# against a renewal every 2 s: a script of its own (bench/spread.sh, raw results in spread/),
+# which can also run alone.
+say "8/13: queues in a steady state, leases that fit the wait against a renewal every 2 s (bench/spread.sh)"
+echo "bash bench/spread.sh RAW (see its section for its clients' command line)" >> "$RAW/commands"
+bash "$TOP/bench/spread.sh" "$RAW" || fail "the steady queues (bench/spread.sh)"
 
 # ---------------------------------------------------------------------------------------------
 # Further measurements, each a script of its own: call it here with the raw directory,
 # `bash "$TOP/bench/NAME.sh" "$RAW" || fail NAME`, and let it write its results under
 # "$RAW/NAME/"; bench/report.sh renders its section with bench/NAME-report.sh, if there is one
 # (add NAME to its list, in the order they run here).
-say "10/12: a logon storm (bench/storm.sh)"
+say "10/13: a logon storm (bench/storm.sh)"
 bash "$TOP/bench/storm.sh" "$RAW" || fail "the logon storm (bench/storm.sh)"
-say "11/12: one reservation as the schedule fills, against release 0.9.0's script (bench/lookup.sh)"
+say "11/13: one reservation as the schedule fills, against release 0.9.0's script (bench/lookup.sh)"
 bash "$TOP/bench/lookup.sh" "$RAW" || fail "the lookups (bench/lookup.sh)"
-say "12/12: what TLS costs a plain login, and a rediss:// decision against a redis:// one (bench/tls.sh)"
+say "12/13: what TLS costs a plain login, and a rediss:// decision against a redis:// one (bench/tls.sh)"
 bash "$TOP/bench/tls.sh" "$RAW" || fail "the cost of TLS (bench/tls.sh)"
+say "13/13: a real ssh login, with the module in sshd's session stack and without (bench/ssh.sh)"
+bash "$TOP/bench/ssh.sh" "$RAW" || fail "the ssh logins (bench/ssh.sh)"
 
 # ---------------------------------------------------------------------------------------------
 put machine LOAD_END "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,7 +2,7 @@
 /* Measurements 7 to 9: what the queue of live waiters costs, and what it gives back.
  *
  *   queuecost calls WAIT_S[,WAIT_S...] OPTION...
- *   queuecost hold N SECONDS REDIS_PID OPTION...
+ *   queuecost spread fit|fixed N SECONDS WARM_S IDLE_S WORKERS OPTION...
  *   queuecost drain queue|fixed N KILL_EVERY OPTION...
  *
  * calls: for each WAIT_S, a login (a process) that finds the schedule taken WAIT_S seconds
@@ -11,12 +11,18 @@
  * (-Wl,--wrap=redisFormatCommandArgv), and by the server in INFO commandstats. One line per
  * login, then a total.
  *
- * hold: one process reserves N places on one schedule whose head slot is taken 300 s ahead,
- * so that none comes to its slot, then renews each on its own 2 s cadence (rslot_call with
- * SLOT_RENEW, a connection each as the module does) for SECONDS; it reads the server's CPU
- * from /proc/REDIS_PID/stat and used_memory from INFO memory: empty, with the head slot, with
- * the N places, and once the places, no longer renewed, have lapsed and been dropped by the
- * next call (the places given up are then remembered for a minute, for retries).
+ * spread: a queue in a steady state, as the module's waiters keep it. N places are reserved
+ * in order on an empty schedule (rslot_call, a connection each, as the module's calls are),
+ * so that their waits spread from 0 to N intervals, then WORKERS processes renew them for
+ * WARM_S seconds and SECONDS more, measured: each place when the module would renew it (fit:
+ * slot_renew_us of its last answer, and at its slot; fixed: every SLOT_RENEW_US, as before
+ * the leases fit the wait), and each one admitted is replaced by a newcomer at the back, so
+ * that the queue keeps its length and its spread of waits. A place's first renewal falls at
+ * a random point of its first period, as in a queue that has run a while. Hours of waiting
+ * cannot be simulated; a window of the steady state can. It reads the server's CPU (INFO
+ * cpu) over the window (and over IDLE_S s idle, empty, before) and the script's own time
+ * (INFO commandstats), used_memory before and after the places, and counts the calls made in
+ * the window and how late they were.
  *
  * drain: N logins arrive 10 ms apart, in order; once all have their answer, every KILL_EVERY-th
  * (the 3rd, the 6th, ...) is killed (SIGKILL). queue: the module's queue (rslot_call,
@@ -31,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -41,7 +46,6 @@
 #define QC_MAX_WAITS 32
 #define QC_MAX_HOLD 100000
 #define QC_MAX_DRAIN 1000
-#define QC_HEAD_US INT64_C(300000000)
 
 /* Every command rnode.c sends is formatted here first: the count of script calls. */
 int __real_redisFormatCommandArgv(char **target, int argc, const char **argv,
@@ -280,66 +284,191 @@ static int qc_calls_main(int argc, char **argv)
 
 /* --- hold ------------------------------------------------------------------------------ */
 
-/* The server's CPU time, user and system, in clock ticks; -1 when unreadable. */
-static long long qc_cpu_ticks(long pid)
+/* The server's CPU time, user and system, in microseconds (INFO cpu: its getrusage, to the
+   microsecond, where /proc's clock ticks are 10 ms); -1 when unreadable. */
+static double qc_cpu_us(redisContext *c)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long utime, stime;
-	FILE *f;
-	size_t len;
+	redisReply *r = bench_command(c, "INFO cpu");
+	const char *sys = strstr(r->str, "\nused_cpu_sys:"), *user = strstr(r->str, "\nused_cpu_user:");
+	double v = -1;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return -1;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	/* After "(comm)": state is field 3, utime 14 and stime 15. */
-	p = strrchr(buf, ')');
-	if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-				&utime, &stime) != 2)
-		return -1;
-	return (long long)(utime + stime);
+	if (sys != NULL && user != NULL)
+		v = (strtod(sys + strlen("\nused_cpu_sys:"), NULL) +
+		     strtod(user + strlen("\nused_cpu_user:"), NULL)) * 1e6;
+	freeReplyObject(r);
+	return v;
 }
 
-static double qc_cpu_us(const struct rusage *u)
+/* The calls and the microseconds of server time of EVALSHA since CONFIG RESETSTAT (INFO
+   commandstats: the script and its commands, no connection nor round trip). */
+static void qc_evalsha(redisContext *c, long long *calls, long long *usec)
 {
-	return (double)u->ru_utime.tv_sec * 1e6 + (double)u->ru_utime.tv_usec +
-	       (double)u->ru_stime.tv_sec * 1e6 + (double)u->ru_stime.tv_usec;
+	redisReply *r = bench_command(c, "INFO commandstats");
+	const char *p = strstr(r->str, "\ncmdstat_evalsha:");
+
+	*calls = *usec = 0;
+	if (p != NULL && sscanf(p, "\ncmdstat_evalsha:calls=%lld,usec=%lld", calls, usec) != 2)
+		*calls = *usec = 0;
+	freeReplyObject(r);
 }
 
-static int qc_hold_main(int argc, char **argv)
+/* --- spread --------------------------------------------------------------------------- */
+
+/* One waiter of the steady queue: its place, and when it renews next. */
+struct qc_waiter {
+	struct slot_place place;
+	int64_t due_us;
+};
+
+/* What one worker counted in the measured window, in shared memory. */
+struct qc_spread_count {
+	long long calls, admitted, refused, failed, late, over_margin;
+	int64_t late_max_us;
+	int held; /* places it holds at the end */
+};
+
+struct qc_spread {
+	const struct opt *o;
+	int n, workers, fit;
+	int64_t window0_us, window1_us; /* CLOCK_MONOTONIC: the measured window */
+	struct qc_waiter *w;		 /* all of them; worker k owns those i % workers == k */
+	struct qc_spread_count *count;
+};
+
+/* When a waiter answered res by a call that began at began_us renews: as the module does
+   (fit: slot_renew_us, and at its slot), or as it did before leases fit the wait (fixed:
+   every SLOT_RENEW_US). */
+static int64_t qc_next_due(const struct qc_spread *k, const struct slot_result *res,
+			   int64_t began_us)
 {
-	static struct slot_place places[QC_MAX_HOLD];
-	static int64_t reserved_us[QC_MAX_HOLD];
+	int64_t due_us = began_us + (k->fit ? slot_renew_us(res->wait_us, res->sched_interval_us)
+					    : SLOT_RENEW_US);
+
+	return due_us < res->deadline_us ? due_us : res->deadline_us;
+}
+
+/* A min-heap of waiter indexes by due time. */
+static void qc_heap_down(const struct qc_waiter *w, int *h, int n, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, m = i, t;
+
+		if (l < n && w[h[l]].due_us < w[h[m]].due_us)
+			m = l;
+		if (l + 1 < n && w[h[l + 1]].due_us < w[h[m]].due_us)
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i], h[i] = h[m], h[m] = t;
+		i = m;
+	}
+}
+
+/* A newcomer in an admitted waiter's stead, at the back: the queue keeps its length, as one
+   in a steady state does, where logins arrive as fast as they go in. */
+static void qc_arrive(const struct qc_spread *k, int i, int serial)
+{
+	struct qc_waiter *w = &k->w[i];
+	struct slot_result res;
+	int64_t began_us = fstime_mono_us();
+
+	bench_place(&w->place, serial);
+	snprintf(w->place.who, sizeof(w->place.who), "%08x%08x", (unsigned)getpid(),
+		 (unsigned)serial);
+	snprintf(w->place.host, sizeof(w->place.host), "%016x", (unsigned)serial % 64);
+	if (rslot_call(NULL, k->o, SLOT_RESERVE, k->o->key, &w->place, &res) == SLOT_QUEUED)
+		w->due_us = qc_next_due(k, &res, began_us);
+	else
+		w->due_us = began_us + SLOT_RENEW_US; /* tried again as a renewal */
+}
+
+static int qc_spread_worker(int me, void *arg)
+{
+	const struct qc_spread *k = arg;
+	struct qc_spread_count *c = &k->count[me];
+	int *heap = calloc((size_t)k->n / (size_t)k->workers + 1, sizeof(*heap)), n = 0,
+	    serial = 1 << 20;
+
+	if (heap == NULL)
+		return 1;
+	for (int i = me; i < k->n; i += k->workers)
+		heap[n++] = i;
+	for (int i = n / 2 - 1; i >= 0; i--)
+		qc_heap_down(k->w, heap, n, i);
+	while (n > 0 && k->w[heap[0]].due_us < k->window1_us) {
+		struct qc_waiter *w = &k->w[heap[0]];
+		struct slot_result res;
+		int64_t began_us, late;
+		enum slot_verdict v;
+		bool counted;
+
+		fstime_sleep_until(w->due_us);
+		began_us = fstime_mono_us();
+		counted = began_us >= k->window0_us && began_us < k->window1_us;
+		late = began_us - w->due_us;
+		v = rslot_call(NULL, k->o, SLOT_RENEW, k->o->key, &w->place, &res);
+		if (counted) {
+			c->calls++;
+			if (late > c->late_max_us)
+				c->late_max_us = late;
+			c->late += late > 1000000;
+			c->over_margin += late > SLOT_LEASE_US - SLOT_RENEW_US;
+		}
+		if (v == SLOT_QUEUED) {
+			w->due_us = qc_next_due(k, &res, began_us);
+		} else if (v == SLOT_ADMIT) {
+			c->admitted += counted;
+			qc_arrive(k, heap[0], serial++);
+			c->calls += counted;
+		} else {
+			c->refused += counted && v == SLOT_REFUSE;
+			c->failed += counted && v != SLOT_REFUSE;
+			qc_arrive(k, heap[0], serial++);
+		}
+		qc_heap_down(k->w, heap, n, 0);
+	}
+	c->held = n;
+	free(heap);
+	return 0;
+}
+
+static int qc_spread_main(int argc, char **argv)
+{
+	static int pids[64];
+	struct qc_spread k = { 0 };
+	struct qc_spread_count all = { 0 };
 	struct opt o;
 	struct slot_result res;
 	struct slot_place warm_place;
-	struct rusage ru0, ru1;
 	redisContext *c;
 	char warm_key[OPT_KEY_MAX + 8];
-	const double tick = (double)sysconf(_SC_CLK_TCK);
-	long pid;
-	int n, seconds, queued = 0, lost = 0;
-	long long mem_empty, mem_head, mem_held, mem_renewed, mem_after, keys_held, keys_after;
-	long long ghosts_after = 0;
-	long long idle0, idle1, cpu0, cpu1, renewals = 0, renew_queued = 0, key_bytes;
-	int64_t t, idle_us, run0, run1, last_renewal = 0, late_max = 0, gone_us = -1;
+	int seconds, warm_s, idle_s, queued = 0, failed;
+	long long mem_head, mem_held, key_bytes, places_end, script_calls, script_us;
+	double cpu0, cpu1, idle0, idle1;
+	int64_t t, fill_us, idle_us;
+	unsigned rnd = 1;
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: queuecost hold N SECONDS REDIS_PID OPTION...\n");
+	if (argc < 6 || (strcmp(argv[0], "fit") != 0 && strcmp(argv[0], "fixed") != 0)) {
+		fprintf(stderr, "usage: queuecost spread fit|fixed N SECONDS WARM_S IDLE_S WORKERS "
+				"OPTION...\n");
 		return 2;
 	}
-	n = (int)qc_number(argv[0], 1, QC_MAX_HOLD, "N");
-	seconds = (int)qc_number(argv[1], 2, 600, "SECONDS");
-	pid = qc_number(argv[2], 1, 1L << 30, "REDIS_PID");
-	bench_opt(&o, argc - 3, argv + 3);
+	k.fit = strcmp(argv[0], "fit") == 0;
+	k.n = (int)qc_number(argv[1], 1, QC_MAX_HOLD, "N");
+	seconds = (int)qc_number(argv[2], 1, 600, "SECONDS");
+	warm_s = (int)qc_number(argv[3], 0, 600, "WARM_S");
+	idle_s = (int)qc_number(argv[4], 1, 600, "IDLE_S");
+	k.workers = (int)qc_number(argv[5], 1, 64, "WORKERS");
+	bench_opt(&o, argc - 6, argv + 6);
+	/* Past any max_wait an option allows: the longest realistic queues are the point. */
+	o.slot.max_wait_us = (int64_t)(k.n + 10) * o.slot.interval_us + 3600000000LL;
+	k.o = &o;
+	k.w = bench_shared(sizeof(*k.w) * (size_t)k.n);
+	k.count = bench_shared(sizeof(*k.count) * (size_t)k.workers);
 	c = bench_connect(&o);
 
-	/* Every command involved runs once before the first sample: Redis 7 allocates a latency
-	   histogram for each command at its first call. A place is held on a key of its own,
-	   renewed and given up, then everything is flushed. */
+	/* Every command involved runs once before the first sample (Redis 7 allocates a latency
+	   histogram for each at its first call); then everything is flushed. */
 	snprintf(warm_key, sizeof(warm_key), "%s:warm", o.key);
 	qc_head(c, warm_key, 60000000);
 	bench_place(&warm_place, -1);
@@ -353,92 +482,77 @@ static int qc_hold_main(int argc, char **argv)
 	qc_dbsize(c);
 	qc_sample(c, &o);
 	freeReplyObject(bench_command(c, "FLUSHALL SYNC"));
-	mem_empty = qc_sample(c, &o);
-	qc_head(c, o.key, QC_HEAD_US);
+
+	/* The server idle, empty, for a few seconds: its own tick. */
+	idle0 = qc_cpu_us(c);
+	t = fstime_mono_us();
+	fstime_sleep_until(t + (int64_t)idle_s * 1000000);
+	idle1 = qc_cpu_us(c);
+	idle_us = fstime_mono_us() - t;
 	mem_head = qc_sample(c, &o);
 
-	/* The server idle with the head slot alone, as long as the renewals will last. */
-	idle0 = qc_cpu_ticks(pid);
+	/* N logins queue at once, in order: their waits spread from 0 to N intervals. Each
+	   renews first at a random point of its first period, as in a queue that has run a
+	   while, rather than all in step. */
 	t = fstime_mono_us();
-	fstime_sleep_until(t + (int64_t)seconds * 1000000);
-	idle1 = qc_cpu_ticks(pid);
-	idle_us = fstime_mono_us() - t;
+	for (int i = 0; i < k.n; i++) {
+		struct qc_waiter *w = &k.w[i];
+		int64_t began_us = fstime_mono_us(), period_us;
 
-	/* N places, each with a WHO and a HOST as a login's has. */
-	for (int i = 0; i < n; i++) {
-		bench_place(&places[i], i);
-		snprintf(places[i].who, sizeof(places[i].who), "%016x", (unsigned)i);
-		snprintf(places[i].host, sizeof(places[i].host), "%016x", (unsigned)i % 64);
-		if (rslot_call(NULL, &o, SLOT_RESERVE, o.key, &places[i], &res) == SLOT_QUEUED)
+		bench_place(&w->place, i);
+		snprintf(w->place.who, sizeof(w->place.who), "%016x", (unsigned)i);
+		snprintf(w->place.host, sizeof(w->place.host), "%016x", (unsigned)i % 64);
+		if (rslot_call(NULL, &o, SLOT_RESERVE, o.key, &w->place, &res) == SLOT_QUEUED)
 			queued++;
-		reserved_us[i] = fstime_mono_us();
+		else
+			res.wait_us = 0, res.deadline_us = began_us; /* admitted: due now, arrives anew */
+		period_us = qc_next_due(&k, &res, began_us) - began_us;
+		rnd = rnd * 1103515245u + 12345u;
+		w->due_us = began_us + (int64_t)((double)(rnd >> 8) / (double)(1u << 24) *
+						 (double)period_us);
 	}
+	fill_us = fstime_mono_us() - t;
 	mem_held = qc_sample(c, &o);
-	keys_held = qc_dbsize(c);
 	key_bytes = qc_key_bytes(c, o.key);
 
-	/* Each place renewed every SLOT_RENEW_US from its reservation, for SECONDS. */
-	getrusage(RUSAGE_SELF, &ru0);
-	cpu0 = qc_cpu_ticks(pid);
-	run0 = fstime_mono_us();
-	for (int round = 1;; round++) {
-		int64_t first = reserved_us[0] + round * SLOT_RENEW_US;
-
-		if (first > run0 + (int64_t)seconds * 1000000)
-			break;
-		for (int i = 0; i < n; i++) {
-			int64_t due = reserved_us[i] + round * SLOT_RENEW_US, late;
-
-			fstime_sleep_until(due);
-			late = fstime_mono_us() - due;
-			if (late > late_max)
-				late_max = late;
-			if (late > SLOT_LEASE_US - SLOT_RENEW_US)
-				lost++; /* its lease may have run out before this renewal */
-			renewals++;
-			if (rslot_call(NULL, &o, SLOT_RENEW, o.key, &places[i], &res) == SLOT_QUEUED)
-				renew_queued++;
-		}
-	}
-	last_renewal = fstime_mono_us();
-	run1 = last_renewal;
-	cpu1 = qc_cpu_ticks(pid);
-	getrusage(RUSAGE_SELF, &ru1);
-	mem_renewed = qc_sample(c, &o);
-
-	/* No more renewals: the leases run out, and the next call on the schedule drops the
-	   places (a probe that holds none, every 100 ms). */
-	bench_place(&warm_place, -2);
-	for (t = fstime_mono_us(); fstime_mono_us() - t < 30000000;) {
-		rslot_call(NULL, &o, SLOT_LEAVE, o.key, &warm_place, &res);
-		if (qc_fields(c, o.key, "w:") == 0) {
-			gone_us = fstime_mono_us() - last_renewal;
-			break;
-		}
-		fstime_sleep_until(fstime_mono_us() + 100000);
-	}
-	ghosts_after = qc_fields(c, o.key, "g:");
-	keys_after = qc_dbsize(c);
-	mem_after = qc_sample(c, &o);
+	k.window0_us = fstime_mono_us() + (int64_t)warm_s * 1000000;
+	k.window1_us = k.window0_us + (int64_t)seconds * 1000000;
+	bench_fork(k.workers, qc_spread_worker, &k, pids);
+	fstime_sleep_until(k.window0_us);
+	freeReplyObject(bench_command(c, "CONFIG RESETSTAT"));
+	cpu0 = qc_cpu_us(c);
+	fstime_sleep_until(k.window1_us);
+	cpu1 = qc_cpu_us(c);
+	qc_evalsha(c, &script_calls, &script_us);
+	failed = bench_reap(k.workers, pids);
+	places_end = qc_fields(c, o.key, "w:");
 	redisFree(c);
-
-	printf("n=%d queued=%d seconds=%.3f renewals=%lld renew_queued=%lld renewals_per_s=%.1f "
-	       "renew_late_max_ms=%.1f renew_late_over_lease=%d "
-	       "idle_cpu_pct=%.2f idle_s=%.3f cpu_pct=%.2f cpu_us_per_renewal=%.1f "
-	       "client_cpu_pct=%.2f mem_empty=%lld mem_head=%lld mem_held=%lld mem_renewed=%lld "
-	       "mem_after=%lld bytes_per_waiter=%.1f keys_held=%lld keys_after=%lld "
-	       "gone_after_s=%.1f ghosts_after=%lld key_bytes=%lld key_bytes_per_waiter=%.1f\n",
-	       n, queued, qc_s(run1 - run0), renewals, renew_queued,
-	       (double)renewals / qc_s(run1 - run0), (double)late_max / 1000.0, lost,
-	       100.0 * (double)(idle1 - idle0) / tick / qc_s(idle_us), qc_s(idle_us),
-	       100.0 * (double)(cpu1 - cpu0) / tick / qc_s(run1 - run0),
-	       renewals > 0 ? (double)(cpu1 - cpu0) / tick * 1e6 / (double)renewals : 0.0,
-	       100.0 * (qc_cpu_us(&ru1) - qc_cpu_us(&ru0)) / (double)(run1 - run0), mem_empty,
-	       mem_head, mem_held, mem_renewed, mem_after,
-	       (double)(mem_held - mem_head) / (double)n, keys_held, keys_after,
-	       gone_us < 0 ? -1.0 : qc_s(gone_us), ghosts_after, key_bytes,
-	       (double)key_bytes / (double)n);
-	return queued != n || renew_queued != renewals || idle0 < 0 || gone_us < 0;
+	for (int i = 0; i < k.workers; i++) {
+		all.calls += k.count[i].calls;
+		all.admitted += k.count[i].admitted;
+		all.refused += k.count[i].refused;
+		all.failed += k.count[i].failed;
+		all.late += k.count[i].late;
+		all.over_margin += k.count[i].over_margin;
+		if (k.count[i].late_max_us > all.late_max_us)
+			all.late_max_us = k.count[i].late_max_us;
+	}
+	printf("mode=%s n=%d interval_s=%.3f seconds=%d warm_s=%d workers=%d queued=%d "
+	       "fill_s=%.3f calls=%lld calls_per_s=%.2f admitted=%lld refused=%lld failed=%lld "
+	       "late=%lld late_max_ms=%.1f over_margin=%lld places_end=%lld cpu_pct=%.3f "
+	       "cpu_us_per_call=%.1f cpu_us_per_waiter_s=%.4f idle_cpu_pct=%.3f "
+	       "script_calls=%lld script_us_per_call=%.1f mem_head=%lld mem_held=%lld "
+	       "bytes_per_waiter=%.1f key_bytes_per_waiter=%.1f\n",
+	       k.fit ? "fit" : "fixed", k.n, qc_s(o.slot.interval_us), seconds, warm_s, k.workers,
+	       queued, qc_s(fill_us), all.calls, (double)all.calls / seconds, all.admitted,
+	       all.refused, all.failed, all.late, (double)all.late_max_us / 1000.0,
+	       all.over_margin, places_end, (cpu1 - cpu0) / 1e4 / seconds,
+	       all.calls > 0 ? (cpu1 - cpu0) / (double)all.calls : 0.0,
+	       (cpu1 - cpu0) / ((double)k.n * seconds), (idle1 - idle0) / 1e4 / qc_s(idle_us),
+	       script_calls, script_calls > 0 ? (double)script_us / (double)script_calls : 0.0,
+	       mem_head, mem_held,
+	       (double)(mem_held - mem_head) / (double)k.n, (double)key_bytes / (double)k.n);
+	return failed != 0 || all.failed != 0 || idle0 < 0 || cpu0 < 0;
 }
 
 /* --- drain ----------------------------------------------------------------------------- */
@@ -617,10 +731,10 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "calls") == 0)
 		return qc_calls_main(argc - 2, argv + 2);
-	if (argc >= 2 && strcmp(argv[1], "hold") == 0)
-		return qc_hold_main(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "spread") == 0)
+		return qc_spread_main(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "drain") == 0)
 		return qc_drain_main(argc - 2, argv + 2);
-	fprintf(stderr, "usage: queuecost calls|hold|drain ...\n");
+	fprintf(stderr, "usage: queuecost calls|spread|drain ...\n");
 	return 2;
 }

@@ -68,8 +68,11 @@ for n in $M1_NS; do
 	done
 done
 watch_per_login() { awk -v n="$1" '$1 == "mode=watch" && $2 == "n=" n { split($7, kv, "="); split($4, a, "="); s += kv[2] / a[2]; r++ } END { printf "%.0f", s / r }' "$RAW/m1.txt"; }
-M1_W50=$(watch_per_login 50)
-M1_W200=$(watch_per_login 200)
+# The two largest N of the run (50 and 200; QUICK=1 runs fewer).
+M1_NA=$(echo "$M1_NS" | awk '{ print $(NF > 1 ? NF - 1 : NF) }')
+M1_NB=$(echo "$M1_NS" | awk '{ print $NF }')
+M1_WA=$(watch_per_login "$M1_NA")
+M1_WB=$(watch_per_login "$M1_NB")
 # flowslot_renewals N: renewals per admitted pam_flowslot login, mean and most by one login.
 flowslot_renewals() { awk -v n="$1" '$1 == "mode=flowslot" && $2 == "n=" n { for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } s += v["renewals"] / (v["admitted"] > 0 ? v["admitted"] : 1); if (v["renewals_max"] > m) m = v["renewals_max"]; r++ } END { printf "%.2f (at most %d)", s / r, m }' "$RAW/m1.txt"; }
 M1_R_TEXT=""
@@ -78,18 +81,23 @@ for n in $M1_NS; do
 done
 
 # ---------------------------------------------------------------------------------------------
-# 2. Added latency, from m2-TRANSPORT.txt.
+# 2. Added latency, from m2-ROW.txt (and m2-ROW.raw).
 M2_TABLE=""
-for t in tcp unix local; do
+for t in tcp unix local loaded; do
 	line=$(cat "$RAW/m2-$t.txt")
 	case $t in
 	tcp) what="Redis over TCP loopback" ;;
 	unix) what="Redis over a Unix socket" ;;
 	local) what="url=local (file under flock)" ;;
+	loaded) what="loaded, never called (in the account stack only)" ;;
 	esac
-	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
+	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(ms "$(field cpu_diff_median_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
 "
 done
+M2_C=$(cat "$RAW/m2-counters.txt")
+# m2 ROW FIELD: a field of that row's line.
+m2() { field "$2" "$(cat "$RAW/m2-$1.txt")"; }
+M2_CALL_CPU=$(awk -v a="$(m2 unix cpu_diff_median_us)" -v b="$(m2 loaded cpu_diff_median_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }')
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision, from m3.txt, timeline.csv and m3-before.txt.
@@ -183,7 +191,7 @@ m6_added() { awk -v a="$(m6 "$1" "$2"_us)" -v b="$(m6 plain "$2"_us)" 'BEGIN { p
 m6_ratio() { ratio "$(m6 "$1" "$2"_us)" "$(m6 plain "$2"_us)"; }
 
 # ---------------------------------------------------------------------------------------------
-# 7, 8 and 9, from queuecost's output: m7.out, m8.txt, m9q.out and m9f.out.
+# 7 and 9, from queuecost's output: m7.out, m9q.out and m9f.out (8: bench/spread-report.sh).
 M7_TOTAL=$(grep '^total ' "$RAW/m7.out")
 # m7_rows: one table row per login: its wait, and its script calls.
 m7_rows() {
@@ -198,8 +206,6 @@ M7_FIT=$(awk '/^wait_s=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[
 	if (v["waited_s"] > 2.5) { n++; x = v["waited_s"]; y = v["calls"]; sx += x; sy += y; sxx += x * x; sxy += x * y } }
 	END { if (n < 2) { print "n/a n/a"; exit } b = (n * sxy - sx * sy) / (n * sxx - sx * sx)
 		printf "%.2f %.3f\n", (sy - b * sx) / n, b }' "$RAW/m7.out")
-M8=$(cat "$RAW/m8.txt")
-m8() { field "$1" "$M8"; }
 M9Q=$(cat "$RAW/m9q.out")
 M9F=$(cat "$RAW/m9f.out")
 
@@ -228,8 +234,8 @@ cat <<-EOF
 	compare runs that were interleaved or back to back, which cancels some of the noise, not all.
 
 	Reproduce: \`make bench\` (it installs the Debian packages that \`tests/deps.sh\` lists,
-	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run in under a
-	minute that writes \`build/bench/BENCHMARKS-quick.md\` instead.
+	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run of about
+	two minutes on 2 cores that writes \`build/bench/BENCHMARKS-quick.md\` instead.
 
 	## 1. Redis commands per admitted login, under contention
 
@@ -240,8 +246,9 @@ cat <<-EOF
 
 	- **pam_flowslot**: the module's own code path, \`rslot_call()\` from the library
 	  objects, which sends one \`EVALSHA\` of \`src/slot.lua\` to reserve; a login that is
-	  queued then waits as the module does (\`queue_wait()\`), renewing its place every 2 s
-	  and once more at its slot to be let in, each one more \`EVALSHA\`, all counted. The
+	  queued then waits as the module does (\`queue_wait()\`), renewing its place when its
+	  lease asks (every 2 s near its turn, more rarely further back: measurement 8) and once
+	  more at its slot to be let in, each one more \`EVALSHA\`, all counted. The
 	  script was loaded before the run (the first login after a Redis restart pays one
 	  \`NOSCRIPT\` reply and one \`EVAL\`).
 	- **WATCH/MULTI/EXEC**: \`WATCH key\`, \`GET key\`, then \`MULTI\`, \`SET key next PX ttl\`,
@@ -266,12 +273,13 @@ printf '%s' "$M1_TABLE"
 cat <<-EOF
 
 	An earlier measurement of WATCH/MULTI found 16 to 36 commands per login for N = 50 to 200. This
-	run measured about $M1_W50 and $M1_W200: here the N logins are released within microseconds
+	run measured about $M1_WA and $M1_WB for N = $M1_NA and $M1_NB: here the N logins are released within microseconds
 	of each other, so each round of the optimistic loop has nearly every remaining login in it
 	and only one of them commits: the tries per login, five commands each, grow with N. Logins
 	whose starts are spread over more time, as they may have been where the anchor was measured,
 	collide less. pam_flowslot's count does not depend on that, but on how long each login
-	waits: one script call to reserve, about one per 2 s of waiting, and one at its slot. The
+	waits: one script call to reserve, one per 2 s of waiting near its turn (fewer further
+	back), and one at its slot. The
 	renewals per admitted login, mean (and most by one login):$M1_R_TEXT the k-th login
 	waits k intervals. The alternatives only compute a slot; their logins then sleep without
 	telling Redis whether they are still there.
@@ -283,28 +291,58 @@ cat <<-EOF
 	\`bench/pairtime.c\`. A pair is one login with \`pam_permit\` alone and one with
 	\`pam_flowslot\` then \`pam_permit\`, run back to back in alternating order; ${M2_PAIRS} pairs per
 	row after 5 not counted. The module line is
-	\`auth required pam_flowslot.so url=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
+	\`auth required pam_flowslot.so url=... state_dir=... key=bench:lat interval=1ms countdown=0 fallback=closed\`:
 	a login starts more than 1 ms after the one before, so the queue stays empty, and a Redis
 	failure would fail the login instead of falling back. The last two columns check that: logins
 	that were told to wait, and module log lines (errors, fallbacks).
 
-	| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | logins that waited | module log lines |
-	|---|---|---|---|---|---|---|---|---|---|
+	| module backend | pairs | pam_permit alone, median ms | with pam_flowslot, median ms | ratio per pair, median | added, median ms | added, p99 ms | added, min to max ms | CPU added, median ms | logins that waited | module log lines |
+	|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 printf '%s' "$M2_TABLE"
 cat <<-EOF
 
 	What the module adds here is its whole cost in a login: loading \`pam_flowslot.so\` (and
 	hiredis) into the process, parsing its options, a connection to Redis, one script call and
-	the close (or, with \`url=local\`, opening, locking and rewriting a file). A login process
-	also pays for exec, the dynamic loader and pam_wrapper's copy of libpam in both columns.
-	Network latency to a Redis on another host is not measured: everything runs on loopback.
+	the close (or, with \`url=local\`, opening, locking and rewriting a file), and one record of
+	the host's counters in \`state_dir\` (here on $M2_FS). A login process also pays for exec,
+	the dynamic loader and pam_wrapper's copy of libpam in both columns. Network latency to a
+	Redis on another host is not measured: everything runs on loopback. "CPU added" is the
+	median of the per-pair differences in the login process's CPU time (user and system, from
+	\`wait4\`), which other processes' load on a shared machine changes less than the time
+	waited.
+
+	**Where it goes.** The row "loaded, never called" puts the module, with the Unix socket's
+	options, in the account stack of a login that only authenticates: libpam loads every module
+	of the service at \`pam_start\` and unloads it at \`pam_end\`, and calls none of the account
+	stack (it counted $([ "$M2_LOADED_COUNTED" = no ] && echo "no login, as expected" || echo "logins: **not as designed**")). Loading and unloading the module and
+	hiredis cost the login $(ms "$(m2 loaded cpu_diff_median_us)") ms of CPU; the call itself, on the Unix socket,
+	about $M2_CALL_CPU ms more (the difference between the two rows' medians): the options, the
+	connection, the script call's round trip, the counters. Neither can go without giving up a
+	design rule: a PAM module holds no connection between logins, and links hiredis as Debian
+	ships it, a shared library.
+
+	**The counters file, read in part.** Until commit $M2_BEFORE_REV a login read the whole counters
+	file, $M2_STATS_BYTES bytes, checked all of its records, and wrote back the header and its own record,
+	under the file's lock; now it reads the header and the records in use (one per key template
+	this host has counted, typically one or two) and the shared record of the rest, and writes
+	back only its own record (and the header, for a new template). The file's format is
+	unchanged. The same \`url=local\` login
+	with the module of $M2_BEFORE_REV (built from git in \`build/bench/\` $M2_BEFORE_BUILT) as A and
+	this tree's as B, each with a \`state_dir\` of its own, in $(field pairs "$M2_C") pairs:
+
+	| | A: module of $M2_BEFORE_REV, median ms | B: this tree's, median ms | B ÷ A per pair, median | B − A, median ms | CPU: A, median ms | CPU: B, median ms | CPU: B − A per pair, median µs |
+	|---|---|---|---|---|---|---|---|
+	| \`url=local\` | $(ms "$(field a_median_us "$M2_C")") | $(ms "$(field b_median_us "$M2_C")") | $(field ratio_median "$M2_C") | $(ms "$(field diff_median_us "$M2_C")") | $(ms "$(field a_cpu_median_us "$M2_C")") | $(ms "$(field b_cpu_median_us "$M2_C")") | **$(field cpu_diff_median_us "$M2_C")** |
+
+	The two modules also differ by whatever else changed between $M2_BEFORE_REV and this tree;
+	\`url=local\` keeps the script on Redis out of the comparison.
 
 	## 3. Stagger precision
 
 	$(field n "$M3") logins released at the same instant by \`bench/stagger.c\` each call \`rslot_call()\`
 	(\`interval=100ms\`, Redis on a Unix socket) and, when queued, \`queue_wait()\`, the module's
-	own wait: renewing the place every 2 s and, at the slot, asking to go in. Each records the
+	own wait: renewing the place when its lease asks and, at the slot, asking to go in. Each records the
 	slot the reservation promised (\`CLOCK_MONOTONIC\`) and when it was let in: at once, or
 	when the renewal at its slot answered admitted. The spacing is between consecutive
 	admissions; the lateness is each admission against the slot first promised (it includes
@@ -334,8 +372,9 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	clients throughout. The module's rate is $CONC processes calling \`rslot_call()\` to reserve,
 	back to back for ${M4_SECONDS} s (\`bench/capacity.c\`), each decision being what a login's
 	reservation does: connect, one \`EVALSHA\`, close, for a place of its own. A queued place
-	is not renewed (a login's renewals would be further decisions) and lapses after its 5 s
-	lease, so the queue holds up to 5 s of places. \`redis-benchmark\` keeps its $CONC connections open. On
+	is not renewed (a login's renewals would be further decisions) and lapses when its lease
+	ends (5 s near its slot, a quarter of its wait and 3 s further back, at most 63 s), so
+	the queue holds the places of the last seconds. \`redis-benchmark\` keeps its $CONC connections open. On
 	each transport, GET ran before and after the module; the ratio is against their mean. The
 	last two columns are the redis-server process's CPU while the row ran (100% = one core: the
 	server is single-threaded, and the clients share the $NPROC cores with it), and that CPU
@@ -382,7 +421,8 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	| held by pam_exec + sleep (baseline) | $M5_BASE | $(n1 "$M5_BRSS" 1) | $(n1 "$M5_BRSS" 3) | 1 | $(n1 "$M5_BPSS" 1) | | | |
 
 	The $M5_ALIVE waiting processes together used $(ms "$M5_CPU_SUM") ms of CPU in ${M5_WINDOW} s (a
-	renewal of its place every 2 s, a connection and one script call, and a countdown message
+	renewal of its place when its lease asks, here at most once a minute as every slot is
+	minutes off (measurement 8), a connection and one script call, and a countdown message
 	every 15 s, at most, wake a process briefly; otherwise it sleeps in \`clock_nanosleep\`),
 	and $M5_PSS_SUM MiB of memory, the sum of their PSS, pam_wrapper's private copy of libpam in
 	each included. A waiting login holds no connection between its renewals: at the sample, the
@@ -468,54 +508,21 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	|---|---|---|---|---|---|
 	$(m7_rows)
 
-	**A login that need not wait costs one script call; one that waits costs one more about
-	every 2 s: the line through the logins that waited longer than the commit window is
-	$(n1 "$M7_FIT" 1) + $(n1 "$M7_FIT" 2) calls per second waited.** A login whose slot is at most 2 s
-	off (\`SLOT_COMMIT_US\`) is admitted at once to go in at its slot: one call. One further
-	off is queued and renews every 2 s (\`SLOT_RENEW_US\`); the renewal that finds it first in
-	line within 2 s of its slot admits it, so the call "at the slot" is that last renewal, and
-	no call is made at the slot itself. Measurement 1's WATCH/MULTI client spends its commands
+	**A login that need not wait costs one script call; one that waits costs one more every
+	2 s near its turn, and after a quarter of its wait further back: the line through the
+	logins that waited longer than the commit window is $(n1 "$M7_FIT" 1) + $(n1 "$M7_FIT" 2) calls per
+	second waited.** A login whose slot is at most 2 s off (\`SLOT_COMMIT_US\`) is admitted at
+	once to go in at its slot: one call. One further off is queued and renews when its lease
+	asks (\`slot_renew_us\`: every 2 s within two intervals and 2 s of its slot, here
+	\`interval=1ms\`; before that, a quarter of the wait it was told); the renewal that finds
+	it first in line within 2 s of its slot admits it, so the call "at the slot" is that last
+	renewal, and no call is made at the slot itself. Measurement 1's WATCH/MULTI client spends its commands
 	in the reservation alone, and then sleeps: the queue's calls are what keeps a place alive.
 
-	## 8. Redis with $(m8 n) waiters renewing
-
-	One process (\`bench/queuecost.c hold\`) reserves $(m8 n) places on one schedule whose head
-	slot was taken 300 s ahead (\`interval=1s\`, so that none comes to its slot), each with a WHO
-	and a HOST as a login's place has, then renews each one on its own 2 s cadence from its
-	reservation for ${M8_SECONDS} s: \`rslot_call()\` with \`SLOT_RENEW\`, a connection, one
-	\`EVALSHA\` and a close, as the module's renewal does, to one redis-server on TCP loopback.
-	It does not start $(m8 n) processes: measurement 5 shows what waiting logins cost their host.
-	The server's CPU is read from \`/proc/PID/stat\` (user + system), over the renewals and over
-	as long a spell of the same server idle with the head slot alone, just before; memory is
-	\`used_memory\` of \`INFO memory\` and \`MEMORY USAGE\` of the schedule's key. Every
-	command involved ran once before the first sample (a place held, renewed and given up,
-	then \`FLUSHALL\`).
-
-	| | value |
-	|---|---|
-	| places reserved, queued | $(m8 queued) of $(m8 n) |
-	| renewals, all answered "queued" | $(m8 renew_queued) of $(m8 renewals), in $(m8 seconds) s: $(m8 renewals_per_s) per second |
-	| renewals late against their 2 s cadence, most | $(m8 renew_late_max_ms) ms ($(m8 renew_late_over_lease) later than the lease allows) |
-	| **redis-server CPU while they renewed** | **$(m8 cpu_pct)% of one core**, $(m8 cpu_us_per_renewal) µs per renewal (connection included) |
-	| redis-server CPU idle, the head slot alone, $(m8 idle_s) s (baseline) | $(m8 idle_cpu_pct)% of one core |
-	| the renewing process's own CPU | $(m8 client_cpu_pct)% of one core |
-	| \`used_memory\`, empty server (baseline) | $(m8 mem_empty) bytes, 0 keys |
-	| \`used_memory\`, the head slot alone | $(m8 mem_head) bytes, 1 key |
-	| \`used_memory\`, $(m8 n) places held | $(m8 mem_held) bytes, $(m8 keys_held) keys |
-	| \`used_memory\`, after the renewals | $(m8 mem_renewed) bytes |
-	| **bytes per waiter**, \`used_memory\` | **$(m8 bytes_per_waiter)** (held less the head slot alone, over $(m8 n)) |
-	| bytes per waiter, \`MEMORY USAGE\` of the schedule's key | $(m8 key_bytes_per_waiter) ($(m8 key_bytes) bytes in all) |
-	| **\`used_memory\` once the places lapsed** | **$(m8 mem_after) bytes, $(m8 keys_after) key(s)**: $(awk -v a="$(m8 mem_after)" -v b="$(m8 mem_head)" 'BEGIN { printf "%+d", a - b }') bytes against the head slot alone, $(awk -v a="$(m8 mem_after)" -v b="$(m8 mem_empty)" 'BEGIN { printf "%+d", a - b }') against the empty server |
-	| the places dropped, after the last renewal | $(m8 gone_after_s) s (a call on the schedule every 0.1 s, holding no place) |
-	| places given up, remembered for a retry | $(m8 ghosts_after) (for 60 s, then dropped by the next call) |
-
-	The places were then left to lapse, as those of logins that died: the next call on the
-	schedule after a lease ran out (5 s) drops its place, and remembers it for 60 s as a ghost
-	for the same login's retry; \`used_memory\` once the places lapsed still holds those
-	ghosts. The key itself expires with the last of its schedule, leases and ghosts.
-	\`used_memory\` also carries the INFO connection's buffers, which Redis resizes on its own
-	schedule: differences of a few KiB between samples are that, not the queue.
-
+EOF
+bash "$BENCH_DIR/spread-report.sh" "$RAW" || fail "bench/spread-report.sh"
+echo
+cat <<-EOF
 	## 9. Draining a queue in which a third of the logins were killed
 
 	$(field n "$M9Q") logins arrive 10 ms apart, in order, on one schedule with
@@ -526,8 +533,9 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	redis-server of its own (Unix socket):
 
 	- **the queue** (this tree): \`rslot_call()\` and \`queue_wait()\`, the module's own code;
-	  a killed login stops renewing, its place lapses 5 s after its last renewal, and the next
-	  call on the queue drops it: everyone behind moves up.
+	  a killed login stops renewing, its place lapses when its lease ends (5 s after its last
+	  renewal near its turn, before its slot further back), and the next call on the queue
+	  drops it: everyone behind moves up.
 	- **fixed slots** (the previous design): one call of the script of commit c37c706
 	  (\`src/slot.lua\` then: a slot, the schedule moved on by one interval), then a sleep until
 	  that slot; a killed login's slot is kept, and nobody takes it.
@@ -550,13 +558,16 @@ EOF
 # The sections of further measurements (see the end of bench/measure.sh): bench/NAME-report.sh
 # prints the section of the raw results in RAWDIR/NAME (and may draw a picture next to PNG).
 # In the order bench/measure.sh runs them, which is the order of their numbers.
-for name in storm lookup tls; do
+for name in storm lookup tls ssh; do
 	r=$BENCH_DIR/$name-report.sh
 	[ -e "$r" ] || continue
 	[ -d "$RAW/$name" ] || continue
 	bash "$r" "$RAW" "$PNG" "$PNG_LINK" || fail "$r"
 	echo
 done
+# Scale, on paper: arithmetic on measurements 4, 6 and 8.
+bash "$BENCH_DIR/scale-report.sh" "$RAW" || fail "bench/scale-report.sh"
+echo
 # The fault campaign's long run (make faults writes bench/faults.md, with its date and commit):
 # measured apart from these, and shown as it was.
 if [ -f "$BENCH_DIR/faults.md" ]; then
@@ -568,8 +579,9 @@ cat <<-EOF
 
 	- Logins from many hosts over a real network: every client is on this machine, on loopback
 	  or a Unix socket, so round-trip times are those of loopback.
-	- A real sshd or login(1): the logins are pamtester under pam_wrapper (measurements 2, 5
-	  and 12) or C clients calling the module's code (1, 3, 4, 6, 7, 8, 9, 12).
+	- A real login(1), or a real sshd anywhere but in measurement 13: the other logins are
+	  pamtester under pam_wrapper (measurements 2, 5, 10 and 12) or C clients calling the
+	  module's code (1, 3, 4, 6, 7, 8, 9, 12).
 	- A replica or a sentinel on another host (measurement 6): here \`WAIT\`'s round trip to the
 	  replica, and the sentinel's, are over loopback.
 	- Quiet-machine figures: see the note on sharing above.

@@ -82,11 +82,11 @@ fi
 echo "## 10. A simulated logon storm: fixed intervals against pressure="
 echo
 echo "$STORM_N logins arrive at once (pamtester under pam_wrapper, the auth phase, a private"
-echo "redis-server on a Unix socket, \`max_wait=10m\`). Each admitted login then runs a \"heavy"
+echo "redis-server on a Unix socket, \`max_wait=${MAX_WAIT:-10m}\`). Each admitted login then runs a \"heavy"
 echo "start-up\" of fixed work, standing in for a home mount and profile sync: an awk loop"
 echo "calibrated to about 1.5 s of one CPU, then 16 MiB written with \`fsync\`; under contention"
 echo "a start-up takes longer. \`/proc/pressure/cpu\` is sampled every 250 ms during each storm"
-echo "(\`bench/storm.sh\`, $NPROC CPUs, 5 s of rest before each storm)."
+echo "(\`bench/storm.sh\`, $NPROC CPUs, ${REST:-5} s of rest before each storm)."
 echo
 echo "| gate | logins done | last admitted, s | all done, s | worst start-up, s | peak cpu some avg10 | mean cpu some avg10 | logins held by pressure |"
 echo "|---|---|---|---|---|---|---|---|"

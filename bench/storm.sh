@@ -14,8 +14,13 @@ set -u
 
 [ $# -eq 1 ] || { echo "usage: bench/storm.sh RAWDIR" >&2; exit 2; }
 OUT=$1/storm
-# QUICK=1 (make bench QUICK=1): a smaller storm.
-if [ "${QUICK:-0}" = 1 ]; then STORM_N=${STORM_N:-8}; else STORM_N=${STORM_N:-20}; fi
+# QUICK=1 (make bench QUICK=1): a smaller storm, a shorter rest before each, and a pressure
+# hold bounded by a shorter max_wait (on a machine loaded by others, it holds till then).
+if [ "${QUICK:-0}" = 1 ]; then
+	STORM_N=${STORM_N:-4} REST=2 MAX_WAIT=20s
+else
+	STORM_N=${STORM_N:-20} REST=5 MAX_WAIT=10m
+fi
 SHORT=${STORM_SHORT:-0.5s}
 LONG=${STORM_LONG:-2.5s}
 LIMIT=${STORM_LIMIT:-cpu:50}
@@ -51,7 +56,7 @@ sampler() {
 }
 
 VARIANTS="none short long pressure"
-printf '%s\n' "STORM_N=$STORM_N" "SHORT=$SHORT" "LONG=$LONG" "LIMIT=$LIMIT" "NPROC=$(nproc)" \
+printf '%s\n' "STORM_N=$STORM_N" "REST=$REST" "MAX_WAIT=$MAX_WAIT" "SHORT=$SHORT" "LONG=$LONG" "LIMIT=$LIMIT" "NPROC=$(nproc)" \
 	"VARIANTS=$VARIANTS" > "$OUT/params"
 for v in $VARIANTS; do
 	case $v in
@@ -61,12 +66,12 @@ for v in $VARIANTS; do
 	pressure) gate="interval=$SHORT pressure=$LIMIT" label="pressure=$LIMIT interval=$SHORT" ;;
 	esac
 	line=""
-	[ -n "$gate" ] && line="auth requisite @M url=unix://$TMP/storm.sock key=storm:$v state_dir=$TMP/st max_wait=10m countdown=0 $gate"
+	[ -n "$gate" ] && line="auth requisite @M url=unix://$TMP/storm.sock key=storm:$v state_dir=$TMP/st max_wait=$MAX_WAIT countdown=0 $gate"
 	service "storm-$v" ${line:+"$line"} \
 		"auth optional @P/pam_exec.so quiet /bin/sh $TMP/startup.sh $TMP/$v.events" \
 		"auth required @P/pam_permit.so"
 	say "$label: $STORM_N logins at once"
-	sleep 5 # let the previous variant's pressure die down
+	sleep "$REST" # let the previous variant's pressure die down
 	sampler "$TMP/$v.psi" &
 	spid=$!
 	PIDS="$PIDS $spid"

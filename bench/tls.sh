@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # What TLS costs (issue 21), in the same run. (a) A login on unix:// with this tree's module
 # against the same login with the module of commit NOTLS_REV (the last main before TLS), built
-# from git into build/bench/notls-REV/ (kept there: later runs reuse it): pamtester pairs under
+# from git into build/bench/module-REV/ (kept there: later runs reuse it): pamtester pairs under
 # pam_wrapper, by bench/pairtime, alternating; and whether libssl or libcrypto is mapped in a
 # login that used only unix:// or redis:// (a pam_exec step after the module reads its
 # parent's /proc/PID/maps), against a rediss:// login that must map it. (b) One private
@@ -35,24 +35,9 @@ mkdir -p "$OUT" || fail "mkdir $OUT"
 put_param() { printf '%s=%s\n' "$1" "$2" >> "$OUT/params"; }
 
 # The module without TLS: NOTLS_REV's tree, built with its own Makefile, once.
-NOTLS_DIR=$TOP/build/bench/notls-$NOTLS_REV
-if [ -f "$NOTLS_DIR/pam_flowslot.so" ]; then
-	put_param NOTLS_BUILT "by an earlier run, and reused"
-else
-	say "building the module of $NOTLS_REV (no TLS) in build/bench/notls-$NOTLS_REV/"
-	b0=$(date +%s)
-	rm -rf "$NOTLS_DIR.new"
-	mkdir -p "$NOTLS_DIR.new" || fail "mkdir $NOTLS_DIR.new"
-	git -C "$TOP" archive "$NOTLS_REV" | tar -x -C "$NOTLS_DIR.new" ||
-		fail "git archive $NOTLS_REV: this needs the git history"
-	make -C "$NOTLS_DIR.new" pam_flowslot.so > "$NOTLS_DIR.new/build.log" 2>&1 ||
-		fail "building $NOTLS_REV's module: $(tail -n 5 "$NOTLS_DIR.new/build.log")"
-	rm -rf "$NOTLS_DIR"
-	mv "$NOTLS_DIR.new" "$NOTLS_DIR" || fail "mv $NOTLS_DIR"
-	put_param NOTLS_BUILT "by this run, in $(($(date +%s) - b0)) s"
-fi
-echo "git archive $NOTLS_REV | tar -x -C build/bench/notls-$NOTLS_REV && make -C build/bench/notls-$NOTLS_REV pam_flowslot.so" >> "$RAW/commands"
-NOTLS_MODULE=$TREE/build/bench/notls-$NOTLS_REV/pam_flowslot.so
+module_at "$NOTLS_REV"
+put_param NOTLS_BUILT "$MODULE_BUILT"
+NOTLS_MODULE=$MODULE_AT
 # What each module is linked to.
 ldd "$TOP/pam_flowslot.so" | awk '{ print $1 }' | sort > "$OUT/ldd-new"
 ldd "$NOTLS_MODULE" | awk '{ print $1 }' | sort > "$OUT/ldd-old"

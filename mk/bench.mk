@@ -4,12 +4,16 @@
 # BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).
 # Not part of "make check": nothing here is a timed assertion.
 #
-#   make bench           the full run, about 9 minutes on 2 cores (the logon storm of
-#                        bench/storm.sh about 4 of them): writes BENCHMARKS.md, the raw
-#                        results in build/bench/raw/
-#   make bench QUICK=1   a smoke run of about a minute, with fewer and shorter rounds: writes
-#                        build/bench/BENCHMARKS-quick.md (raw results in build/bench/raw-quick/),
-#                        leaving the committed figures alone
+#   make bench           the full run, about 10 minutes on 2 cores (the logon storm of
+#                        bench/storm.sh about 4 of them, the ssh logins of bench/ssh.sh
+#                        about 2): writes BENCHMARKS.md, the raw results in build/bench/raw/
+#   make bench QUICK=1   a smoke run of about two minutes, with fewer and shorter rounds:
+#                        writes build/bench/BENCHMARKS-quick.md (raw results in
+#                        build/bench/raw-quick/), leaving the committed figures alone
+#                        Either takes longer on a machine others load (the smoke run took
+#                        4 minutes at a load average of 10), and the first run also builds
+#                        two older commits' modules (bench/lib.sh, module_at). Each run's
+#                        time is on the first line of what it writes.
 #   make bench-report    renders the same output again from the last raw results, measuring
 #                        nothing (QUICK=1 for the smoke run's): after editing bench/report.sh
 #

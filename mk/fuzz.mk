@@ -23,7 +23,7 @@ FUZZ_SANITIZE = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefi
 FUZZ_ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARNINGS) -Iinclude -Ibuild $(PAM_CFLAGS) \
 		  $(FUZZ_SANITIZE) $(FUZZ_CFLAGS)
 
-FUZZ_TARGETS = opt url key reply
+FUZZ_TARGETS = opt url key reply lqueue
 FUZZ_BINS = $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_OBJS = $(LIB_SRCS:src/%.c=build/fuzz/%.o)
 FUZZ_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \

@@ -37,5 +37,17 @@ model-old: tests/model/lqdrive.c tests/model/clock.sed
 	sed -f tests/model/clock.sed $(OLD)/src/slot.lua > build/model-old/slot_clock.lua
 	$(CC) $(MODEL_CFLAGS) -I$(OLD)/include -o build/model-old/lqdrive tests/model/lqdrive.c \
 		$(OLD)/src/lqueue.c $(OLD)/src/slot.c $(OLD)/src/fstime.c
-	MODEL_COMPARE=0 MODEL_LUA=build/model-old/slot_clock.lua \
+	MODEL_COMPARE=0 MODEL_CADENCE=fixed MODEL_LUA=build/model-old/slot_clock.lua \
 		MODEL_DRIVER=build/model-old/lqdrive bash tests/model.sh
+
+# Another revision's script against this tree's (git show REV:src/slot.lua, main by default):
+# the same random calls through both, and through either at random on a third key, every
+# reply, member, score and expiry the same. For changes that must not change what the script
+# decides or writes, such as to its cost; SAME_SEQUENCES (300) and SAME_SEED (1).
+REV ?= main
+.PHONY: model-same
+model-same: build/model/slot_clock.lua tests/model/clock.sed
+	mkdir -p build/model-same
+	git show $(REV):src/slot.lua | sed -f tests/model/clock.sed > build/model-same/slot_clock.lua
+	SAME_OLD=build/model-same/slot_clock.lua SAME_NEW=build/model/slot_clock.lua \
+		PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/model/same.py

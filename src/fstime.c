@@ -2,6 +2,7 @@
 #include "flowslot/fstime.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <time.h>
 
 int64_t fstime_mono_us(void)
@@ -29,4 +30,23 @@ struct timeval fstime_timeval(int64_t us)
 	struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 
 	return tv;
+}
+
+int fstime_poll(int fd, short events, int64_t deadline_us)
+{
+	for (;;) {
+		int64_t left_us = deadline_us - fstime_mono_us();
+		struct pollfd p = { .fd = fd, .events = events };
+		int n;
+
+		if (left_us <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		n = poll(&p, 1, (int)((left_us + 999) / 1000));
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
 }

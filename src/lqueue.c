@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/lqueue.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,57 +29,140 @@ static bool lqueue_field(char *s, size_t max)
 	return lqueue_token(s, max);
 }
 
-/* "w ID WHO HOST ARRIVAL LEASE PID", and " t" when taken back. */
+/* What separates the fields of a line: white space, but its end. */
+static bool lqueue_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* The next field of the line at *at, after any blanks: its start in *field and its length,
+   *at moved past it; 0 at the line's end ('\n' or '\0'), *at left where it was. Nothing is
+   read past the line, so a file is parsed in one pass whatever its size. */
+static size_t lqueue_next(const char **at, const char **field)
+{
+	const char *p = *at;
+	size_t n = 0;
+
+	while (lqueue_blank(*p))
+		p++;
+	while (p[n] != '\0' && p[n] != '\n' && !lqueue_blank(p[n]))
+		n++;
+	if (n > 0) {
+		*field = p;
+		*at = p + n;
+	}
+	return n;
+}
+
+/* The next field into buf, NUL-terminated: one of 1 to bufsz - 1 bytes. */
+static bool lqueue_next_copy(const char **at, char *buf, size_t bufsz)
+{
+	const char *f;
+	size_t n = lqueue_next(at, &f);
+
+	if (n == 0 || n >= bufsz)
+		return false;
+	memcpy(buf, f, n);
+	buf[n] = '\0';
+	return true;
+}
+
+/* The number that field of n bytes starts with, in base 10, and how many bytes it takes (0
+   for none, or one out of range). */
+static size_t lqueue_number(const char *f, size_t n, int64_t *v)
+{
+	char *end;
+	long long x;
+
+	if (n == 0 || !(isdigit((unsigned char)f[0]) ||
+			((f[0] == '-' || f[0] == '+') && n > 1 && isdigit((unsigned char)f[1]))))
+		return 0;
+	errno = 0;
+	x = strtoll(f, &end, 10); /* stops at the field's end: a blank, '\n' or '\0' */
+	if (errno != 0)
+		return 0;
+	*v = (int64_t)x;
+	return (size_t)(end - f);
+}
+
+/* The next field, which must be a number and nothing else. */
+static bool lqueue_next_number(const char **at, int64_t *v)
+{
+	const char *f;
+	size_t n = lqueue_next(at, &f);
+
+	return n > 0 && lqueue_number(f, n, v) == n;
+}
+
+/* "w ID WHO HOST ARRIVAL LEASE PID", and " t" when taken back; the line's last field is
+   followed by its newline at once. */
 static bool lqueue_read_waiter(const char *line, struct lqueue_waiter *w)
 {
-	long pid = 0;
-	int n = 0;
+	const char *at = line + 1;
+	int64_t pid;
 
 	memset(w, 0, sizeof(*w));
-	if (sscanf(line, "w %32s %16s %16s %" SCNd64 " %" SCNd64 " %ld%n", w->id, w->who, w->host,
-		   &w->arrival_us, &w->lease_us, &pid, &n) != 6 ||
-	    n == 0 || pid <= 0 || !lqueue_token(w->id, sizeof(w->id)) ||
-	    !lqueue_field(w->who, sizeof(w->who)) ||
+	if (!lqueue_blank(*at) || !lqueue_next_copy(&at, w->id, sizeof(w->id)) ||
+	    !lqueue_next_copy(&at, w->who, sizeof(w->who)) ||
+	    !lqueue_next_copy(&at, w->host, sizeof(w->host)) ||
+	    !lqueue_next_number(&at, &w->arrival_us) || !lqueue_next_number(&at, &w->lease_us) ||
+	    !lqueue_next_number(&at, &pid) || pid <= 0 || pid > INT_MAX ||
+	    !lqueue_token(w->id, sizeof(w->id)) || !lqueue_field(w->who, sizeof(w->who)) ||
 	    strspn(w->host, "0123456789abcdef-") != strlen(w->host))
 		return false;
 	w->pid = (pid_t)pid;
 	if (strcmp(w->host, "-") == 0)
 		w->host[0] = '\0';
-	w->taken_back = strncmp(line + n, " t\n", 3) == 0;
-	return w->taken_back || line[n] == '\n';
+	w->taken_back = strncmp(at, " t\n", 3) == 0;
+	return w->taken_back || *at == '\n';
 }
 
-/* "g WHO HOST ARRIVAL LEFT", or an earlier version's "g WHO ARRIVAL END". */
+/* "g WHO HOST ARRIVAL LEFT", or an earlier version's "g WHO ARRIVAL END"; the last field is
+   followed by the line's newline at once. */
 static bool lqueue_read_ghost(const char *line, struct lqueue_ghost *g)
 {
-	char end = '\0';
+	const char *at = line + 1, *next;
+	int64_t end_us;
 
 	memset(g, 0, sizeof(*g));
-	if (sscanf(line, "g %16s %16s %" SCNd64 " %" SCNd64 "%c", g->who, g->host, &g->arrival_us,
-		   &g->left_us, &end) == 5)
-		return end == '\n' && lqueue_token(g->who, sizeof(g->who)) &&
-		       lqueue_field(g->host, sizeof(g->host));
-	memset(g, 0, sizeof(*g));
-	if (sscanf(line, "g %16s %" SCNd64 " %" SCNd64 "%c", g->who, &g->arrival_us, &g->left_us,
-		   &end) != 4 ||
-	    end != '\n' || !lqueue_token(g->who, sizeof(g->who)))
+	if (!lqueue_blank(*at) || !lqueue_next_copy(&at, g->who, sizeof(g->who)) ||
+	    !lqueue_token(g->who, sizeof(g->who)))
 		return false;
-	g->left_us -= LQUEUE_GHOST_US;
+	next = at;
+	if (lqueue_next_copy(&next, g->host, sizeof(g->host)) &&
+	    lqueue_field(g->host, sizeof(g->host)) && lqueue_next_number(&next, &g->arrival_us) &&
+	    lqueue_next_number(&next, &g->left_us) && *next == '\n')
+		return true;
+	g->host[0] = '\0';
+	if (!lqueue_next_number(&at, &g->arrival_us) || !lqueue_next_number(&at, &end_us) ||
+	    *at != '\n' || end_us < INT64_MIN + LQUEUE_GHOST_US)
+		return false;
+	g->left_us = end_us - LQUEUE_GHOST_US;
 	return true;
 }
 
-/* "tat at interval burst", "tat at" or a bare tat; settings that cannot be read are none. */
+/* "tat at interval burst", "tat at" or a bare tat, on the first line: as many numbers as
+   begin it; settings that cannot be read are none. */
 static void lqueue_read_head(struct lqueue *q, const char *text)
 {
-	int n = sscanf(text, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %" SCNd64, &q->tat_us, &q->at_us,
-		       &q->interval_us, &q->burst);
+	int64_t v[4] = { 0 };
+	const char *at = text, *f;
+	size_t n, len;
+	int got = 0;
 
-	if (n < 1)
-		q->tat_us = q->at_us = 0;
-	if (n < 2)
-		q->at_us = 0;
-	if (n < 4 || q->interval_us <= 0 || q->burst <= 0)
-		q->interval_us = q->burst = 0;
+	while (got < 4 && (n = lqueue_next(&at, &f)) > 0 &&
+	       (len = lqueue_number(f, n, &v[got])) > 0) {
+		got++;
+		if (len < n) /* a number that more follows, as in "12x" */
+			break;
+	}
+	q->tat_us = got >= 1 ? v[0] : 0;
+	q->at_us = got >= 2 ? v[1] : 0;
+	q->interval_us = q->burst = 0;
+	if (got == 4 && v[2] > 0 && v[3] > 0) {
+		q->interval_us = v[2];
+		q->burst = v[3];
+	}
 }
 
 /* Keeps the latest LQUEUE_GHOSTS_MAX ghosts: one past that replaces the oldest read. */
@@ -340,7 +425,7 @@ static ssize_t lqueue_find(const struct lqueue *q, const char *id)
 	return -1;
 }
 
-/* A place, held from now_us for a lease. */
+/* A place to hold. */
 struct lqueue_hold {
 	const struct slot_place *pl;
 	pid_t pid;
@@ -348,7 +433,8 @@ struct lqueue_hold {
 	bool taken_back;
 };
 
-static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_t now_us)
+/* Holds h's place until lease_us. */
+static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_t lease_us)
 {
 	struct lqueue_waiter *w;
 
@@ -359,7 +445,7 @@ static ssize_t lqueue_hold(struct lqueue *q, const struct lqueue_hold *h, int64_
 	strcpy(w->who, h->pl->who);
 	strcpy(w->host, h->pl->host);
 	w->arrival_us = h->arrival_us;
-	w->lease_us = now_us + SLOT_LEASE_US;
+	w->lease_us = lease_us;
 	w->pid = h->pid;
 	w->taken_back = h->taken_back;
 	q->changed = 1;
@@ -396,6 +482,16 @@ static int64_t lqueue_position(const struct lqueue_clock *c, size_t rank)
 	if (first_us > c->now_us)
 		pending = (first_us - c->now_us + c->p->interval_us - 1) / c->p->interval_us - 1;
 	return (int64_t)rank + 1 + pending;
+}
+
+/* The end of the lease granted now to a place whose slot is at start_us: it fits the wait
+   (slot_lease_us, as slot.lua's lease_for); the pressure hold's line keeps SLOT_LEASE_US. */
+static int64_t lqueue_lease_end(const struct lqueue *q, const struct lqueue_clock *c,
+				int64_t start_us)
+{
+	if (q->line)
+		return c->now_us + SLOT_LEASE_US;
+	return c->now_us + slot_lease_us(start_us - c->now_us, c->p->interval_us);
 }
 
 /* Whether the login of this rank, whose slot is at start_us, is admitted now. */
@@ -481,20 +577,20 @@ static enum slot_verdict lqueue_reserve(struct lqueue *q, const struct lqueue_cl
 		lqueue_forget_ghost(q, (size_t)ghost);
 	if (lqueue_due(c, rank, start_us))
 		return lqueue_admit(q, c, -1, rank, res);
-	lqueue_hold(q, &h, c->now_us);
+	lqueue_hold(q, &h, lqueue_lease_end(q, c, start_us));
 	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
 }
 
-/* The renewing login's place: kept, with a new lease; or, its lease out while it lived on,
-   taken back from WHO's ghost as a retry would (R2: at its arrival if nobody queued since it
-   left), or held anew at the back. -1 when the queue is full. */
+/* The renewing login's place: kept (the caller grants its new lease, which fits its new
+   wait); or, its lease out while it lived on, taken back from WHO's ghost as a retry would
+   (R2: at its arrival if nobody queued since it left), or held anew at the back. -1 when the
+   queue is full. */
 static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, int64_t now_us)
 {
 	ssize_t self = lqueue_find(q, given->pl->id), ghost;
 	struct lqueue_hold h = *given;
 
 	if (self >= 0) {
-		q->waiters[self].lease_us = now_us + SLOT_LEASE_US;
 		q->changed = 1;
 		return self;
 	}
@@ -506,7 +602,7 @@ static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, in
 			h.arrival_us = q->ghosts[ghost].arrival_us;
 		lqueue_forget_ghost(q, (size_t)ghost);
 	}
-	return lqueue_hold(q, &h, now_us);
+	return lqueue_hold(q, &h, now_us + SLOT_LEASE_US);
 }
 
 /* renew: admitted at its slot when near; refused, its place dropped and no ghost left, when
@@ -528,6 +624,7 @@ static enum slot_verdict lqueue_renew(struct lqueue *q, const struct lqueue_cloc
 	}
 	if (lqueue_due(c, rank, start_us))
 		return lqueue_admit(q, c, self, rank, res);
+	q->waiters[self].lease_us = lqueue_lease_end(q, c, start_us);
 	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
 }
 

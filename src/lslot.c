@@ -22,7 +22,6 @@
 
 #define LSLOT_PREFIX "slot."
 #define LSLOT_EMPTY_S 10
-#define LSLOT_LOCK_WAIT_US 1000000
 #define LSLOT_OPEN_TRIES 4
 
 uint64_t lslot_hash(uint64_t hash, const char *s)
@@ -225,7 +224,7 @@ struct lslot_file {
 	char own[NAME_MAX + 1];
 	char name[NAME_MAX + 1];
 	int64_t waited_us;
-	bool timed_out; /* the lock was not had within lslot_lock_wait_us */
+	bool busy; /* the lock went from holder to holder for all of lslot_lock_wait_us */
 };
 
 /* Opens the schedule file for the key into f->name (see lslot_elsewhere). */
@@ -274,36 +273,67 @@ static bool lslot_login(const struct lslot_call *call)
 	       strcmp(call->prefix, LSLOT_PREFIX) == 0;
 }
 
-/* How long a call waits for the file's lock: a reservation as long as its login may wait
-   (its max_wait), and at least LSLOT_LOCK_WAIT_US; any other call (a renewal, which is tried
-   again until its slot, leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
+/* How long a call waits for the file's lock while its holders come and go: a login's
+   reservation or renewal as long as the login may still wait (its max_wait, or what is left of
+   it), and at least LSLOT_STUCK_US, so that a stuck holder is told from a busy file; any other
+   call (leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
 static int64_t lslot_lock_wait_us(const struct lslot_call *call)
 {
-	if (lslot_login(call) && call->op == SLOT_RESERVE &&
-	    call->p->max_wait_us > LSLOT_LOCK_WAIT_US)
-		return call->p->max_wait_us;
+	if (lslot_login(call))
+		return call->p->max_wait_us > LSLOT_STUCK_US ? call->p->max_wait_us
+							     : LSLOT_STUCK_US;
 	return LSLOT_LOCK_WAIT_US;
 }
 
+/* Says why the lock on f was not had. */
+static void lslot_lock_failed(const pam_handle_t *pamh, const struct lslot_file *f,
+			      enum trust_lock_end end, const struct trust_lock_wait *w)
+{
+	const char *dir = f->call->dir, *name = f->name;
+
+	if (end == TRUST_LOCK_STUCK && w->holder > 0)
+		log_msg(pamh, LOG_ERR,
+			"local slot: %s/%s is stuck: pid %ld has held its lock for %" PRId64
+			" ms, changing nothing",
+			dir, name, (long)w->holder, w->held_us / 1000);
+	else if (end == TRUST_LOCK_STUCK)
+		log_msg(pamh, LOG_ERR,
+			"local slot: %s/%s is stuck: its lock has been held for %" PRId64
+			" ms, changing nothing (the holder is not in /proc/locks)",
+			dir, name, w->held_us / 1000);
+	else if (end == TRUST_LOCK_BUSY)
+		log_msg(pamh, LOG_ERR,
+			"local slot: cannot lock %s/%s within %" PRId64
+			" ms: busy, its holders coming and going",
+			dir, name, w->waited_us / 1000);
+	else
+		log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
+}
+
 /* Opens and locks the schedule file for the key, the one dir names once locked; -1 if none,
-   logged. */
+   logged. A holder stuck on it makes it unusable at once; holders that come and go are
+   waited out until lslot_lock_wait_us (f->busy). */
 static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
 {
 	const int64_t start_us = fstime_mono_us(), wait_us = lslot_lock_wait_us(f->call);
 
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
-		int fd = lslot_open_file(pamh, f, peek), rc;
+		struct trust_lock_wait w = { .wait_us = start_us + wait_us - fstime_mono_us(),
+					     .stuck_us = LSLOT_STUCK_US };
+		int fd = lslot_open_file(pamh, f, peek);
+		enum trust_lock_end end;
 
 		if (fd < 0)
 			return -1;
-		rc = trust_lock(fd, LOCK_EX, start_us + wait_us - fstime_mono_us());
+		end = trust_lock_watch(fd, LOCK_EX, &w);
 		f->waited_us = fstime_mono_us() - start_us;
-		if (rc != 0) {
-			f->timed_out = errno == ETIMEDOUT;
-			log_msg(pamh, LOG_ERR,
-				"local slot: cannot lock %s/%s within %" PRId64 " ms: %m",
-				f->call->dir, f->name, wait_us / 1000);
+		if (end != TRUST_LOCKED) {
+			int err = end == TRUST_LOCK_FAILED ? errno : ETIMEDOUT;
+
+			f->busy = end == TRUST_LOCK_BUSY;
+			lslot_lock_failed(pamh, f, end, &w);
 			close(fd);
+			errno = err; /* never ENOENT, which would make a peek an empty schedule */
 			return -1;
 		}
 		if (lslot_still_named(f->dfd, f->name, fd))
@@ -363,8 +393,9 @@ static enum slot_verdict lslot_peek_empty(const struct lslot_call *call, struct 
 	return v;
 }
 
-/* A login that could not have the lock within its max_wait: refused, as a wait past it is,
-   never let in without one. */
+/* A login that could not have the lock within its max_wait, its holders coming and going:
+   refused, as a wait past it is, never let in without one; how much sooner it would have had
+   to come cannot be told (res->lock_busy). */
 static enum slot_verdict lslot_refuse_locked(const struct lslot_file *f, struct slot_result *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -372,6 +403,7 @@ static enum slot_verdict lslot_refuse_locked(const struct lslot_file *f, struct 
 	res->wait_us = f->waited_us;
 	res->position = 1;
 	res->deadline_us = fstime_mono_us();
+	res->lock_busy = true;
 	return SLOT_REFUSE;
 }
 
@@ -405,14 +437,18 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 		fd = lslot_open_locked(pamh, &f, peek);
 	if (fd < 0 && peek && errno == ENOENT)
 		verdict = lslot_peek_empty(&c, res);
-	else if (fd < 0 && f.timed_out && lslot_login(&c) && c.op == SLOT_RESERVE)
+	else if (fd < 0 && f.busy && lslot_login(&c) && c.op == SLOT_RESERVE)
 		verdict = lslot_refuse_locked(&f, res);
 	if (fd >= 0) {
+		int err;
+
 		verdict = lslot_step(&f, fd, res);
+		err = errno;
+		close(fd); /* and with it the lock, before anything else (the log may block) */
+		errno = err;
 		if (verdict == SLOT_UNAVAILABLE)
 			log_msg(pamh, LOG_ERR, "local slot: cannot read or write %s/%s: %m", c.dir,
 				f.name);
-		close(fd); /* and with it the lock */
 	}
 	if (f.dfd >= 0)
 		close(f.dfd);

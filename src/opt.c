@@ -157,18 +157,25 @@ static int opt_set_countdown(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+/* The index of v among words (in the order of the option's enum, NULL-terminated), or -1 with
+   *why = must_be. */
+static int opt_word(const char *v, const char *const words[], const char *must_be, const char **why)
+{
+	for (int i = 0; words[i] != NULL; i++)
+		if (strcmp(v, words[i]) == 0)
+			return i;
+	*why = must_be;
+	return -1;
+}
+
 static int opt_set_messages(struct opt *o, const char *v, const char **why)
 {
-	if (strcmp(v, "auto") == 0)
-		o->messages = OPT_MESSAGES_AUTO;
-	else if (strcmp(v, "live") == 0)
-		o->messages = OPT_MESSAGES_LIVE;
-	else if (strcmp(v, "summary") == 0)
-		o->messages = OPT_MESSAGES_SUMMARY;
-	else {
-		*why = "must be auto, live or summary";
+	static const char *const words[] = { "auto", "live", "summary", NULL };
+	int i = opt_word(v, words, "must be auto, live or summary", why);
+
+	if (i < 0)
 		return -1;
-	}
+	o->messages = (enum opt_messages)i;
 	return 0;
 }
 
@@ -186,16 +193,12 @@ static int opt_set_burst(struct opt *o, const char *v, const char **why)
 
 static int opt_set_fallback(struct opt *o, const char *v, const char **why)
 {
-	if (strcmp(v, "local") == 0)
-		o->fallback = OPT_FALLBACK_LOCAL;
-	else if (strcmp(v, "open") == 0)
-		o->fallback = OPT_FALLBACK_OPEN;
-	else if (strcmp(v, "closed") == 0)
-		o->fallback = OPT_FALLBACK_CLOSED;
-	else {
-		*why = "must be local, open or closed";
+	static const char *const words[] = { "local", "open", "closed", NULL };
+	int i = opt_word(v, words, "must be local, open or closed", why);
+
+	if (i < 0)
 		return -1;
-	}
+	o->fallback = (enum opt_fallback)i;
 	return 0;
 }
 
@@ -354,14 +357,12 @@ static int opt_set_tls_server_name(struct opt *o, const char *v, const char **wh
 
 static int opt_set_tls_verify(struct opt *o, const char *v, const char **why)
 {
-	if (strcmp(v, "name") == 0)
-		o->tls.verify = OPT_TLS_VERIFY_NAME;
-	else if (strcmp(v, "ca") == 0)
-		o->tls.verify = OPT_TLS_VERIFY_CA;
-	else {
-		*why = "must be name or ca (there is no mode that checks nothing)";
+	static const char *const words[] = { "name", "ca", NULL };
+	int i = opt_word(v, words, "must be name or ca (there is no mode that checks nothing)", why);
+
+	if (i < 0)
 		return -1;
-	}
+	o->tls.verify = (enum opt_tls_verify)i;
 	return opt_tls_set(o, 0);
 }
 

@@ -17,8 +17,10 @@ enum queue_next {
 struct queue_state {
 	bool held;	  /* a place is held: renew it */
 	bool failing;	  /* a renewal failed and that was logged: once a wait */
-	int64_t renew_us; /* the next renewal, unless the slot comes first */
-	int64_t lease_us; /* the end of the lease last taken (at most: it began before) */
+	bool lost;	  /* the last renewal failed */
+	int64_t renew_us; /* the renewal the lease asks for (or a failure's retry) */
+	int64_t next_us;  /* the next renewal: renew_us, or sooner to keep to the slot */
+	int64_t lease_us; /* the end of the lease last taken, from its call's start (or answer) */
 };
 
 static int64_t queue_min(int64_t a, int64_t b)
@@ -35,9 +37,10 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 }
 
 /* One call about the place, bounded by max_wait_us, with the options read afresh: the
-   password is held only for the exchange, never through the wait. */
+   password is held only for the exchange, never through the wait. On Redis, over by until_us
+   if not 0. */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
-				    int64_t max_wait_us, struct slot_result *res)
+				    int64_t max_wait_us, int64_t until_us, struct slot_result *res)
 {
 	struct slot_params p = l->o->slot;
 	struct opt fresh;
@@ -53,26 +56,56 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	}
 	opt_parse(&fresh, l->pamh, l->argc, l->argv);
 	fresh.slot = p;
+	fresh.until_us = until_us;
 	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);
 	opt_wipe(&fresh);
 	return v;
+}
+
+/* How long before the slot the try that keeps to it begins: one server's timeout (the file's
+   lock wait). The try is over by the slot whatever nodes it asks, so that should it fail the
+   login can still go in blind at its slot, never later. */
+static int64_t queue_lead_us(const struct queue_login *l)
+{
+	return l->local ? LSLOT_LOCK_WAIT_US : l->o->timeout_us;
+}
+
+/* Whether the wait keeps to its slot: a login first in line (its next renewal admits it), or
+   one whose last renewal failed. Waiters further back renew as they did, so that one whose
+   slot keeps moving (a place ahead not given up yet) cannot call in a loop. */
+static bool queue_keeps_slot(const struct slot_result *res, const struct queue_state *st)
+{
+	return st->lost || res->position == 1;
+}
+
+/* When to renew next, from now_us: when the lease asks (st->renew_us), or, keeping to the
+   slot, no later than the lead before it. */
+static int64_t queue_next_us(const struct queue_login *l, const struct slot_result *res,
+			     const struct queue_state *st, int64_t now_us)
+{
+	int64_t next_us = st->renew_us, last_us = res->deadline_us - queue_lead_us(l);
+
+	if (queue_keeps_slot(res, st) && last_us > now_us && last_us < next_us)
+		next_us = last_us;
+	return next_us;
 }
 
 void queue_leave(const struct queue_login *l)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
-	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), &res);
+	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, &res);
 }
 
-/* A renewal that failed: tried again until the slot (said once), and at the slot, failing
-   still, the login goes in blind at the last slot given. */
+/* A renewal that failed: tried again until the slot (said once); past it, the login goes in
+   blind at the last slot given. */
 static enum queue_next queue_renew_failed(const struct queue_login *l, struct slot_result *res,
 					  struct queue_state *st)
 {
 	int64_t now_us = fstime_mono_us();
 	char left[32];
 
+	st->lost = true;
 	if (now_us < res->deadline_us) {
 		if (!st->failing) {
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
@@ -96,13 +129,35 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	return QUEUE_GO;
 }
 
+/* After a call that began at began_us and answered res, a place held: its next renewal and
+   the end of its lease, as the schedule granted it from the wait it answered (L1, L2). The
+   schedule's own interval decides; where the backend did not name it, the near cadence. */
+static void queue_lease(struct queue_state *st, const struct slot_result *res, int64_t began_us)
+{
+	st->renew_us = began_us + slot_renew_us(res->wait_us, res->sched_interval_us);
+	st->lease_us = began_us + slot_lease_us(res->wait_us, res->sched_interval_us);
+}
+
+/* When a renewal from now_us must be over: keeping to the slot, by the slot, or once at it
+   after a failure, within one server's timeout (not the several a Sentinel or Cluster
+   decision may take): then a failure to reach the schedule costs the login no more than
+   that past its slot. 0: no sooner than the call's own bound. */
+static int64_t queue_until_us(const struct queue_login *l, const struct slot_result *res,
+			      const struct queue_state *st, int64_t now_us)
+{
+	if (!queue_keeps_slot(res, st))
+		return 0;
+	return res->deadline_us > now_us ? res->deadline_us : now_us + queue_lead_us(l);
+}
+
 /* Renews the place, with what is left of max_wait: its slot, its refusal, or a failure. */
 static enum queue_next queue_renew(const struct queue_login *l, struct slot_result *res,
 				   struct countdown *cd, struct queue_state *st)
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
-	int64_t left_us = queue_left_us(l, fstime_mono_us());
-	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us, &now);
+	int64_t began_us = fstime_mono_us(), left_us = queue_left_us(l, began_us);
+	enum slot_verdict v =
+	    queue_call(l, SLOT_RENEW, left_us, queue_until_us(l, res, st, began_us), &now);
 
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
 	   refused here, the place given back. */
@@ -122,14 +177,16 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 		return QUEUE_GO;
 	case SLOT_QUEUED:
 		*res = now;
-		st->lease_us = fstime_mono_us() + SLOT_LEASE_US;
+		st->lost = false;
+		queue_lease(st, res, began_us);
 		countdown_update(cd, res);
 		return QUEUE_HOLD;
 	case SLOT_REFUSE: /* the place is gone */
 		*res = now;
 		res->verdict = SLOT_REFUSE;
 		return QUEUE_OUT;
-	default:
+	default: /* tried again at the near cadence, within the lease taken */
+		st->renew_us = fstime_mono_us() + SLOT_RENEW_US;
 		return queue_renew_failed(l, res, st);
 	}
 }
@@ -137,27 +194,30 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			  const struct hangup_watch *w, struct countdown *cd)
 {
-	struct queue_state st = { .held = res->verdict == SLOT_QUEUED,
-				  .renew_us = fstime_mono_us() + SLOT_RENEW_US,
-				  .lease_us = fstime_mono_us() + SLOT_LEASE_US };
+	struct queue_state st = { .held = res->verdict == SLOT_QUEUED };
+
+	/* The reservation's answer came at its deadline less its wait. */
+	queue_lease(&st, res, res->deadline_us - res->wait_us);
+
+	st.next_us = queue_next_us(l, res, &st, fstime_mono_us());
 
 	for (;;) {
 		int64_t now_us = fstime_mono_us(), wake_us;
 
-		if (st.held && (now_us >= res->deadline_us || now_us >= st.renew_us)) {
+		if (st.held && (now_us >= res->deadline_us || now_us >= st.next_us)) {
 			enum queue_next next = queue_renew(l, res, cd, &st);
 
 			if (next == QUEUE_OUT)
 				return QUEUE_REFUSED;
 			st.held = next == QUEUE_HOLD;
-			st.renew_us = fstime_mono_us() + SLOT_RENEW_US;
+			st.next_us = queue_next_us(l, res, &st, fstime_mono_us());
 			continue;
 		}
 		if (!st.held && now_us >= res->deadline_us)
 			return QUEUE_TURN;
 		wake_us = queue_min(res->deadline_us, countdown_due(cd, res->deadline_us));
 		if (st.held)
-			wake_us = queue_min(wake_us, st.renew_us);
+			wake_us = queue_min(wake_us, st.next_us);
 		if (hangup_wait_until(w, wake_us)) {
 			if (st.held)
 				queue_leave(l);

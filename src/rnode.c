@@ -20,23 +20,10 @@
 /* Waits until fd is ready for events, or the call's deadline passes. */
 static int rnode_poll(const struct rnode_call *call, short events, const char **why)
 {
-	for (;;) {
-		int64_t left_us = call->deadline_us - fstime_mono_us();
-		struct pollfd p = { .fd = call->c->fd, .events = events };
-		int n;
-
-		if (left_us <= 0) {
-			*why = "timed out";
-			return -1;
-		}
-		n = poll(&p, 1, (int)((left_us + 999) / 1000));
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno != EINTR) {
-			*why = "poll failed";
-			return -1;
-		}
-	}
+	if (fstime_poll(call->c->fd, events, call->deadline_us) == 0)
+		return 0;
+	*why = errno == ETIMEDOUT ? "timed out" : "poll failed";
+	return -1;
 }
 
 /* Why a send found the connection closed. A server that drops what it cannot parse without a

@@ -289,6 +289,8 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	int redirects = 0;
 
 	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
+	if (o->until_us > 0 && o->until_us < call.budget_end_us)
+		call.budget_end_us = o->until_us;
 
 	switch (o->url.backend) {
 	case URL_BACKEND_SENTINEL:

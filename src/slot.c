@@ -51,6 +51,21 @@ int64_t slot_decide(const struct slot_params *p, int64_t now_us, int64_t tat_us,
 	return tat_us + p->interval_us;
 }
 
+int64_t slot_renew_us(int64_t wait_us, int64_t interval_us)
+{
+	int64_t renew_us = wait_us / 4;
+
+	if (interval_us <= 0 || wait_us <= 2 * interval_us + SLOT_COMMIT_US ||
+	    renew_us < SLOT_RENEW_US)
+		return SLOT_RENEW_US;
+	return renew_us < SLOT_RENEW_MAX_US ? renew_us : SLOT_RENEW_MAX_US;
+}
+
+int64_t slot_lease_us(int64_t wait_us, int64_t interval_us)
+{
+	return slot_renew_us(wait_us, interval_us) + SLOT_LEASE_US - SLOT_RENEW_US;
+}
+
 int64_t slot_commit_us(const struct slot_params *p)
 {
 	if (p->dry_run && p->max_wait_us > SLOT_COMMIT_US)

@@ -9,7 +9,7 @@
 --                              interval and burst; the last admission (0: none)
 --            arrival           "w:ID:WHO:HOST" a waiter's place, ranked by arrival; with ":t"
 --                              after it when the place was taken back from a ghost
---            LEASE + end       "l:ID:WHO:HOST" that place's lease
+--            LEASE + end       "l:ID:WHO:HOST" the end of that place's lease, as granted
 --            GHOST + end       "g:WHO:ARRIVAL:LEFT:HOST:0"  a place given up (at LEFT), that the
 --                              same login tried again takes back
 --          and the indexes that keep every lookup logarithmic, below 0:
@@ -28,9 +28,11 @@
 -- ARGV[7]  WHO: who is logging in (a hash of service, user and remote host), or ""
 -- ARGV[8]  HOST: the remote host (a hash), or ""
 -- ARGV[9]  per_host: how many places and ghosts one HOST may hold at once; 0 for no limit
--- ARGV[10] the lease, in microseconds: a place not renewed within it is given up
+-- ARGV[10] the lease near the slot, in microseconds: a place not renewed within its lease is
+--          given up; further from its slot the lease is longer (lease_for)
 -- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
 --          this far off is admitted now, to go in at its slot without another call
+-- Numbers are whole (a fraction, inf or nan is bad arguments).
 --
 -- Returns {verdict, wait_us, position, interval, burst}. verdict: 1 admitted: go in after
 -- wait_us (at most the commit window), nothing is kept but the schedule; 2 queued: the place
@@ -57,6 +59,8 @@
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
 -- - A place whose lease ran out while it was first in line, its slot come by then, counts as
 --   admitted: its login may have gone in without reaching the schedule.
+-- - A lease fits the wait (lease_for): it ends before the place's slot unless that is near, and
+--   its end is stored, so that every caller, an older version's script included, reads it.
 --
 -- Try it:
 --   redis-cli --eval slot.lua myschedule , reserve 7000000 1 60000000 0 a "" "" 0 5000000 0
@@ -74,11 +78,13 @@ local host = ARGV[8] ~= '' and ARGV[8] or '-'
 local per_host = tonumber(ARGV[9])
 local lease = tonumber(ARGV[10])
 local window = tonumber(ARGV[11])
+-- This login's place: its id, WHO and HOST, checked in one match (none of them holds a ':').
+local self = id and who and host and id .. ':' .. who .. ':' .. host
 if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave' and op ~= 'peek' and op ~= 'reset') or not interval or not burst or
-    not max_wait or not db or not id or not string.match(id, '^%w+$') or
-    not string.match(who, '^[%w-]+$') or not string.match(host, '^[%w-]+$') or not per_host or
+    not max_wait or not db or not self or not string.match(self, '^%w+:[%w-]+:[%w-]+$') or not per_host or
     not lease or not window or interval < 1 or burst < 1 or max_wait < 0 or lease < 1 or
-    window < 0 then
+    window < 0 or interval % 1 ~= 0 or burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or
+    per_host % 1 ~= 0 or lease % 1 ~= 0 or window % 1 ~= 0 then
   return redis.error_reply('ERR pam_flowslot: bad arguments')
 end
 if db ~= 0 then
@@ -92,38 +98,74 @@ local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
 -- A place given up is remembered this long, so that the same login tried again takes it back;
 -- so many at most per HOST and per schedule.
 local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
+-- A waiter renews every RENEW near its slot, and at most RENEW_MAX apart further back
+-- (SLOT_RENEW_US and SLOT_RENEW_MAX_US).
+local RENEW, RENEW_MAX = 2000000, 60000000
 -- The furthest ahead any settings can leave a schedule (max_wait 60 min + burst 1000 *
 -- interval 60 min), and the furthest back a clock may step and the schedule still be ours.
 local HORIZON_MAX, STEP_MAX = 3600000000 * 1001, 400 * 86400000000
+-- The bands' bounds as Redis reads them, written out once: the places end below LEASE, the
+-- leases below GHOST.
+local LEASE_S, GHOST_S = '10000000000000000', '20000000000000000'
+local PLACES_END, LEASES_END = '(' .. LEASE_S, '(' .. GHOST_S
 
--- Microseconds as Redis arguments: a Lua number would go as 14 significant digits.
+-- Microseconds as Redis arguments: a Lua number would go as 14 significant digits. %d prints
+-- the same digits as %.0f for less, where a C long has 64 bits (not on a 32-bit server:
+-- there, and past 2^62, %.0f). Every time here is whole: the arguments are checked.
+local WIDE = string.format('%d', 2 ^ 53) == '9007199254740992'
 local function us(x)
+  if WIDE and x < 2 ^ 62 and x > -2 ^ 62 then
+    return string.format('%d', x)
+  end
   return string.format('%.0f', x)
 end
 
+-- An index's score: -(base + H(name)). H is computed once per name and call.
+local hashes = {}
 local function index(base, name)
-  return us(-(base + tonumber(string.sub(redis.sha1hex(name), 1, 12), 16)))
+  local h = hashes[name]
+  if not h then
+    h = tonumber(string.sub(redis.sha1hex(name), 1, 12), 16)
+    hashes[name] = h
+  end
+  return us(-(base + h))
 end
 
 local t = redis.call('TIME')
-local server_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local server_now = t[1] * 1000000 + t[2]
 
 -- The stored schedule, as fields. An earlier version's (a string "tat at", a bare "tat", or
--- a member "s:TAT:AT") is read, and replaced on the first write.
-local stored, s_member
-local from_string = redis.call('TYPE', K).ok == 'string'
-if from_string then
+-- a member "s:TAT:AT") is read, and replaced on the first write. A sorted set is read
+-- directly: only a key of another type costs the TYPE that tells a string from the rest.
+local stored, s_member, from_string
+local got = redis.pcall('ZRANGEBYSCORE', K, '0', '0', 'LIMIT', '0', '1')
+if got.err then
+  if redis.call('TYPE', K).ok ~= 'string' then
+    return redis.error_reply(got.err)
+  end
+  from_string = true
   stored = redis.call('GET', K)
 else
-  s_member = redis.call('ZRANGEBYSCORE', K, 0, 0, 'LIMIT', 0, 1)[1]
+  s_member = got[1]
   if s_member then
     stored = string.sub(s_member, 3)
   end
 end
-local f = {}
+-- f: the fields as numbers (-1 for one that is not a whole number); fs: as written, when the
+-- head has this version's form, so that a field that did not change is written back as is.
+-- Digits that Redis wrote are read with + 0, which converts once (tonumber converts twice).
+local f, fs = {}, nil
 if stored then
-  for x in string.gmatch(stored, '[^: ]+') do
-    f[#f + 1] = tonumber(x) or -1
+  local a, b, c, d, e, g = string.match(stored, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$')
+  if a then
+    fs = {a, b, c, d, e, g}
+    f = {a + 0, b + 0, c == '0' and 0 or c + 0, d == ARGV[2] and interval or d + 0,
+         e == ARGV[3] and burst or e + 0, g + 0}
+  else
+    for x in string.gmatch(stored, '[^: ]+') do
+      local n = tonumber(x)
+      f[#f + 1] = (n and n % 1 == 0) and n or -1
+    end
   end
 end
 
@@ -133,7 +175,7 @@ local tat_raw, at, off = f[1], f[2] or server_now, f[3] or 0
 local ours = tat_raw ~= nil and #f <= 6 and tat_raw >= 0 and at > 0 and off >= 0 and
     tat_raw >= at and tat_raw - at <= HORIZON_MAX and at - server_now - off <= STEP_MAX
 if not ours then
-  tat_raw, at, off = nil, nil, 0
+  tat_raw, at, off, fs = nil, nil, 0, nil
 end
 local now = server_now + off
 if at and now <= at then
@@ -181,162 +223,6 @@ local function position(rank)
   return rank + 1 + pending
 end
 
--- Admits one login that goes in at at_us: the schedule moves on by one interval.
-local function admit(at_us)
-  tat_raw = math.max(tat_raw, at_us) + interval
-  tat = math.max(tat_raw, now)
-  admitted_at = now
-  changed = true
-end
-
-local function place_of(pid, pwho, phost)
-  return pid .. ':' .. pwho .. ':' .. phost
-end
-
-local function parse_place(place)
-  return string.match(place, '^(%w+):([%w-]+):([%w-]+)$')
-end
-
--- A place's arrival, and whether it was taken back from a ghost; nil for none.
-local function arrival_of(place)
-  local a = redis.call('ZSCORE', K, 'w:' .. place)
-  if a then
-    return tonumber(a), false
-  end
-  a = redis.call('ZSCORE', K, 'w:' .. place .. ':t')
-  if a then
-    return tonumber(a), true
-  end
-  return nil, false
-end
-
-local function drop(place)
-  local pid, _, phost = parse_place(place)
-  redis.call('ZREM', K, 'w:' .. place, 'w:' .. place .. ':t', 'l:' .. place)
-  if phost and phost ~= '-' then
-    redis.call('ZREM', K, 'h:' .. phost .. ':' .. pid)
-  end
-  changed = true
-end
-
-local function hold(arrival, taken)
-  local place = place_of(id, who, host)
-  redis.call('ZADD', K, us(arrival), 'w:' .. place .. (taken and ':t' or ''))
-  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. place)
-  if host ~= '-' then
-    redis.call('ZADD', K, index(BY_HOST, host), 'h:' .. host .. ':' .. id)
-  end
-  changed = true
-end
-
--- WHO's ghost, or nil: {payload, who, arrival, left, host}.
-local function ghost_of(whom)
-  if whom == '-' then
-    return nil
-  end
-  local score = index(GHOST_BY_WHO, whom)
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, score, score)) do
-    local gw, ga, gl, gh = string.match(m, '^j:([%w-]+):(%d+):(%d+):([%w-]+):0$')
-    if gw == whom then
-      return {payload = string.sub(m, 3), who = gw, arrival = tonumber(ga), left = tonumber(gl),
-              host = gh}
-    end
-  end
-  return nil
-end
-
-local function forget_ghost(g)
-  redis.call('ZREM', K, 'g:' .. g.payload, 'j:' .. g.payload)
-  if g.host ~= '-' then
-    redis.call('ZREM', K, 'i:' .. g.host .. ':' .. g.who)
-  end
-  changed = true
-end
-
--- Remembers a place given up at left_us for WHO's next attempt, within the caps.
-local function make_ghost(pwho, phost, arrival, left_us)
-  local old = ghost_of(pwho)
-  if old then
-    forget_ghost(old)
-  end
-  if pwho == '-' or redis.call('ZCOUNT', K, GHOST, '+inf') >= GHOSTS_MAX then
-    return
-  end
-  local by_host = index(GHOST_BY_HOST, phost)
-  if phost ~= '-' and redis.call('ZCOUNT', K, by_host, by_host) >= GHOSTS_PER_HOST then
-    return
-  end
-  local payload = pwho .. ':' .. us(arrival) .. ':' .. us(left_us) .. ':' .. phost .. ':0'
-  redis.call('ZADD', K, us(GHOST + left_us + GHOST_US), 'g:' .. payload)
-  redis.call('ZADD', K, index(GHOST_BY_WHO, pwho), 'j:' .. payload)
-  if phost ~= '-' then
-    redis.call('ZADD', K, by_host, 'i:' .. phost .. ':' .. pwho)
-  end
-  changed = true
-end
-
--- Gives a place up at left_us, leaving a ghost unless it was taken back already.
-local function give_up(place, left_us)
-  local arrival, taken = arrival_of(place)
-  local _, pwho, phost = parse_place(place)
-  drop(place)
-  if arrival and pwho and not taken then
-    make_ghost(pwho, phost, arrival, left_us)
-  end
-end
-
--- The arrival of a login that takes ghost (or nil) back: the ghost's, if nobody queued after
--- it left; else now, at the back.
-local function arrival_back(ghost)
-  if ghost and redis.call('ZCOUNT', K, us(ghost.left), '(' .. us(LEASE)) == 0 then
-    return ghost.arrival
-  end
-  return now
-end
-
--- The waiters ahead of an arrival.
-local function rank_of(arrival)
-  return redis.call('ZCOUNT', K, 1, '(' .. us(arrival))
-end
-
--- The places and ghosts of HOST.
-local function held_by(h)
-  local places, ghosts = index(BY_HOST, h), index(GHOST_BY_HOST, h)
-  return redis.call('ZCOUNT', K, places, places) + redis.call('ZCOUNT', K, ghosts, ghosts)
-end
-
--- The key lives as long as its schedule, its last lease or its last ghost, and no longer.
--- Every write adds before it removes: a key that went empty and came back would be a new key,
--- which a cluster node refuses to make while its slot migrates.
-local function save()
-  -- The last place's slot, were everyone ahead of it admitted (see the lapsed places).
-  local last = tat + redis.call('ZCOUNT', K, 1, '(' .. us(LEASE)) * interval
-  for _, range in ipairs({{'+inf', GHOST, GHOST}, {'(' .. us(GHOST), LEASE, LEASE}}) do
-    local top = redis.call('ZREVRANGEBYSCORE', K, range[1], range[2], 'WITHSCORES', 'LIMIT', 0, 1)
-    if top[2] then
-      last = math.max(last, tonumber(top[2]) - range[3])
-    end
-  end
-  if last <= now then
-    if redis.call('EXISTS', K) == 1 then
-      redis.call('DEL', K)
-    end
-    return
-  end
-  if not changed then
-    return
-  end
-  local m = 's:' .. us(tat) .. ':' .. us(now) .. ':' .. us(off) .. ':' .. us(interval) .. ':' ..
-      us(burst) .. ':' .. us(admitted_at)
-  if m ~= s_member then
-    redis.call('ZADD', K, 0, m)
-    if s_member then
-      redis.call('ZREM', K, s_member)
-    end
-  end
-  redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
-end
-
 -- The login first in line, or within the burst, whose slot is near is admitted now: it goes
 -- in at its slot, and the next one's slot follows from that one, not from when it renewed.
 local function due(rank, start)
@@ -349,7 +235,7 @@ end
 if reading then
   local live, since = 0, -1
   if not from_string then
-    live = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), '(' .. us(GHOST))
+    live = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), LEASES_END)
   end
   if admitted_at > 0 then
     since = math.max(now - admitted_at, 0)
@@ -367,102 +253,345 @@ if reading then
   return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst}
 end
 
-local self = place_of(id, who, host)
+local now_s = us(now)
+-- The member with the highest score, read once: whether the key may hold ghosts, and leases
+-- (a schedule with none spends nothing on looking for them; ghosts is set again as they are
+-- made), and, while it stays, the last ghost's end or lease's for the key's expiry (at the end).
+local top, top_score = nil, 0
+if not changed then
+  local r = redis.call('ZREVRANGE', K, '0', '0', 'WITHSCORES')
+  top, top_score = r[1], (r[2] or 0) + 0
+end
+local ghosts, leases = top_score >= GHOST, top_score >= LEASE
+-- What this call adds last, as score, member pairs: its own place and lease, and the head,
+-- in one ZADD (at the end); the highest lease and ghost it adds, as scores; whether the member
+-- with the highest score went, or moved down.
+local adds, lease_top, ghost_top, removed = {}, 0, 0, false
+-- The index score of this login's HOST's places, once worked out.
+local host_places
+
+-- The lease granted to a place whose slot is `wait` off, as src/slot.c's slot_lease_us: near
+-- its slot (within two intervals and the commit window) `lease`; further back a quarter of the
+-- wait (RENEW to RENEW_MAX), when its login renews, and the same margin. So it ends before the
+-- slot unless that is at most `lease` off, and a dead place far back delays nobody.
+local function lease_for(wait)
+  local renew = RENEW
+  if wait > 2 * interval + window then
+    renew = math.min(math.max(math.floor(wait / 4), RENEW), RENEW_MAX)
+  end
+  return renew + lease - RENEW
+end
+
+-- Renews this login's lease, its slot `wait` off, written at the end.
+local function add_lease(wait)
+  local score = LEASE + now + lease_for(wait)
+  adds[#adds + 1] = us(score)
+  adds[#adds + 1] = 'l:' .. self
+  if top == 'l:' .. self and score < top_score then
+    removed = true
+  end
+  lease_top = math.max(lease_top, score)
+end
+
+-- Admits one login that goes in at at_us: the schedule moves on by one interval.
+local function admit(at_us)
+  tat_raw = math.max(tat_raw, at_us) + interval
+  tat = math.max(tat_raw, now)
+  admitted_at = now
+  changed = true
+end
+
+-- A place's arrival, and whether it was taken back from a ghost; nil for none.
+local function arrival_of(place)
+  local a = redis.call('ZSCORE', K, 'w:' .. place)
+  if a then
+    return a + 0, false
+  end
+  a = redis.call('ZSCORE', K, 'w:' .. place .. ':t')
+  if a then
+    return a + 0, true
+  end
+  return nil, false
+end
+
+-- Drops a place (pid and phost, from the place, for its HOST's index).
+local function drop(place, pid, phost)
+  if phost and phost ~= '-' then
+    redis.call('ZREM', K, 'w:' .. place, 'w:' .. place .. ':t', 'l:' .. place,
+        'h:' .. phost .. ':' .. pid)
+  else
+    redis.call('ZREM', K, 'w:' .. place, 'w:' .. place .. ':t', 'l:' .. place)
+  end
+  changed, removed = true, removed or top == 'l:' .. place
+end
+
+-- Holds this login's place, its slot `wait` off, written at the end.
+local function hold(arrival_s, taken, wait)
+  adds[#adds + 1] = arrival_s
+  adds[#adds + 1] = 'w:' .. self .. (taken and ':t' or '')
+  add_lease(wait)
+  if host ~= '-' then
+    adds[#adds + 1] = host_places or index(BY_HOST, host)
+    adds[#adds + 1] = 'h:' .. host .. ':' .. id
+  end
+  changed = true
+end
+
+-- WHO's ghost, or nil: {payload, who, arrival, left (as written), host}.
+local function ghost_of(whom)
+  if whom == '-' or not ghosts then
+    return nil
+  end
+  local score = index(GHOST_BY_WHO, whom)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, score, score)) do
+    local gw, ga, gl, gh = string.match(m, '^j:([%w-]+):(%d+):(%d+):([%w-]+):0$')
+    if gw == whom then
+      return {payload = string.sub(m, 3), who = gw, arrival = tonumber(ga), left = gl, host = gh}
+    end
+  end
+  return nil
+end
+
+local function forget_ghost(g)
+  if g.host ~= '-' then
+    redis.call('ZREM', K, 'g:' .. g.payload, 'j:' .. g.payload, 'i:' .. g.host .. ':' .. g.who)
+  else
+    redis.call('ZREM', K, 'g:' .. g.payload, 'j:' .. g.payload)
+  end
+  -- The highest ghost, if it was this one or one this call made (ghost_top knows no better).
+  changed, removed = true, removed or top == 'g:' .. g.payload or ghost_top > 0
+end
+
+-- Remembers a place given up at left_us for WHO's next attempt, within the caps.
+local function make_ghost(pwho, phost, arrival, left_us)
+  local old = ghost_of(pwho)
+  if old then
+    forget_ghost(old)
+  end
+  if pwho == '-' or (ghosts and redis.call('ZCOUNT', K, GHOST_S, '+inf') >= GHOSTS_MAX) then
+    return
+  end
+  local by_host = phost ~= '-' and index(GHOST_BY_HOST, phost)
+  if by_host and ghosts and redis.call('ZCOUNT', K, by_host, by_host) >= GHOSTS_PER_HOST then
+    return
+  end
+  local payload = pwho .. ':' .. us(arrival) .. ':' .. us(left_us) .. ':' .. phost .. ':0'
+  local score = GHOST + left_us + GHOST_US
+  if by_host then
+    redis.call('ZADD', K, us(score), 'g:' .. payload, index(GHOST_BY_WHO, pwho), 'j:' .. payload,
+        by_host, 'i:' .. phost .. ':' .. pwho)
+  else
+    redis.call('ZADD', K, us(score), 'g:' .. payload, index(GHOST_BY_WHO, pwho), 'j:' .. payload)
+  end
+  ghosts, ghost_top = true, math.max(ghost_top, score)
+  changed = true
+end
+
+-- Gives a place up at left_us, leaving a ghost unless it was taken back already.
+local function give_up(place, left_us)
+  local arrival, taken = arrival_of(place)
+  local pid, pwho, phost = string.match(place, '^(%w+):([%w-]+):([%w-]+)$')
+  drop(place, pid, phost)
+  if arrival and pwho and not taken then
+    make_ghost(pwho, phost, arrival, left_us)
+  end
+end
+
+-- The arrival of a login that takes ghost (or nil) back: the ghost's, if nobody queued after
+-- it left; else now, at the back.
+local function arrival_back(ghost)
+  if ghost and redis.call('ZCOUNT', K, ghost.left, PLACES_END) == 0 then
+    return ghost.arrival
+  end
+  return now
+end
+
+-- The waiters ahead of an arrival.
+local function rank_of(arrival_s)
+  return redis.call('ZCOUNT', K, '1', '(' .. arrival_s)
+end
+
+-- The places and ghosts of this login's HOST.
+local function held_by()
+  host_places = index(BY_HOST, host)
+  local n = redis.call('ZCOUNT', K, host_places, host_places)
+  if ghosts then
+    local held = index(GHOST_BY_HOST, host)
+    n = n + redis.call('ZCOUNT', K, held, held)
+  end
+  return n
+end
+
+-- A field of the head as this call writes it: as stored, if it has not changed.
+local function field(i, x)
+  local s = fs and fs[i]
+  if s and f[i] == x and (#s == 1 or string.byte(s) ~= 48) then
+    return s
+  end
+  return x == now and now_s or us(x)
+end
 
 -- The ghosts forgotten, then the places whose lease ran out, in arrival order (not the
 -- caller's own: it is renewing, so it lives).
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, GHOST, us(GHOST + now))) do
-  local payload = string.sub(m, 3)
-  local gw, gh = string.match(payload, '^([%w-]+):%d+:%d+:([%w-]+):[01]$')
-  redis.call('ZREM', K, m, 'j:' .. payload)
-  if gh and gh ~= '-' then
-    redis.call('ZREM', K, 'i:' .. gh .. ':' .. gw)
-  end
-  changed = true
-end
-local lapsed = {}
-local ended = redis.call('ZRANGEBYSCORE', K, LEASE, us(LEASE + now), 'WITHSCORES')
-for i = 1, #ended, 2 do
-  local place = string.sub(ended[i], 3)
-  if place ~= self or op == 'reserve' then
-    lapsed[#lapsed + 1] = {place = place, arrival = arrival_of(place) or -1,
-                           left = tonumber(ended[i + 1]) - LEASE}
+if ghosts then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, GHOST_S, us(GHOST + now))) do
+    local payload = string.sub(m, 3)
+    local gw, gh = string.match(payload, '^([%w-]+):%d+:%d+:([%w-]+):[01]$')
+    if gh and gh ~= '-' then
+      redis.call('ZREM', K, m, 'j:' .. payload, 'i:' .. gh .. ':' .. gw)
+    else
+      redis.call('ZREM', K, m, 'j:' .. payload)
+    end
+    changed, removed = true, removed or top == m
   end
 end
-table.sort(lapsed, function(a, b) return a.arrival < b.arrival end)
-for _, p in ipairs(lapsed) do
-  if p.arrival >= 0 and rank_of(p.arrival) == 0 and tat_raw - (burst - 1) * interval <= p.left then
-    drop(p.place)
-    admit(0)
-  else
-    give_up(p.place, p.left)
-  end
-end
-
-if op == 'leave' then
-  give_up(self, now)
-  save()
-  return reply(1, 0, 1)
-end
-
-if op == 'reserve' then
-  local ghost = ghost_of(who)
-  if per_host > 0 and host ~= '-' then
-    local own = (ghost and ghost.host == host) and 1 or 0
-    if held_by(host) - own >= per_host then
-      save()
-      return reply(3, 0, position(redis.call('ZCOUNT', K, 1, '(' .. us(LEASE))))
+if leases then
+  local lapsed = {}
+  local ended = redis.call('ZRANGEBYSCORE', K, LEASE_S, us(LEASE + now), 'WITHSCORES')
+  for i = 1, #ended, 2 do
+    local place = string.sub(ended[i], 3)
+    if place ~= self or op == 'reserve' then
+      lapsed[#lapsed + 1] = {place = place, arrival = arrival_of(place) or -1,
+                             left = tonumber(ended[i + 1]) - LEASE}
     end
   end
-  local arrival = arrival_back(ghost)
-  local rank = rank_of(arrival)
-  local start = start_of(rank)
-  if start - now > max_wait then
-    save()
-    return reply(0, start - now, position(rank))
+  table.sort(lapsed, function(a, b) return a.arrival < b.arrival end)
+  for _, p in ipairs(lapsed) do
+    if p.arrival >= 0 and rank_of(us(p.arrival)) == 0 and
+        tat_raw - (burst - 1) * interval <= p.left then
+      local pid, _, phost = string.match(p.place, '^(%w+):([%w-]+):([%w-]+)$')
+      drop(p.place, pid, phost)
+      admit(0)
+    else
+      give_up(p.place, p.left)
+    end
   end
-  if ghost then
-    forget_ghost(ghost)
-  end
-  if due(rank, start) then
-    local pos = position(rank)
-    admit(now)
-    save()
-    return reply(1, start - now, pos)
-  end
-  hold(arrival, ghost ~= nil)
-  save()
-  return reply(2, start - now, position(rank))
 end
 
--- renew: a place whose lease ran out while its login lived on (stopped, slow, the server
--- unreachable) is taken back from its ghost as a retry would, or failing that held anew at
--- the back.
-local arrival = arrival_of(self)
-if arrival then
-  redis.call('ZADD', K, us(LEASE + now + lease), 'l:' .. self)
-  changed = true
-else
+-- The operation decides its answer; every one then saves the schedule (below). places: how
+-- many are held, where the operation knows.
+local result, places
+if op == 'leave' then
+  give_up(self, now)
+  result = reply(1, 0, 1)
+elseif op == 'reserve' then
   local ghost = ghost_of(who)
-  arrival = arrival_back(ghost)
-  if ghost then
-    forget_ghost(ghost)
+  local own = (ghost and ghost.host == host) and 1 or 0
+  if per_host > 0 and host ~= '-' and held_by() - own >= per_host then
+    places = redis.call('ZCOUNT', K, '1', PLACES_END)
+    result = reply(3, 0, position(places))
+  else
+    local arrival = arrival_back(ghost)
+    local arrival_s = arrival == now and now_s or us(arrival)
+    local rank = rank_of(arrival_s)
+    -- At the back, the places ahead are all of them: every place arrived by the last write,
+    -- and the clock runs past it.
+    places = arrival == now and rank or nil
+    local start = start_of(rank)
+    if start - now > max_wait then
+      result = reply(0, start - now, position(rank))
+    else
+      if ghost then
+        forget_ghost(ghost)
+      end
+      if due(rank, start) then
+        result = reply(1, start - now, position(rank))
+        admit(now)
+      else
+        hold(arrival_s, ghost ~= nil, start - now)
+        places = places and places + 1
+        result = reply(2, start - now, position(rank))
+      end
+    end
   end
-  hold(arrival, ghost ~= nil)
+else
+  -- renew: a place whose lease ran out while its login lived on (stopped, slow, the server
+  -- unreachable) is taken back from its ghost as a retry would, or failing that held anew at
+  -- the back. Its rank counts the arrivals before its own, so it is known before the write, and
+  -- so is the lease that fits its wait: what it decides is decided before anything is written.
+  local arrival = arrival_of(self)
+  local held, ghost = arrival ~= nil, nil
+  if not held then
+    ghost = ghost_of(who)
+    arrival = arrival_back(ghost)
+    if ghost then
+      forget_ghost(ghost)
+    end
+  end
+  local arrival_s = arrival == now and now_s or us(arrival)
+  local rank = rank_of(arrival_s)
+  local start = start_of(rank)
+  if start - now > max_wait then
+    drop(self, id, host)
+    result = reply(0, start - now, position(rank))
+  elseif due(rank, start) then
+    result = reply(1, start - now, position(rank))
+    admit(now)
+    drop(self, id, host)
+  else
+    if held then
+      add_lease(start - now)
+      changed = true
+    else
+      hold(arrival_s, ghost ~= nil, start - now)
+    end
+    result = reply(2, start - now, position(rank))
+  end
 end
-local rank = rank_of(arrival)
-local start = start_of(rank)
-if start - now > max_wait then
-  drop(self)
-  save()
-  return reply(0, start - now, position(rank))
+
+-- The key lives as long as its schedule, its last lease or its last ghost, and no longer.
+-- Every write adds before it removes: a key that went empty and came back would be a new key,
+-- which a cluster node refuses to make while its slot migrates. So the new head goes in one
+-- ZADD with this call's place, before the old head goes. Unchanged, with the next slot ahead,
+-- the key outlives this call: nothing to write.
+if changed or tat <= now then
+  local m
+  if changed then
+    m = 's:' .. field(1, tat) .. ':' .. now_s .. ':' .. field(3, off) .. ':' ..
+        field(4, interval) .. ':' .. field(5, burst) .. ':' .. field(6, admitted_at)
+    if m ~= s_member then
+      adds[#adds + 1] = '0'
+      adds[#adds + 1] = m
+    end
+    -- A place this call holds that was there already (an id reserving twice) adds none.
+    if #adds > 0 and redis.call('ZADD', K, unpack(adds)) < #adds / 2 then
+      places = nil
+    end
+  end
+  -- The last place's slot, were everyone ahead of it admitted (see the lapsed places), and the
+  -- last ghost's and lease's ends. While the member with the highest score read at first stays,
+  -- the highest of each is that one or one this call added; only a lease under the ghosts is
+  -- read. Else the highest score is read again, and below the ghosts if it is one.
+  local last = tat + (places or redis.call('ZCOUNT', K, '1', PLACES_END)) * interval
+  local hi, lease_hi = top_score, nil
+  if removed then
+    hi = (redis.call('ZREVRANGE', K, '0', '0', 'WITHSCORES')[2] or 0) + 0
+  else
+    hi, lease_hi = math.max(hi, ghost_top), math.max(hi, lease_top)
+  end
+  if hi >= GHOST then
+    last = math.max(last, hi - GHOST)
+    if lease_hi and top_score < GHOST then
+      hi = lease_hi
+    else
+      hi = (redis.call('ZREVRANGEBYSCORE', K, LEASES_END, LEASE_S, 'WITHSCORES', 'LIMIT', '0',
+          '1')[2] or 0) + 0
+    end
+  else
+    hi = lease_hi or hi
+  end
+  if hi >= LEASE then
+    last = math.max(last, hi - LEASE)
+  end
+  if last <= now then
+    if #adds > 0 or redis.call('EXISTS', K) == 1 then
+      redis.call('DEL', K)
+    end
+  elseif changed then
+    if m ~= s_member and s_member then
+      redis.call('ZREM', K, s_member)
+    end
+    redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
+  end
 end
-if due(rank, start) then
-  local pos = position(rank)
-  admit(now)
-  drop(self)
-  save()
-  return reply(1, start - now, pos)
-end
-save()
-return reply(2, start - now, position(rank))
+return result

@@ -54,27 +54,43 @@ static bool stats_record_valid(const struct stats_record *rec, bool used)
 	return stats_series_valid(&rec->series[0]) && stats_series_valid(&rec->series[1]);
 }
 
-bool stats_valid(const struct stats_table *t)
+static bool stats_head_valid(const struct stats_table *t)
 {
-	const struct stats_record *other = &t->rec[STATS_TEMPLATES_MAX];
+	return memcmp(t->magic, STATS_MAGIC, sizeof(t->magic)) == 0 &&
+	       t->version == STATS_VERSION && t->n <= STATS_TEMPLATES_MAX;
+}
 
-	if (memcmp(t->magic, STATS_MAGIC, sizeof(t->magic)) != 0 || t->version != STATS_VERSION ||
-	    t->n > STATS_TEMPLATES_MAX)
-		return false;
-	for (uint32_t i = 0; i < STATS_TEMPLATES_MAX; i++)
-		if (!stats_record_valid(&t->rec[i], i < t->n))
-			return false;
+static bool stats_other_valid(const struct stats_record *other)
+{
 	return stats_record_valid(other, other->key[0] != '\0') &&
 	       (other->key[0] == '\0' || strcmp(other->key, STATS_OTHER) == 0);
 }
 
+/* The records past n are room for new templates, whatever they hold: a login that takes one
+   writes it whole. */
+bool stats_valid(const struct stats_table *t)
+{
+	if (!stats_head_valid(t))
+		return false;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (!stats_record_valid(&t->rec[i], true))
+			return false;
+	return stats_other_valid(&t->rec[STATS_TEMPLATES_MAX]);
+}
+
+/* The record of tmpl among the n in use, a new one after them, or "other" once they are all
+   taken; a new record is emptied first. */
 static int stats_find(struct stats_table *t, const char *tmpl)
 {
+	struct stats_record *rec;
+
 	for (uint32_t i = 0; i < t->n; i++)
 		if (strcmp(t->rec[i].key, tmpl) == 0)
 			return (int)i;
 	if (t->n < STATS_TEMPLATES_MAX && tmpl[0] != '\0' && strlen(tmpl) <= OPT_KEY_MAX) {
-		snprintf(t->rec[t->n].key, sizeof(t->rec[t->n].key), "%s", tmpl);
+		rec = &t->rec[t->n];
+		memset(rec, 0, sizeof(*rec));
+		snprintf(rec->key, sizeof(rec->key), "%s", tmpl);
 		return (int)t->n++;
 	}
 	snprintf(t->rec[STATS_TEMPLATES_MAX].key, sizeof(t->rec[0].key), "%s", STATS_OTHER);
@@ -125,7 +141,17 @@ static int stats_open(int dfd, int flags, int op, const char **why)
 	return fd;
 }
 
-/* Reads the table; 0 for a whole one, 1 for an empty file, -1 for anything else. */
+static off_t stats_offset(int i)
+{
+	return (off_t)(offsetof(struct stats_table, rec) + (size_t)i * sizeof(struct stats_record));
+}
+
+static bool stats_pread(int fd, void *buf, size_t len, off_t at)
+{
+	return pread(fd, buf, len, at) == (ssize_t)len;
+}
+
+/* Reads the whole table; 0 for a whole one, 1 for an empty file, -1 for anything else. */
 static int stats_read(int fd, struct stats_table *t)
 {
 	ssize_t n = pread(fd, t, sizeof(*t), 0);
@@ -138,10 +164,30 @@ static int stats_read(int fd, struct stats_table *t)
 	return stats_valid(t) ? 0 : -1;
 }
 
-static int stats_write(int fd, const struct stats_table *t, int i, bool whole)
+/* Reads what a login needs of the table, and what stats_valid checks: its header, the records
+   in use and "other"; the rest of t is left as it was. 0 as stats_read. */
+static int stats_read_used(int fd, struct stats_table *t)
 {
 	const size_t head = offsetof(struct stats_table, rec);
-	const size_t at = head + (size_t)i * sizeof(t->rec[0]);
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	if (st.st_size == 0)
+		return 1;
+	if (st.st_size != (off_t)sizeof(*t) || !stats_pread(fd, t, head, 0) || !stats_head_valid(t))
+		return -1;
+	if (!stats_pread(fd, t->rec, t->n * sizeof(t->rec[0]), stats_offset(0)) ||
+	    !stats_pread(fd, &t->rec[STATS_TEMPLATES_MAX], sizeof(t->rec[0]),
+			 stats_offset(STATS_TEMPLATES_MAX)))
+		return -1;
+	return stats_valid(t) ? 0 : -1;
+}
+
+/* Writes record i, then the header if the record is new (n grew past it). */
+static int stats_write(int fd, const struct stats_table *t, int i, uint32_t n_before, bool whole)
+{
+	const size_t head = offsetof(struct stats_table, rec);
 
 	/* Whole: a file started afresh, cut to the table, or its tail would condemn it again. */
 	if (whole)
@@ -149,8 +195,10 @@ static int stats_write(int fd, const struct stats_table *t, int i, bool whole)
 			       ftruncate(fd, (off_t)sizeof(*t)) == 0
 			   ? 0
 			   : -1;
-	if (pwrite(fd, t, head, 0) != (ssize_t)head ||
-	    pwrite(fd, &t->rec[i], sizeof(t->rec[i]), (off_t)at) != (ssize_t)sizeof(t->rec[i]))
+	if (pwrite(fd, &t->rec[i], sizeof(t->rec[i]), stats_offset(i)) !=
+	    (ssize_t)sizeof(t->rec[i]))
+		return -1;
+	if (t->n != n_before && pwrite(fd, t, head, 0) != (ssize_t)head)
 		return -1;
 	return 0;
 }
@@ -161,13 +209,14 @@ int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tm
 	struct stats_table *t = malloc(sizeof(*t));
 	const char *why = "out of memory";
 	int dfd = -1, fd = -1, rc = -1, got, i;
+	uint32_t n_before;
 
 	if (t != NULL)
 		dfd = trust_open_dir(state_dir, true, &why);
 	if (dfd >= 0)
 		fd = stats_open(dfd, O_RDWR | O_CREAT, LOCK_EX, &why);
 	if (fd >= 0) {
-		got = stats_read(fd, t);
+		got = stats_read_used(fd, t);
 		if (got < 0)
 			log_msg(pamh, LOG_WARNING,
 				"counters: %s/" STATS_FILE " is not a counters file: starting it "
@@ -175,9 +224,10 @@ int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tm
 				state_dir);
 		if (got != 0)
 			stats_reset(t);
+		n_before = t->n;
 		i = stats_count(t, tmpl, dry_run, r, wait_us);
 		why = "cannot write the counters file";
-		if (stats_write(fd, t, i, got != 0) == 0)
+		if (stats_write(fd, t, i, n_before, got != 0) == 0)
 			rc = 0;
 	}
 	if (rc != 0)
@@ -251,8 +301,11 @@ static const struct stats_record *stats_next(const struct stats_table *t, const 
 					     uint32_t *i)
 {
 	while (*i <= STATS_TEMPLATES_MAX) {
-		const struct stats_record *rec = &t->rec[(*i)++];
+		const struct stats_record *rec;
 
+		if (*i == t->n)
+			*i = STATS_TEMPLATES_MAX; /* past the records in use: "other" */
+		rec = &t->rec[(*i)++];
 		if (rec->key[0] != '\0' && (only == NULL || strcmp(rec->key, only) == 0))
 			return rec;
 	}

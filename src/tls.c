@@ -139,24 +139,15 @@ static int tls_load(struct tls_conn *t)
 /* Waits until the socket is ready for events, or the deadline passes. */
 static int tls_poll(struct tls_conn *t, short events)
 {
-	for (;;) {
-		int64_t left_us = t->deadline_us - fstime_mono_us();
-		struct pollfd p = { .fd = t->fd, .events = events };
-		int n;
-
-		if (left_us <= 0) {
-			t->timed_out = true;
-			tls_why(t, "timed out");
-			return -1;
-		}
-		n = poll(&p, 1, (int)((left_us + 999) / 1000));
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno != EINTR) {
-			tls_why(t, "poll failed: %s", strerror(errno));
-			return -1;
-		}
+	if (fstime_poll(t->fd, events, t->deadline_us) == 0)
+		return 0;
+	if (errno == ETIMEDOUT) {
+		t->timed_out = true;
+		tls_why(t, "timed out");
+	} else {
+		tls_why(t, "poll failed: %s", strerror(errno));
 	}
+	return -1;
 }
 
 /* After the server hung up on a send: why, if it sent an alert first (TLS 1.3 servers refuse

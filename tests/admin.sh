@@ -93,6 +93,27 @@ service gone-requisite "session requisite /nonexistent/pam_flowslot.so" "session
 login gone-requisite gone-requisite nobody open_session
 check "the old 'requisite' line with the module gone: 'Module is unknown' (the lock-out this avoids)" \
 	sh -c "[ $(rc_of gone-requisite) != 0 ] && grep -q 'Module is unknown' '$TMP/gone-requisite.err' '$TMP/gone-requisite.out'"
+# The package's postrm tells the administrator which lines left behind fail every login: its
+# verdict agrees with libpam's for each form a line may take (controls, an absolute path, "-").
+sed -n '/^failing()/,/^}/p' "$TOP/debian/libpam-flowslot.postrm" > "$TMP/failing.sh"
+. "$TMP/failing.sh"
+disagree=""
+i=0
+for form in "session requisite /nonexistent/pam_flowslot.so" "-session requisite /nonexistent/pam_flowslot.so" \
+	"session required /nonexistent/pam_flowslot.so" "session optional /nonexistent/pam_flowslot.so" \
+	"session sufficient /nonexistent/pam_flowslot.so" "session [success=ok default=die] /nonexistent/pam_flowslot.so" \
+	"session [default=ignore] /nonexistent/pam_flowslot.so" \
+	"session [success=ok ignore=ignore module_unknown=ignore default=die] /nonexistent/pam_flowslot.so"; do
+	i=$((i + 1))
+	service "form$i" "$form" "session required $PAM_DIR/pam_permit.so"
+	login "form$i" "form$i" nobody open_session
+	libpam=passes
+	[ "$(rc_of "form$i")" = 0 ] || libpam=fails
+	postrm=passes
+	[ -z "$(echo "sshd:1:$form" | failing)" ] || postrm=fails
+	[ "$libpam" = "$postrm" ] || disagree="$disagree; '$form': libpam $libpam, postrm says $postrm"
+done
+check "the postrm's verdict on each leftover line agrees with libpam's ($i forms${disagree})" [ -z "$disagree" ]
 check "no shipped stack names the module 'requisite' or 'required'" \
 	sh -c "! grep -Eq '^[^#]*(requisite|required)[[:space:]]+pam_flowslot' '$TOP'/etc/pam.d/* '$TOP/etc/pam-configs/flowslot'"
 

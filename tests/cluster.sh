@@ -9,31 +9,12 @@ set -u
 
 permit="auth required @P/pam_permit.so"
 
-# cluster_port: a free port whose cluster bus (port + 10000) is free too, and clear of the
-# ports and buses already taken. Below the ephemeral range if it can, so that no outgoing
-# connection holds the port or the bus port by the time the node binds them.
-TAKEN=""
-EPHEMERAL=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-MAX_PORT=55535
-[ "$EPHEMERAL" -gt 30010 ] && MAX_PORT=$((EPHEMERAL - 10001))
-cluster_port() {
-	while :; do
-		p=$(free_port)
-		[ "$p" -le "$MAX_PORT" ] || continue
-		(exec 3<> "/dev/tcp/127.0.0.1/$((p + 10000))") 2> /dev/null && continue
-		case " $TAKEN " in *" $p "* | *" $((p + 10000)) "* | *" $((p - 10000)) "*) continue ;; esac
-		TAKEN="$TAKEN $p"
-		echo "$p"
-		return
-	done
-}
-
 # start_node N: cluster node N on a port of its own, in $P[N]. Another test may take the port
 # between the check and the bind: then another port.
 P=()
 start_node() {
 	for _ in 1 2 3 4 5; do
-		P[$1]=$(cluster_port)
+		cluster_port "P[$1]"
 		start_redis "c$1" --port "${P[$1]}" --cluster-enabled yes \
 			--cluster-config-file "$TMP/nodes-$1.conf" --cluster-node-timeout 2000 \
 			2> /dev/null && return 0

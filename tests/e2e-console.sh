@@ -117,8 +117,9 @@ check "... whereas the target-only tests (uid eq 0, user ingroup sudo) queue roo
 # A terminal that hangs up while /bin/login waits in the queue. The hang-up's SIGHUP kills
 # login outright (see LOGIN-PATHS.md), and the module gives its place back at once only when
 # its poll on PAM_TTY happens to wake first: what it promises a process killed outright is
-# the lease (SLOT_LEASE_US, 5 s). So: the place was live when the terminal went, and is gone
-# within the lease plus a margin for a loaded machine, long before the 20 s slot.
+# the lease (its slot 20 s off, within two intervals: near, SLOT_LEASE_US, 5 s). So: the place
+# was live when the terminal went, and is gone within the lease plus a margin for a loaded
+# machine, long before the 20 s slot.
 service login "auth requisite @M url=unix://$TMP/r.sock key=hup interval=20s countdown=1s" \
 	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so"

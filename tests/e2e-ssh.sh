@@ -4,16 +4,11 @@
 # pam_wrapper, so /etc/pam.d is untouched) on 127.0.0.1, and the real ssh client.
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/sshd.sh"
 
 MATRIX=$(ls /usr/lib/*/pam_wrapper/pam_matrix.so | head -1)
-[ -d /run/sshd ] || mkdir -m 0755 /run/sshd # sshd's privilege-separation directory
 start_redis r || exit 1
-
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey"
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/userkey"
-cp "$TMP/userkey.pub" "$TMP/authorized_keys"
-# sshd takes its PAM service name from argv[0], and must be started by absolute path.
-ln -s /usr/sbin/sshd "$TMP/sshd-flowslot"
+sshd_keys || exit 1
 echo "root:s3cret:sshd-flowslot" > "$TMP/passdb"
 # The client's password prompt goes to this program, which notes when and what it was asked.
 cat > "$TMP/askpass" <<EOF
@@ -25,48 +20,20 @@ EOF
 chmod 0755 "$TMP/askpass"
 
 SSHD_PID=""
-# start_sshd GRACE_S STACK-LINE...: (re)starts sshd with this PAM stack.
+# start_sshd GRACE_S STACK-LINE...: (re)starts sshd with this PAM stack, as the service
+# sshd-flowslot (tests/sshd.sh), its port in $PORT; its logs $TMP/sshd-flowslot.log and .err.
 start_sshd() {
 	local grace=$1
 	shift
-	[ -n "$SSHD_PID" ] && { kill "$SSHD_PID"; wait "$SSHD_PID" 2> /dev/null; }
+	[ -n "$SSHD_PID" ] && sshd_stop "$SSHD_PID"
 	service sshd-flowslot "$@"
-	PORT=$(free_port)
-	cat > "$TMP/sshd_config" <<-EOF
-	ListenAddress 127.0.0.1
-	Port $PORT
-	HostKey $TMP/hostkey
-	PidFile $TMP/sshd.pid
-	UsePAM yes
-	KbdInteractiveAuthentication yes
-	PasswordAuthentication yes
-	PubkeyAuthentication yes
-	AuthorizedKeysFile $TMP/authorized_keys
-	PermitRootLogin yes
-	StrictModes no
-	LoginGraceTime $grace
-	MaxStartups ${MAXSTARTUPS:-100}
-	LogLevel VERBOSE
-	EOF
-	: > "$TMP/sshd.log"
-	env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-		PAM_WRAPPER_DEBUGLEVEL=2 "$TMP/sshd-flowslot" -D -E "$TMP/sshd.log" \
-		-f "$TMP/sshd_config" 2> "$TMP/sshd.err" &
-	SSHD_PID=$!
-	PIDS="$PIDS $SSHD_PID"
-	for _ in $(seq 100); do
-		(exec 3<> "/dev/tcp/127.0.0.1/$PORT") 2> /dev/null && return 0
-		sleep 0.05
-	done
-	echo "sshd did not start:" >&2
-	cat "$TMP/sshd.log" "$TMP/sshd.err" >&2
-	return 1
+	sshd_start sshd-flowslot "$grace" "MaxStartups ${MAXSTARTUPS:-100}" || return 1
+	PORT=$SSHD_PORT
 }
 
-SSH_OPTS=(-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=30)
 # key_login NAME: a publickey login running `date`; its output is when the session began.
 key_login() {
-	ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 \
+	ssh "${SSH_KEY_OPTS[@]}" -p "$PORT" root@127.0.0.1 \
 		'date +%s%N' > "$TMP/$1.out" 2> "$TMP/$1.err" < /dev/null
 	echo $? > "$TMP/$1.rc"
 }
@@ -103,7 +70,7 @@ gaps=$(awk 'NR > 1 { printf "%d ", ($1 - p) / 1e6 } { p = $1 }' "$TMP/starts")
 span=$(awk 'NR == 1 { f = $1 } { l = $1 } END { printf "%d", (l - f) / 1e6 }' "$TMP/starts")
 check "publickey: admitted one interval apart (gaps: $gaps ms; first to last ${span} ms, 9 intervals 9000)" \
 	sh -c "echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 500) exit 1; exit NF != 9 }' && [ $span -ge 8000 ]"
-positions=$(grep -a 'SYSLOG(5): queued:' "$TMP/sshd.err" | sed -E 's/.*position=([0-9]+).*/\1/' | sort -n | tr '\n' ' ')
+positions=$(grep -a 'SYSLOG(5): queued:' "$TMP/sshd-flowslot.err" | sed -E 's/.*position=([0-9]+).*/\1/' | sort -n | tr '\n' ' ')
 check "publickey: nine queued, at positions 1 to 9 ($positions)" [ "$positions" = "1 2 3 4 5 6 7 8 9 " ]
 
 # 1b. MaxStartups as etc/pam.d/sshd-flowslot recommends it: a storm of 30 publickey logins at
@@ -121,7 +88,7 @@ done
 wait $pids
 okcount=$(cat "$TMP"/s??.rc | grep -c '^0$')
 check "MaxStartups $MAXSTARTUPS (the sshd example's): 30 ssh logins at once all get a session ($okcount)" \
-	sh -c "[ '$MAXSTARTUPS' ] && [ $okcount = 30 ] && ! grep -q 'MaxStartups throttling' '$TMP/sshd.log'"
+	sh -c "[ '$MAXSTARTUPS' ] && [ $okcount = 30 ] && ! grep -q 'MaxStartups throttling' '$TMP/sshd-flowslot.log'"
 MAXSTARTUPS=100
 
 # 1c. What an ssh user reads: five interactive logins at once (a pty, a shell), gated in the
@@ -132,7 +99,7 @@ start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/p
 	"${recommended[@]}" "session required @P/pam_permit.so" || exit 1
 pids=""
 for i in 1 2 3 4 5; do
-	{ (sleep 8; echo exit) | ssh "${SSH_OPTS[@]}" -tt -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" \
+	{ (sleep 8; echo exit) | ssh "${SSH_KEY_OPTS[@]}" -tt -p "$PORT" \
 		root@127.0.0.1 > "$TMP/five$i.out" 2>&1; } &
 	pids="$pids $!"
 done
@@ -197,7 +164,7 @@ check "LoginGraceTime 6 s, max_wait=4s: a 10 s wait is refused in ${took} ms, be
 	sh -c "[ $(rc_of g2) != 0 ] && [ $took -lt 6000 ]"
 check "... and the client is told when to try again ($(grep -o 'Too many[^|]*' "$TMP/asked"))" \
 	grep -q 'Too many logins at the moment. Please try again in [0-9.]* s.' "$TMP/asked"
-check "... sshd did not have to kill it" sh -c "! grep -q 'Timeout before authentication' '$TMP/sshd.log'"
+check "... sshd did not have to kill it" sh -c "! grep -q 'Timeout before authentication' '$TMP/sshd-flowslot.log'"
 start_sshd 6 "auth required @M url=unix://$TMP/r.sock key=grace2 interval=10s max_wait=20s" \
 	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so" || exit 1
@@ -205,7 +172,7 @@ pw_login h1 keyboard-interactive
 t0=$(now_ms)
 pw_login h2 keyboard-interactive
 took=$(($(now_ms) - t0))
-accepted=$(grep -c '^Accepted' "$TMP/sshd.log")
+accepted=$(grep -c '^Accepted' "$TMP/sshd-flowslot.log")
 # Cut off at the grace time: not refused at once by the module (5.5 s at least), nor admitted
 # at its 10 s slot (it failed, and sshd accepted only h1); no upper bound, a loaded machine may
 # be slow to close the connection.
@@ -221,11 +188,11 @@ start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/p
 	"session requisite @M url=unix://$TMP/r.sock key=gone interval=6s countdown=0" \
 	"session required @P/pam_permit.so" || exit 1
 hangup_client() { # NAME: a publickey client in the background, its pid in $TMP/NAME.pid
-	ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 true \
+	ssh "${SSH_KEY_OPTS[@]}" -p "$PORT" root@127.0.0.1 true \
 		> /dev/null 2>&1 < /dev/null &
 	echo $! > "$TMP/$1.pid"
 }
-queued_at_least() { [ "$(grep -ac 'SYSLOG(5): queued:' "$TMP/sshd.err")" -ge "$1" ]; }
+queued_at_least() { [ "$(grep -ac 'SYSLOG(5): queued:' "$TMP/sshd-flowslot.err")" -ge "$1" ]; }
 # hang_up_second P: P1 takes the slot, P2 and P3 queue behind it, then P2's client hangs up;
 # returns once sshd has said "abandoned", with P3 still in the background (its pid in $P3_PID)
 # and the common start in $T0.
@@ -238,7 +205,7 @@ hang_up_second() {
 	P3_PID=$!
 	wait_for 10 queued_at_least 2
 	kill "$(cat "$TMP/${1}2.pid")"
-	wait_for 10 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd.err"
+	wait_for 10 grep -aq 'SYSLOG(5): abandoned:' "$TMP/sshd-flowslot.err"
 }
 hang_up_second x
 abandoned_ms=$((($(date +%s%N) - T0) / 1000000))
@@ -246,7 +213,7 @@ wait $P3_PID
 # From the first session's start: x3 goes in at the slot x2 left (6 s), not at its own (12 s).
 x3_ms=$((($(cat "$TMP/x3.out") - $(cat "$TMP/x1.out")) / 1000000))
 check "hang-up: the waiting sshd notices the client gone and gives the place back (by ${abandoned_ms} ms)" \
-	grep -aq 'SYSLOG(5): abandoned: service=sshd-flowslot user=root' "$TMP/sshd.err"
+	grep -aq 'SYSLOG(5): abandoned: service=sshd-flowslot user=root' "$TMP/sshd-flowslot.err"
 check "... and the login behind moves up to its slot (${x3_ms} ms after the first, slot 6000, was 12000)" \
 	sh -c "[ $(rc_of x3) = 0 ] && [ $x3_ms -ge 4500 ] && [ $x3_ms -lt 10000 ]"
 
@@ -254,7 +221,7 @@ check "... and the login behind moves up to its slot (${x3_ms} ms after the firs
 # new attempt (same service, user and host) takes y2's place back, ahead of y3.
 # A fresh schedule: the first login goes in at once.
 rcli r del gone > /dev/null
-: > "$TMP/sshd.err"
+: > "$TMP/sshd-flowslot.err"
 hang_up_second y
 key_login y2b
 wait $P3_PID
@@ -270,7 +237,7 @@ start_sshd 120 "auth required @M url=unix://$TMP/r.sock key=mark interval=1s cou
 	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
 	"session required @M url=unix://$TMP/r.sock key=mark2 interval=1s countdown=0" \
 	"session required @P/pam_permit.so" || exit 1
-ssh "${SSH_OPTS[@]}" -o BatchMode=yes -i "$TMP/userkey" -p "$PORT" root@127.0.0.1 \
+ssh "${SSH_KEY_OPTS[@]}" -p "$PORT" root@127.0.0.1 \
 	'echo "marker=$FLOWSLOT_ADMITTED"' > "$TMP/m1.out" 2> "$TMP/m1.err" < /dev/null
 check "publickey, gated in the session: the shell has FLOWSLOT_ADMITTED=session ($(cat "$TMP/m1.out"))" \
 	grep -qx 'marker=session' "$TMP/m1.out"

@@ -133,6 +133,55 @@ else
 	not_ok "cannot mount a small tmpfs (run as root): the full state_dir case is untested"
 fi
 
+# The per-host file's lock held by a stopped process (a user's su stopped while it held it):
+# once its holder has kept it 2 s (LSLOT_STUCK_US), changing nothing, the file is unusable
+# for each login, which then meets the failure policy at once, not after its max_wait, with
+# one line naming the holder.
+service stuck "auth required @M url=local max_wait=60s state_dir=$TMP/st-lock" "$permit"
+service stuckclosed "auth required @M url=local fallback=closed max_wait=60s state_dir=$TMP/st-lock" \
+	"$permit"
+login sk0 stuck alice # makes the file
+python3 "$TREE/tests/lockhold.py" stop "$TMP/st-lock/slot.pam_flowslot" > "$TMP/stop.out" &
+holder=$!
+PIDS="$PIDS $holder"
+wait_for 5 grep -q holding "$TMP/stop.out"
+t0=$(now_ms)
+login sk1 stuck bob
+t1=$(now_ms)
+login sk2 stuckclosed carol
+t2=$(now_ms)
+check "a stuck lock: admitted after $((t1 - t0)) ms (not max_wait, 60 s), one line naming pid $holder ($(grep -o 'local slot: .*' "$TMP/sk1.err" | head -1))" \
+	sh -c "[ $(rc_of sk1) = 0 ] && [ $((t1 - t0)) -ge 2000 ] && [ $((t1 - t0)) -lt 10000 ] &&
+		[ \$(grep -c 'SYSLOG(3).*is stuck: pid $holder has held its lock' '$TMP/sk1.err') = 1 ] &&
+		grep -q 'local slot unusable: admitting without a wait' '$TMP/sk1.err'"
+check "... with fallback=closed: refused as unavailable after $((t2 - t1)) ms" \
+	sh -c "[ $(rc_of sk2) != 0 ] && [ $((t2 - t1)) -lt 10000 ] &&
+		grep -q 'The login queue is unavailable' '$TMP/sk2.out' '$TMP/sk2.err' &&
+		! grep -q 'Too many logins' '$TMP/sk2.out' '$TMP/sk2.err'"
+kill -CONT "$holder"
+kill "$holder"
+wait "$holder" 2> /dev/null
+login sk3 stuck dave
+check "... and once the holder is gone, the schedule is used again" \
+	sh -c "[ $(rc_of sk3) = 0 ] && ! grep -q 'local slot' '$TMP/sk3.err'"
+
+# A lock that goes from holder to holder the whole time (tests/lockhold.py ring: never free) is
+# no stuck one: the login waits it out for its max_wait, then is refused, never let in, and
+# told no made-up time to come back in.
+service busy "auth required @M url=local max_wait=3s state_dir=$TMP/st-lock" "$permit"
+python3 "$TREE/tests/lockhold.py" ring "$TMP/st-lock/slot.pam_flowslot" 8 > "$TMP/ring.out" &
+ring=$!
+PIDS="$PIDS $ring"
+wait_for 5 grep -q holding "$TMP/ring.out"
+t0=$(now_ms)
+login bz1 busy erin
+t1=$(now_ms)
+wait "$ring"
+check "a lock busy past max_wait (3 s): refused after $((t1 - t0)) ms, 'try again later' ($(grep -o 'Too many.*' "$TMP/bz1.out" "$TMP/bz1.err" | head -1))" \
+	sh -c "[ $(rc_of bz1) != 0 ] && [ $((t1 - t0)) -ge 3000 ] &&
+		grep -q 'Too many logins at the moment. Please try again later.' '$TMP/bz1.out' '$TMP/bz1.err' &&
+		grep -q 'cannot lock .* busy' '$TMP/bz1.err' && ! grep -q -e 'is stuck' -e unusable '$TMP/bz1.err'"
+
 # No password reaches any log, at any level: a login with debug and the trace level on.
 service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \
 	"$permit"

@@ -189,7 +189,8 @@ else
 	check "... in the order they arrived (${FCFS_MS} ms apart or more)" fcfs k
 	check "... the schedule is up to $N intervals past the server's TIME (${ahead_ms} ms)" \
 		in_range "$ahead_ms" 0 $((N * T))
-	# The key lives as long as its schedule, its last waiter's lease (5 s), or the slot after
+	# The key lives as long as its schedule, its last waiter's lease (5 s near its turn; further
+	# back a lease ends before its slot, L1), or the slot after
 	# its last waiter (whose lease running out at its slot counts as an admission), whichever
 	# ends later, and no longer.
 	last_ms=$((ahead_ms + places * T))

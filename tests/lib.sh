@@ -143,7 +143,7 @@ has_place() { rcli "$1" zrangebyscore "$2" 1 '(1e16' | grep -q "^w:$3:"; }
 has_ghost() { rcli "$1" zrangebyscore "$2" 2e16 +inf | grep -q "^g:$3:"; }
 # live SERVER KEY: the places whose lease still runs on the server's clock, as the script and
 # flowslotctl status count them; a place whose login died stays in waiting until the next call
-# drops it, but leaves live when its lease (SLOT_LEASE_US, 5 s) ends.
+# drops it, but leaves live when its lease ends (5 s near its turn, SLOT_LEASE_US).
 live() {
 	# shellcheck disable=SC2016 # Lua
 	rcli "$1" eval 'local t = redis.call("TIME")
@@ -284,4 +284,23 @@ in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
 example() {
 	grep -v '^#' "$TOP/etc/pam.d/$1" | grep . |
 		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+}
+
+# cluster_port VAR: a free port whose cluster bus (port + 10000) is free too, and clear of the
+# ports and buses already taken (CLUSTER_TAKEN), in VAR. Below the ephemeral range if it can, so
+# that no outgoing connection holds the port or the bus port by the time the node binds them.
+CLUSTER_TAKEN=""
+cluster_port() {
+	local p max=55535 low
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
+	[ "$low" -gt 30010 ] && max=$((low - 10001))
+	while :; do
+		p=$(free_port)
+		[ "$p" -le "$max" ] || continue
+		(exec 3<> "/dev/tcp/127.0.0.1/$((p + 10000))") 2> /dev/null && continue
+		case " $CLUSTER_TAKEN " in *" $p "* | *" $((p + 10000)) "* | *" $((p - 10000)) "*) continue ;; esac
+		CLUSTER_TAKEN="$CLUSTER_TAKEN $p"
+		printf -v "$1" %s "$p"
+		return
+	done
 }

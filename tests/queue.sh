@@ -55,8 +55,9 @@ kill_two_waiters() {
 }
 
 # 1. Killed waiters give their places back: the fourth moves up to the second's slot (6 s after
-# the first) once their leases run out (5 s after the kill, and its renewal every 2 s), well
-# before its own slot (18 s).
+# the first) once their leases run out (near their turn: 5 s after the kill), at its next
+# renewal (a quarter of its 18 s wait after it queued, then every 2 s, L2), well before its
+# own slot (18 s).
 service q1 "auth requisite @M $R key=q1 interval=6s countdown=0 debug" "$STAMP" \
 	"auth required @P/pam_permit.so"
 kill_two_waiters q1 k
@@ -77,8 +78,8 @@ check "url=local: the one behind them goes in at the second's slot (${K4} ms aft
 check "... and the file holds no place any more" sh -c "! grep -q '^w ' '$TMP/q1l/slot.q1l'"
 
 # 2. A retry keeps its place: alice waits first, bob behind her. alice's login is killed;
-# when it comes back (same service, user and host) after her lease ran out (5 s), it takes her
-# place back ahead of bob, rather than joining the back.
+# when it comes back (same service, user and host) after her lease ran out (near her turn:
+# 5 s), it takes her place back ahead of bob, rather than joining the back.
 service q2 "auth required $SET_ITEMS" "auth requisite @M $R key=q2 interval=10s countdown=0 debug" \
 	"$STAMP" "auth required @P/pam_permit.so"
 rm -f "$TMP/stamps"
@@ -128,9 +129,9 @@ PAM_RHOST=10.3.3.3 login h3 q4 gina
 check "... while another host queues" sh -c "[ $(rc_of h3) = 0 ] && grep -q 'queued: ' '$TMP/h3.err'"
 bg_wait
 
-# 5. Redis lost mid-wait: the waiter tries its renewals until its slot and once more at it,
-# then goes in at the last slot it was given, never later, says so once (and once that it went
-# in blind), and does not queue again on the local schedule.
+# 5. Redis lost mid-wait: the waiter tries its renewals until its slot (the last one a timeout
+# before it), then goes in at the last slot it was given, never later, says so once (and once
+# that it went in blind), and does not queue again on the local schedule.
 start_redis lost || exit 1
 service q5 "auth requisite @M url=unix://$TMP/lost.sock key=q5 interval=6s countdown=0 timeout=300ms state_dir=$TMP/q5state" \
 	"$STAMP" "auth required @P/pam_permit.so"
@@ -276,5 +277,27 @@ for backend in redis local; do
 			grep -q 'Too many logins at the moment' '$TMP/x3$backend.err'"
 	check "$backend: ... while the one ahead of it goes in" [ "$(rc_of "x2$backend")" = 0 ]
 done
+
+# 11. Leases that fit the wait (pam_flowslot(8), L2): a queued storm, 30 logins at once at
+# interval=6s (waits up to 3 minutes), costs the schedule far fewer script calls than a
+# renewal of every place every 2 s would. Counted over a 20 s window once all have queued
+# (INFO commandstats), against the fewest that fixed cadence would have made in it: every
+# place still held at the end, renewed at least once every 2 s throughout.
+service q11 "auth requisite @M $R key=q11 interval=6s max_wait=5m countdown=0 debug" \
+	"auth required @P/pam_permit.so"
+for i in $(seq 1 30); do bg_login "w$i" q11 "w$i"; done
+all_queued() { [ "$(cat "$TMP"/w*.err 2> /dev/null | grep -c 'queued: \|admitted')" -ge 30 ]; }
+wait_for 60 all_queued
+rcli r config resetstat > /dev/null
+t0=$(now_ms)
+sleep 20
+calls=$(rcli r info commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+window=$(($(now_ms) - t0))
+held=$(waiting r q11)
+fixed=$((held * (window / 2000)))
+for i in $(seq 1 30); do kill "$(pam_pid "w$i")" 2> /dev/null; done
+bg_wait
+check "a queued storm of 30 at interval=6s: ${calls:-?} script calls in ${window} ms, fewer than half the ${fixed} a renewal every 2 s of the ${held} places still held would make" \
+	sh -c "[ ${held:-0} -ge 20 ] && [ -n '$calls' ] && [ $((${calls:-99999} * 2)) -lt $fixed ]"
 
 finish

@@ -110,6 +110,10 @@ check "a database out of range fails before any write" \
 	sh -c "echo '$(slot_db nodb 99)' | grep -q 'out of range' && [ \$(redis-cli -s '$TMP/s.sock' exists nodb) = 0 ]"
 check "bad arguments are an error" \
 	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve abc 1 1 0 id '' '' 0 1 0 2>&1 | grep -q 'bad arguments'"
+check "... and so is a number that is not whole, which would be written rounded" \
+	sh -c "redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve 1.5 1 1 0 id '' '' 0 1 0 2>&1 | grep -q 'bad arguments' &&
+		redis-cli -s '$TMP/s.sock' --eval '$LUA' x , reserve 1 1 1 0 id '' '' 0 inf 0 2>&1 | grep -q 'bad arguments' &&
+		[ \$(redis-cli -s '$TMP/s.sock' exists x) = 0 ]"
 
 # The script reads the server's clock: the stored schedule is one interval (5 s: room for a
 # slow redis-cli before TIME is read) past its TIME.
@@ -324,5 +328,61 @@ call reserve v1 1000000 1 60000000 b wb hb 0 60000000 0 2000000 > /dev/null
 call reserve v1 1000000 1 60000000 c wc hc 0 60000000 0 2000000 > /dev/null
 v=$(call peek v1 1000000 1 60000000)
 check "peek counts logins admitted to go in later as waiting ($v)" [ "$(field "$v" 4)" = 2 ]
+
+# --- Leases that fit the wait (pam_flowslot(8), L1), called as the module calls it: the lease
+# near the slot 5 s (ARGV[10]), the commit window 2 s (ARGV[11]), interval 1 s (near: within
+# 4 s). A schedule whose next slot is AHEAD_S off (as a queue already gone in would leave it).
+ahead() {
+	now=$(rcli s time | head -1)
+	rcli s set "$1" "$((now + $2))000000 ${now}000000" > /dev/null
+}
+# lease_of KEY ID: the end of ID's lease, less the server's time now, in ms; slot_of REPLY:
+# the slot it told, the same way (ms from now).
+server_us() { rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }'; }
+lease_of() {
+	rcli s zrangebyscore "$1" 1e16 '(2e16' withscores | paste - - |
+		awk -v id="$2" -v now="$(server_us)" 'index($1, "l:" id ":") == 1 {
+			printf "%.0f\n", ($2 - 1e16 - now) / 1000 }'
+}
+m() { call "$2" "$1" 1000000 1 3600000000 "$3" "$4" "" 0 5000000 0 2000000; }
+ahead ln 3
+near=$(m ln reserve n0 wn0)
+near_ms=$(lease_of ln n0)
+check "L1: a slot 3 s off is near: a lease of 5 s ($near; ${near_ms} ms left)" \
+	sh -c "[ $(field "$near" 1) = 2 ] && [ $near_ms -gt 4000 ] && [ $near_ms -le 5000 ]"
+ahead lc 400
+capped=$(m lc reserve c0 wc0)
+capped_ms=$(lease_of lc c0)
+check "L1: a slot 400 s off: a lease of 60 + 3 s at most, long before its slot ($capped; ${capped_ms} ms left)" \
+	sh -c "[ $(field "$capped" 1) = 2 ] && [ $capped_ms -gt 62000 ] && [ $capped_ms -le 63000 ]"
+# A place 9 s off holds 9 / 4 + 3 s; one 40 s off, 40 / 4 + 3 = 13 s: both over before their
+# slots. Neither renews (their logins died).
+ahead lf 9
+x=$(m lf reserve x0 wx0)
+x_slot=$(($(server_us) + $(field "$x" 2))) # within a redis-cli of it
+x_ms=$(lease_of lf x0)
+check "L1: a slot 9 s off: a lease of 5.25 s, over before it ($x; ${x_ms} ms left)" \
+	sh -c "[ $(field "$x" 1) = 2 ] && [ $x_ms -gt 4250 ] && [ $x_ms -le 5250 ]"
+ahead lo 40
+y=$(m lo reserve y0 wy0)
+y_ms=$(lease_of lo y0)
+check "L1: a slot 40 s off: a lease of 13 s ($y; ${y_ms} ms left)" \
+	sh -c "[ $(field "$y" 1) = 2 ] && [ $y_ms -gt 12000 ] && [ $y_ms -le 13000 ]"
+sleep "$(awk -v ms="$x_ms" 'BEGIN { printf "%.3f", ms / 1000 + 0.3 }')"
+# X's lease has run out, its slot still ahead: a newcomer takes that slot (not the one after
+# it, an interval later), and X is a ghost.
+z=$(m lf reserve z0 wz0)
+z_slot=$(($(server_us) + $(field "$z" 2)))
+took() {
+	[ "$(field "$z" 1)" = 2 ] && in_range $((z_slot - x_slot)) -500000 500000 &&
+		! has_place s lf x0 && has_ghost s lf wx0
+}
+check "... the place 9 s off, not renewed, is dropped before its slot: a newcomer takes that slot ($((z_slot - x_slot)) us from it), and a ghost is left" took
+# Mixed versions: release 0.9.0's script (bench/slot-0.9.0.lua), which granted 5 s, reads the
+# 13 s lease this one stored as it stands: the place is still live past 5 s.
+old=$(rcli s --eval "$TREE/bench/slot-0.9.0.lua" lo , peek 1000000 1 3600000000 0 p0 "" "" 0 5000000 0 |
+	tr '\n' ' ')
+check "mixed versions: 0.9.0's script counts the place 40 s off as live past 5 s ($old; $(lease_of lo y0) ms left)" \
+	sh -c "[ $(echo "$old" | cut -d' ' -f4) = 1 ] && [ $(lease_of lo y0) -gt 0 ]"
 
 finish

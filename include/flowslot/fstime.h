@@ -14,4 +14,9 @@ void fstime_sleep_until(int64_t deadline_us);
 
 struct timeval fstime_timeval(int64_t us);
 
+/* Waits until fd is ready for events or CLOCK_MONOTONIC reaches deadline_us, resuming after
+   signals. Returns 0 when ready; -1 with errno ETIMEDOUT once the deadline passed, or poll's
+   errno. */
+int fstime_poll(int fd, short events, int64_t deadline_us);
+
 #endif

@@ -85,6 +85,8 @@ struct opt {
 	bool quiet;
 	bool debug;
 	int errors;	    /* bad options seen; any sends the login to the fallback */
+	int64_t until_us;   /* not an option: when a decision on Redis must be over at the latest
+			       (CLOCK_MONOTONIC; 0: its own bound), the wait's try before a slot */
 	const char *origin; /* "file:line" of the option being set; NULL: a module argument */
 };
 

@@ -37,10 +37,14 @@ enum queue_end {
 void queue_leave(const struct queue_login *l);
 
 /* Waits for the slot that res describes. For a place held (SLOT_QUEUED) it renews the place
-   every SLOT_RENEW_US, passing what is left of max_wait, follows it as it moves, and asks to
-   go in at its slot. A renewal that fails is tried again every SLOT_RENEW_US, and once more
-   at the slot; only if that fails too does it go in blind at the last slot given, never later,
-   and it does not queue elsewhere. A slot past limit_us (refused by the schedule, or given by
+   when the lease the last answer granted asks (slot_renew_us of its wait, counted from when
+   that call began), passing what is left of max_wait, follows it as it moves, and asks to go
+   in at its slot. A login first in line, or whose last renewal failed, also tries a timeout
+   before its slot (LSLOT_LOCK_WAIT_US on the file), over by the slot whatever nodes it asks. A
+   renewal that fails is tried again every SLOT_RENEW_US, and if the last try failed before
+   the slot, once more at the slot within a timeout; only if that fails too does it go in
+   blind at the last slot given (at it, or a timeout after it at most), and it does not queue
+   elsewhere. A slot past limit_us (refused by the schedule, or given by
    one that did not check) ends it with QUEUE_REFUSED, a place still held given back, and res
    the refusal: SLOT_REFUSE, wait_us the wait it would have had. It tells the user as cd says,
    and ends early when w sees them go, giving the place back. res is left as the place stood:

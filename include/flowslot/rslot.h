@@ -13,9 +13,11 @@
 #include "flowslot/slot.h"
 
 /* Asks the queue of schedule key at o->url for op, on behalf of place. Returns SLOT_ADMIT
-   (go in at res->deadline_us, now or within SLOT_COMMIT_US), SLOT_QUEUED (a place is held: renew it before SLOT_LEASE_US, and again at
-   res->deadline_us), SLOT_REFUSE or SLOT_REFUSE_HOST with res filled in, or SLOT_UNAVAILABLE,
-   with the reason logged, when Redis could not decide. SLOT_LEAVE answers SLOT_ADMIT. */
+   (go in at res->deadline_us, now or within SLOT_COMMIT_US), SLOT_QUEUED (a place is held:
+   renew it before its lease ends, slot_renew_us of the wait after the call began, and again
+   at res->deadline_us), SLOT_REFUSE or SLOT_REFUSE_HOST with res filled in, or
+   SLOT_UNAVAILABLE, with the reason logged, when Redis could not decide. SLOT_LEAVE answers
+   SLOT_ADMIT. */
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res);

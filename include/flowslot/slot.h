@@ -22,14 +22,28 @@ enum slot_verdict {
 	SLOT_UNAVAILABLE, /* the backend could not decide; the reason has been logged */
 };
 
-/* A waiting login renews its place this often, and a place not renewed for SLOT_LEASE_US is
-   given up: a login that died leaves the queue within 5 s. */
+/* Near its turn a waiting login renews its place this often, and a place not renewed for
+   SLOT_LEASE_US is given up: a login that died there leaves the queue within 5 s. Further back
+   the lease fits the wait (slot_lease_us); a renewal that fails is tried again this often. */
 #define SLOT_RENEW_US INT64_C(2000000)
 #define SLOT_LEASE_US INT64_C(5000000)
+/* The longest between two renewals: a dead place far back is dropped within a minute. */
+#define SLOT_RENEW_MAX_US INT64_C(60000000)
 /* A login first in line whose slot is at most this far off is admitted at once, to go in at
    its slot without another call: its place becomes a fixed slot for its last stretch, and the
    next one's slot follows from it exactly. */
 #define SLOT_COMMIT_US SLOT_RENEW_US
+
+/* When to renew a place whose slot is wait_us off (as the call that held or kept it
+   answered), on a schedule of interval_us (its own; 0 when not known), counted from when that
+   call began: SLOT_RENEW_US near its turn (within two intervals and SLOT_COMMIT_US), else a
+   quarter of the wait, within SLOT_RENEW_US and SLOT_RENEW_MAX_US (pam_flowslot(8), "Leases
+   that fit the wait"; src/slot.lua's lease_for). */
+int64_t slot_renew_us(int64_t wait_us, int64_t interval_us);
+
+/* The lease a call grants that place: its renewal and the margin of the near lease over the
+   near renewal (3 s), so that it ends before its slot unless that is at most 5 s off. */
+int64_t slot_lease_us(int64_t wait_us, int64_t interval_us);
 
 /* The commit window for p: SLOT_COMMIT_US, or in a dry run max_wait (no less), so that every
    login the queue does not refuse is admitted at once as a fixed slot, and the schedule moves
@@ -72,6 +86,9 @@ struct slot_result {
 	int64_t waiting;  /* logins not gone in yet: live places, and those admitted to go in
 			     later (within the commit window) */
 	int64_t since_us; /* since the schedule was last written (an admission); -1: never */
+	/* A refusal for want of the per-host file's lock within max_wait, its holders coming and
+	   going: how much sooner the login would have had to come cannot be told. */
+	bool lock_busy;
 };
 
 /* When the schedule decides by settings other than p's (res->sched_interval_us and

@@ -41,7 +41,8 @@ struct stats_record {
 	struct stats_series series[2]; /* [dry_run] */
 };
 
-/* The file's layout, fixed: a header and STATS_TEMPLATES_MAX records, then "other". */
+/* The file's layout, fixed: a header and STATS_TEMPLATES_MAX records, then "other". The first
+   n records are in use; those after them are room for new templates, whatever they hold. */
 struct stats_table {
 	char magic[8];
 	uint32_t version;
@@ -55,7 +56,8 @@ extern const int64_t stats_bucket_ms[STATS_BUCKETS];
 /* Empties t. */
 void stats_reset(struct stats_table *t);
 
-/* Whether t is a counters table as stats_reset and stats_count leave one. */
+/* Whether t is a counters table as stats_reset and stats_count leave one: its header, the n
+   records in use and "other" (the records past n are not looked at). */
 bool stats_valid(const struct stats_table *t);
 
 /* Counts one login of template with result r in t; wait_us goes into the histogram for
@@ -63,9 +65,11 @@ bool stats_valid(const struct stats_table *t);
 int stats_count(struct stats_table *t, const char *tmpl, bool dry_run, enum stats_result r,
 		int64_t wait_us);
 
-/* Counts one login in state_dir's counters file (created 0600 as needed), under its lock. A
-   file that is not a counters table is started afresh. Returns 0, or -1 with the reason logged
-   at LOG_WARNING: counting never changes what becomes of a login. */
+/* Counts one login in state_dir's counters file (created 0600 as needed), under its lock,
+   reading the header, the records in use and "other", and writing back only the record
+   counted (and the header, for a new one). A file that is not a counters table is started
+   afresh. Returns 0, or -1 with the reason logged at LOG_WARNING: counting never changes what
+   becomes of a login. */
 int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tmpl, bool dry_run,
 		 enum stats_result r, int64_t wait_us);
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 /* Opens dir (a directory, not a symlink) if it is owned by the effective uid and writable by
    no one else; creates it 0700 first when create. Returns an O_CLOEXEC descriptor, or -1
@@ -30,5 +31,30 @@ int trust_open_root_file(const char *path, bool secret, struct stat *st, const c
    stopped, or a hung file system, must not hold every login with it. Returns 0, or -1 with
    errno (ETIMEDOUT when the wait ran out). */
 int trust_lock(int fd, int op, int64_t wait_us);
+
+/* How a wait for a file's lock ended (trust_lock_watch). */
+enum trust_lock_end {
+	TRUST_LOCKED,	   /* the lock is ours */
+	TRUST_LOCK_BUSY,   /* the wait ran out while the lock went from holder to holder */
+	TRUST_LOCK_STUCK,  /* one holder kept it stuck_us, the file unchanged: it is stuck */
+	TRUST_LOCK_FAILED, /* flock failed otherwise: errno says why */
+};
+
+/* A wait for a file's lock: how long it may take, and what it saw of the holders. */
+struct trust_lock_wait {
+	int64_t wait_us;   /* at most this long in all */
+	int64_t stuck_us;  /* a holder seen this long, the file unchanged, is stuck; 0: never */
+	pid_t holder;	   /* out: the holder last seen (/proc/locks), 0 if none could be */
+	int64_t held_us;   /* out: how long that holder was seen holding, the file unchanged */
+	int64_t waited_us; /* out: the whole wait */
+	unsigned tries;	   /* out: flock calls made, the wait's cost */
+};
+
+/* Takes fd's flock as trust_lock does, telling a stuck holder from a busy file: polled from
+   1 ms apart up to 20 ms apart, and, when w->stuck_us, each time the lock is refused, who
+   holds it (the FLOCK lines of fd's inode in /proc/locks) and whether the file changed. A
+   holder kept for w->stuck_us with the file unchanged ends the wait at once (TRUST_LOCK_STUCK);
+   holders that come and go are waited out until w->wait_us (TRUST_LOCK_BUSY). */
+enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w);
 
 #endif

@@ -2,7 +2,8 @@
 /* The per-host file's queue for tests/model: one call a line on stdin,
      OP NOW_US INTERVAL_US BURST MAX_WAIT_US ID WHO HOST PER_HOST
    (WHO and HOST "-" for none), each answered on one line as slot.lua answers,
-     VERDICT WAIT_US POSITION INTERVAL_US BURST WAITING
+     VERDICT WAIT_US POSITION INTERVAL_US BURST WAITING [ID LEASE_END]...
+   followed by every place the file holds after the call, and the end of its lease.
    The file's text is kept between calls and goes through lqueue_read, lqueue_step and
    lqueue_write as src/lslot.c does, on the caller's clock. Every place belongs to this
    process, so a waiter lives while its lease runs. */
@@ -65,9 +66,12 @@ static int drive_call(const char *line, char **text)
 		free(*text);
 		*text = out;
 	}
-	lqueue_free(&q);
-	printf("%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", drive_verdicts[v],
+	printf("%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64, drive_verdicts[v],
 	       res.wait_us, res.position, res.sched_interval_us, res.sched_burst, res.waiting);
+	for (size_t i = 0; i < q.n_waiters; i++)
+		printf(" %s %" PRId64, q.waiters[i].id, q.waiters[i].lease_us);
+	printf("\n");
+	lqueue_free(&q);
 	return fflush(stdout);
 }
 

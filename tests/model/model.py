@@ -17,11 +17,27 @@ class Settings:
     max_wait: int
     per_host: int
 
-LEASE = 5_000_000
+LEASE = 5_000_000  # near its turn (SLOT_LEASE_US), ARGV[10]
+RENEW = 2_000_000  # near its turn (SLOT_RENEW_US)
+RENEW_MAX = 60_000_000  # SLOT_RENEW_MAX_US
 WINDOW = 2_000_000
 GHOST_LIFE = 60_000_000
 GHOSTS_PER_HOST = 16
 GHOSTS_MAX = 1024
+
+
+def renew_for(wait, interval):
+    """When a waiter told a slot wait off, on a schedule of interval, renews, from its call
+    (docs/MODEL.md, Leases; slot_renew_us, slot.lua's lease_for): every RENEW near its turn,
+    else a quarter of the wait, RENEW to RENEW_MAX."""
+    if interval <= 0 or wait <= 2 * interval + WINDOW:  # not named: the near cadence
+        return RENEW
+    return min(max(wait // 4, RENEW), RENEW_MAX)
+
+
+def lease_for(wait, interval):
+    """The lease granted with that answer: the renewal and the near lease's margin (L1)."""
+    return renew_for(wait, interval) + LEASE - RENEW
 
 
 @dataclass
@@ -32,6 +48,8 @@ class Place:
     arrival: int
     lease: int
     taken: bool = False  # taken back from a ghost
+    granted: int = 0  # when its lease was granted, and the slot it was told then (L1)
+    told: int = 0
 
 
 @dataclass
@@ -100,6 +118,7 @@ class Schedule:
     places: list = field(default_factory=list)
     ghosts: dict = field(default_factory=dict)
     expires: int = None  # server time the Redis key expires at
+    lost: list = field(default_factory=list)  # renewals that found their place gone (L2)
 
     def wipe(self):
         self.head, self.places, self.ghosts, self.expires = None, [], {}, None
@@ -237,21 +256,24 @@ class Schedule:
             r = self.reply(c, 1, start, rank)
             c.admit(c.now)
             return r
-        self.places.append(Place(pid, who, host, arrival, c.now + LEASE, g is not None))
+        self.places.append(Place(pid, who, host, arrival,
+                                 c.now + lease_for(start - c.now, c.interval), g is not None,
+                                 c.now, start))
         c.changed = True
         return self.reply(c, 2, start, rank)
 
     def renew(self, c, s, pid, who, host):
         me = next((p for p in self.places if p.id == pid), None)
-        if me:
-            me.lease = c.now + LEASE
-        else:  # its place went while it lived (lapsed, or a reset): its ghost, or the back
+        if not me:  # its place went while it lived (lapsed, or a reset): its ghost, or the back
+            self.lost.append(pid)
             g = self.ghosts.pop(who, None) if who != '-' else None
-            me = Place(pid, who, host, self.arrival_back(c, g), c.now + LEASE, g is not None)
+            me = Place(pid, who, host, self.arrival_back(c, g), 0, g is not None)
             self.places.append(me)
         c.changed = True
         rank = self.rank(me.arrival)
         start = c.start_of(rank)
+        me.lease = c.now + lease_for(start - c.now, c.interval)
+        me.granted, me.told = c.now, start
         if start - c.now > s.max_wait:
             self.places.remove(me)
             return self.reply(c, 0, start, rank)

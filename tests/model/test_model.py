@@ -5,7 +5,9 @@ src/slot.lua on a private redis-server and through the per-host file's queue
 and checks P1-P7 over the admissions. Environment: MODEL_LUA (the script on the test's clock),
 MODEL_DRIVER, MODEL_EXAMPLES (per backend), MODEL_STEPS (40 per example), MODEL_SEED (none: derandomized), MODEL_COMPARE=0
 (the properties alone, for an older tree), MODEL_BACKENDS (redis,file), MODEL_SKIP and
-MODEL_SETTINGS (to tell which rules and settings a failure needs)."""
+MODEL_SETTINGS (to tell which rules and settings a failure needs), MODEL_CADENCE (fit: waiters
+renew as src/queue.c does now; fixed: every 2 s, as before the leases fit the wait, for an
+older tree)."""
 import os
 import shutil
 import signal
@@ -19,14 +21,19 @@ import redis
 from hypothesis import HealthCheck, settings, seed, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from model import LEASE, Schedule, Settings
+from model import LEASE, RENEW, Schedule, Settings, lease_for, renew_for
 
 S = 1_000_000
-RENEW = 2 * S  # SLOT_RENEW_US: a waiting login renews this often, and at its slot
+LEASE_BAND = 10 ** 16  # slot.lua's LEASE: the score band of the leases
+# fit: a waiting login renews renew_for its last answer after it, and at its slot (L2); fixed:
+# every RENEW (SLOT_RENEW_US), as an older tree's module did, whose leases were LEASE.
+CADENCE = os.environ.get('MODEL_CADENCE', 'fit')
 T0 = 1_700_000_000 * S
 SETTINGS = [Settings(1 * S, 1, 12 * S, 0), Settings(3 * S, 1, 12 * S, 1),
             Settings(1 * S, 4, 30 * S, 0), Settings(6 * S, 1, 12 * S, 2),
-            Settings(2 * S, 2, 5 * S, 1)]
+            Settings(2 * S, 2, 5 * S, 1),
+            # A long queue: from the third in line on, places are far from their turn (L1, L2).
+            Settings(10 * S, 1, 60 * S, 0)]
 FULL = list(SETTINGS)  # the replays' SETTINGS, whatever MODEL_SETTINGS says
 # MODEL_SETTINGS=0,3: only these of SETTINGS (to tell which mix a failure needs).
 SETTINGS = [SETTINGS[int(i)] for i in os.environ.get('MODEL_SETTINGS', '').split(',') if i] or \
@@ -77,6 +84,12 @@ class Redis:
             return (r[0], r[1], r[2], r[3], r[5], r[6])
         return tuple(r[:5])
 
+    def leases(self):
+        """{place id: the end of its lease}, as the key stores them (l:ID:WHO:HOST)."""
+        held = self.r.zrangebyscore(self.key, LEASE_BAND, '(%d' % (2 * LEASE_BAND),
+                                    withscores=True)
+        return {m.decode().split(':')[1]: int(sc) - LEASE_BAND for m, sc in held}
+
     def close(self):
         pass
 
@@ -92,12 +105,18 @@ class File:
         self.p.stdin.write('%s %d %d %d %d %s %s %s %d\n' % (
             op, server_now, s.interval, s.burst, s.max_wait, pid, who, host, s.per_host))
         self.p.stdin.flush()
-        r = [int(x) for x in self.p.stdout.readline().split()]
+        words = self.p.stdout.readline().split()
+        r = [int(x) for x in words[:6]]
+        self.held = {words[i]: int(words[i + 1]) for i in range(6, len(words), 2)}
         if r[3] == 0:  # the queue did not name the schedule's settings
             r[3] = r[4] = None
         if op in ('peek', 'reset'):
             return (r[0], r[1], r[2], r[5], r[3], r[4])
         return tuple(r[:5])
+
+    def leases(self):
+        """{place id: the end of its lease}, as the file holds them after the last call."""
+        return self.held
 
     def close(self):
         self.p.stdin.close()
@@ -113,9 +132,16 @@ class Login:
         self.told = (s.interval, s.burst)  # the settings of its last reply
         self.epoch = self.fwd_begun = self.fwd_told = 0  # set by Queue.reserve
         self.pos = 0  # its position in the last reply
+        self.period, self.lease = RENEW, LEASE  # its renewal and lease, from its last reply
+
+    def fit(self, wait, interval):
+        """After a reply that holds its place: when it renews, and its lease, as src/queue.c
+        computes them from the reply's wait and the schedule's interval (0: not named)."""
+        if CADENCE == 'fit':
+            self.period, self.lease = renew_for(wait, interval), lease_for(wait, interval)
 
     def next_call(self):
-        return max(self.stopped_until, min(self.last + RENEW, self.deadline))
+        return max(self.stopped_until, min(self.last + self.period, self.deadline))
 
 
 class Violation(AssertionError):
@@ -125,6 +151,7 @@ class Violation(AssertionError):
 
 P1, P2, P4, P5, P6, Reply = (type(n, (Violation,), {}) for n in ('P1', 'P2', 'P4', 'P5',
                                                                    'P6', 'Reply'))
+L1, L2 = P5, P5  # the leases (docs/MODEL.md): part of P5
 # Rules left out (MODEL_SKIP=step_clock,blind): to find which faults a failure needs.
 SKIP = os.environ.get('MODEL_SKIP', '').split(',')
 
@@ -168,7 +195,17 @@ class Queue(RuleBasedStateMachine):
         if COMPARE and got[:n] != want[:n]:
             raise Reply('%s %s at %.6f s: got %s, the model says %s' % (
                 op, pid, (self.now - T0) / S, got, want))
+        if COMPARE:
+            self.same_leases(op, pid)
         return got
+
+    def same_leases(self, op, pid):
+        """The lease ends the backend holds are the model's (L1): a score is a double, so
+        Redis keeps a time as large as LEASE_BAND + now to 2 us."""
+        got, want = self.b.leases(), {p.id: p.lease for p in self.model.places}
+        if got.keys() != want.keys() or any(abs(got[k] - want[k]) > 2 for k in got):
+            raise Reply('%s %s at %.6f s: leases %s, the model says %s' % (
+                op, pid, (self.now - T0) / S, sorted(got.items()), sorted(want.items())))
 
     # -- the properties -------------------------------------------------------------------
     def admitted(self, login, at, told, blind=False):
@@ -210,11 +247,11 @@ class Queue(RuleBasedStateMachine):
     def check_order(self, login, at):
         """P2: a login that reserved earlier and stayed goes in no later than one that
         reserved later (a retry aside), but for one renewal: with burst, a waiter whose slot
-        came early learns it at its next renewal."""
+        came early learns it at its next renewal (L2: as far off as its last answer said)."""
         if not self.stayed(login):
             return
         for (bt, _, _, b, blind, _) in self.admissions:
-            if not blind and not b.retry and b.begun > login.begun and at > bt + RENEW:
+            if not blind and not b.retry and b.begun > login.begun and at > bt + login.period:
                 raise P2('%s (reserved %.6f) admitted at %.6f, after %s (reserved '
                                 '%.6f) at %.6f' % (login.id, (login.begun - T0) / S,
                                                    (at - T0) / S, b.id, (b.begun - T0) / S,
@@ -283,6 +320,7 @@ class Queue(RuleBasedStateMachine):
             login.state, login.last, login.deadline, login.told = \
                 'wait', self.now, self.now + r[1], told
             login.fwd_told, login.epoch, login.pos = self.forward, self.epoch, r[2]
+            login.fit(r[1], r[3] or 0)
         elif login.state == 'wait':  # its renewal refused it
             self.refused(login)
         else:
@@ -290,9 +328,26 @@ class Queue(RuleBasedStateMachine):
 
     def renew(self, login):
         left = max(login.limit - (self.now + 1), 0)  # at the call's own microsecond
+        on_time = self.held(login) and login.epoch == self.epoch
+        lost = len(self.model.lost)
         r = self.call('renew', Settings(login.s.interval, login.s.burst, left,
                                         login.s.per_host), login)
+        if COMPARE and CADENCE == 'fit' and on_time and len(self.model.lost) > lost:
+            raise L2('%s renewed on time at %.6f, %.3f s after its last answer, and found its '
+                     'lease run out (%.3f s)' % (login.id, (self.now - T0) / S,
+                                                 (self.now - login.last) / S, login.lease / S))
         self.answered(login, r)
+
+    @invariant()
+    def leases_fit(self):
+        """L1: every place's lease ends before the slot it was told with it, unless that slot
+        was at most LEASE off."""
+        if not COMPARE or CADENCE != 'fit':
+            return
+        for p in self.model.places:
+            if p.lease >= p.told and p.told - p.granted > LEASE:
+                raise L1('%s: a lease to %.6f, past its slot %.6f told %.3f s ahead' % (
+                    p.id, (p.lease - T0) / S, (p.told - T0) / S, (p.told - p.granted) / S))
 
     @rule(dt=st.integers(1, 8000))
     def advance(self, dt):
@@ -346,7 +401,7 @@ class Queue(RuleBasedStateMachine):
         login = self.pick(i)
         if login:
             at = max(login.deadline, self.now, login.stopped_until)
-            checked = login.pos == 1 and at <= login.last + LEASE and \
+            checked = login.pos == 1 and at <= login.last + login.lease and \
                 login.epoch == self.epoch and at == login.deadline
             self.admitted(login, at, login.told, blind=True if checked else 'bound')
             login.state = 'blind'
@@ -357,7 +412,7 @@ class Queue(RuleBasedStateMachine):
         # The schedule's clock stands behind by as far as the server's stepped back.
         lag = self.top_skew - self.skew
         held = sum(1 for l in self.logins if l.state in ('wait', 'killed', 'blind') and
-                   l.last + LEASE > self.now - lag)
+                   l.last + l.lease > self.now - lag)
         later = [a for a in self.admissions if a[0] > self.now - lag]
         if any((a[1], a[2]) != (r[4], r[5]) for a in self.admissions):
             return  # stricter settings read the schedule's next slot anew

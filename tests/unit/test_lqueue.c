@@ -210,6 +210,45 @@ static void test_garbage_lines(void **state)
 	lqueue_free(&q);
 }
 
+/* Each line is read on its own, each field whole: no line is read on into the next, no field
+   cut in two or run into the next one, and a number out of range is garbage, not its limit. */
+static void test_lines_on_their_own(void **state)
+{
+	static const char text[] = "7\n"
+				   "8 9\n"			   /* not the first line's "at" */
+				   "g 0c 5 6\n"		   /* an old ghost, the next line a number */
+				   "12 t\n"
+				   "w 0a 0b -\n"		   /* the rest of it on the next line */
+				   "1 2 3\n"
+				   "w0d 0b - 1 2 3\n"		   /* no blank after w */
+				   "w 0a 0123456789abcdef0 - 1 2 3\n" /* WHO of 17: not 16 + 1 */
+				   "g 0e 0123456789abcdef5 6\n"	   /* HOST of 17 */
+				   "g 0f 99999999999999999999 6\n"   /* out of range */
+				   "w 0a 0b - 1 2 4294967297\n"	   /* no pid */
+				   "w 0a 0b - 1-2 3\n"		   /* one field, not two numbers */
+				   "g 10 -9223372036854775808 -9223372036854775808\n";
+	struct lqueue q;
+	char *out;
+
+	(void)state;
+	load(&q, text);
+	out = text_of(&q);
+	assert_string_equal(out, "7 0\ng 0c - 5 -59999994\n");
+	free(out);
+	lqueue_free(&q);
+
+	/* The head's numbers are read as far as they go, on its own line only. */
+	load(&q, "5 6 7\n8\n");
+	assert_int_equal(q.tat_us, 5);
+	assert_int_equal(q.at_us, 6);
+	assert_int_equal(q.interval_us, 0);
+	lqueue_free(&q);
+	load(&q, "5 99999999999999999999 7 8\n");
+	assert_int_equal(q.tat_us, 5);
+	assert_int_equal(q.at_us, 0);
+	lqueue_free(&q);
+}
+
 static void test_reserve_empty(void **state)
 {
 	const struct slot_place a = place(1, "0a", "");
@@ -230,6 +269,22 @@ static void test_reserve_empty(void **state)
 	assert_string_equal(out, want);
 	free(out);
 	lqueue_free(&q);
+}
+
+/* L1: the lease granted at now to a place told res, on a schedule of interval_us: 5 s near
+   its turn (its slot within two intervals and the commit window), else longer, and over
+   before its slot; and what slot_lease_us says, the one formula. */
+static void lease_fits(int64_t lease_end, int64_t now, const struct slot_result *res,
+		       int64_t interval_us)
+{
+	if (res->wait_us <= 2 * interval_us + SLOT_COMMIT_US) {
+		assert_int_equal(lease_end, now + SLOT_LEASE_US);
+	} else {
+		assert_true(lease_end > now + SLOT_LEASE_US);
+		assert_true(lease_end < res->deadline_us);
+		assert_true(lease_end <= now + SLOT_RENEW_MAX_US + SLOT_LEASE_US - SLOT_RENEW_US);
+	}
+	assert_int_equal(lease_end, now + slot_lease_us(res->wait_us, interval_us));
 }
 
 /* An empty queue, then: A admitted at NOW; B, 1.5 s before its slot (NOW + T), admitted to
@@ -258,7 +313,7 @@ static void five_logins(struct lqueue *q, struct slot_place pl[5])
 		assert_int_equal(res.position, i);
 		assert_int_equal(q->n_waiters, i - 1);
 		assert_int_equal(q->waiters[i - 2].arrival_us, now);
-		assert_int_equal(q->waiters[i - 2].lease_us, now + SLOT_LEASE_US);
+		lease_fits(q->waiters[i - 2].lease_us, now, &res, T);
 		assert_int_equal(q->waiters[i - 2].pid, getpid());
 	}
 	assert_int_equal(q->tat_us, NOW + 2 * T); /* a place held moves no schedule */
@@ -345,7 +400,7 @@ static void test_renew(void **state)
 		assert_int_equal(res.deadline_us, NOW + i * T);
 		assert_int_equal(res.wait_us, i * T - 6 * S);
 		assert_int_equal(res.position, i - 1);
-		assert_int_equal(q.waiters[find(&q, &pl[i])].lease_us, NOW + 6 * S + SLOT_LEASE_US);
+		lease_fits(q.waiters[find(&q, &pl[i])].lease_us, NOW + 6 * S, &res, T);
 	}
 	assert_int_equal(q.n_waiters, 3);
 
@@ -1113,11 +1168,122 @@ static void test_peek_counts_admitted(void **state)
 	lqueue_free(&q);
 }
 
+/* A schedule file whose next slot is ahead_us after NOW (as if a queue had gone in before),
+   at interval_us and burst 1. */
+static void load_ahead(struct lqueue *q, int64_t ahead_us, int64_t interval_us)
+{
+	char text[128];
+
+	snprintf(text, sizeof(text), "%" PRId64 " %" PRId64 " %" PRId64 " 1\n", NOW + ahead_us, NOW,
+		 interval_us);
+	load(q, text);
+}
+
+/* L1 on the file: near its turn a place holds 5 s; further back its lease ends before its
+   slot, at most 63 s; a place not renewed is dropped at its lease end, long before its slot,
+   and the one behind it moves up: it delayed nobody. */
+static void test_lease_fits_the_wait(void **state)
+{
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 600 * S, .burst = 1 };
+	const struct slot_place near = place(1, "0a", ""), x = place(2, "0b", ""),
+				y = place(3, "0c", "");
+	const int64_t lease_max = SLOT_RENEW_MAX_US + SLOT_LEASE_US - SLOT_RENEW_US;
+	struct slot_result res;
+	struct lqueue q;
+	int64_t x_lease, y_position;
+
+	(void)state;
+	/* Near: 15 s off, within two intervals and the commit window. */
+	load_ahead(&q, 15 * S, p.interval_us);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &near, getpid(), NOW, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.wait_us, 15 * S);
+	assert_int_equal(q.waiters[find(&q, &near)].lease_us, NOW + SLOT_LEASE_US);
+	lqueue_free(&q);
+
+	/* Far: X 300 s off (a quarter of it is past the longest renewal), Y behind it. */
+	load_ahead(&q, 300 * S, p.interval_us);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &x, getpid(), NOW, &res), SLOT_QUEUED);
+	x_lease = q.waiters[find(&q, &x)].lease_us;
+	assert_int_equal(x_lease, NOW + lease_max);
+	assert_true(x_lease < res.deadline_us);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &y, getpid(), NOW + 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 310 * S);
+	lease_fits(q.waiters[find(&q, &y)].lease_us, NOW + 1, &res, p.interval_us);
+	/* Y renews on time: X's lease still runs (a live place), then it has run out: X is
+	   dropped, a ghost, and Y moves up to X's slot, which has not come. */
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &y, getpid(), x_lease - 1, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, NOW + 310 * S);
+	y_position = res.position;
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RENEW, &y, getpid(), x_lease, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, y_position - 1);
+	assert_int_equal(res.deadline_us, NOW + 300 * S);
+	assert_int_equal(find(&q, &x), -1);
+	assert_int_equal(ghost_of(&q, "0b"), NOW);
+	lqueue_free(&q);
+}
+
+/* L3: the places ahead of a dead one given up after its last renewal bring its slot before
+   its lease ends: it holds the one behind it (which renews at the near cadence) until then,
+   counts as admitted at its slot (no ghost), and the next goes in within a near renewal of
+   its lease's end. */
+static void test_lease_slot_moved_earlier(void **state)
+{
+	const struct slot_params p = { .interval_us = 2 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_place ahead[10], x = place(20, "1a", ""), y = place(21, "1b", "");
+	struct slot_result res;
+	struct lqueue q;
+	int64_t x_lease, now;
+	char who[17];
+
+	(void)state;
+	load_ahead(&q, 4 * S, p.interval_us);
+	for (unsigned i = 0; i < 10; i++) {
+		snprintf(who, sizeof(who), "%x", i + 1);
+		ahead[i] = place(i + 1, who, "");
+		assert_int_equal(
+		    step_as(&q, &p, 0, SLOT_RESERVE, &ahead[i], getpid(), NOW + i, &res),
+		    SLOT_QUEUED);
+	}
+	/* X: 24 s off, far (past 2 intervals and the commit window): a lease of 24 / 4 + 3 s. */
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &x, getpid(), NOW + 10, &res),
+			 SLOT_QUEUED);
+	assert_int_equal(res.wait_us, 24 * S - 10);
+	x_lease = q.waiters[find(&q, &x)].lease_us;
+	assert_int_equal(x_lease, NOW + 10 + (24 * S - 10) / 4 + 3 * S);
+	assert_int_equal(step_as(&q, &p, 0, SLOT_RESERVE, &y, getpid(), NOW + 11, &res),
+			 SLOT_QUEUED);
+	/* The ten ahead of X hang up; X, dead, no longer renews: its slot is NOW + 4 s. */
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(
+		    step_as(&q, &p, 0, SLOT_LEAVE, &ahead[i], getpid(), NOW + 1 * S, &res),
+		    SLOT_ADMIT);
+	/* Y renews as the module does: held behind X while X's lease runs, then admitted. */
+	now = NOW + 1 * S;
+	for (;;) {
+		assert_true(now <= x_lease + SLOT_RENEW_US);
+		if (step_as(&q, &p, 0, SLOT_RENEW, &y, getpid(), now, &res) == SLOT_ADMIT)
+			break;
+		assert_true(find(&q, &x) >= 0); /* X's lease runs: Y waits behind it */
+		assert_true(now < x_lease);
+		now += slot_renew_us(res.wait_us, p.interval_us);
+		if (now > res.deadline_us)
+			now = res.deadline_us;
+	}
+	assert_true(now >= x_lease);
+	assert_int_equal(find(&q, &x), -1);
+	assert_int_equal(ghost_of(&q, "1a"), -1); /* counted as admitted at its slot */
+	lqueue_free(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_garbage_lines),
+		cmocka_unit_test(test_lines_on_their_own),
 		cmocka_unit_test(test_reserve_empty),
 		cmocka_unit_test(test_peek_reset),
 		cmocka_unit_test(test_commit_window),
@@ -1125,6 +1291,8 @@ int main(void)
 		cmocka_unit_test(test_leave),
 		cmocka_unit_test(test_dead_pid),
 		cmocka_unit_test(test_lease_out),
+		cmocka_unit_test(test_lease_fits_the_wait),
+		cmocka_unit_test(test_lease_slot_moved_earlier),
 		cmocka_unit_test(test_same_who_twice),
 		cmocka_unit_test(test_per_host),
 		cmocka_unit_test(test_refusal_changes_nothing),

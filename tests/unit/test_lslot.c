@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ struct fixture {
 	char msg[4096];       /* what the last call() logged */
 	unsigned places;      /* places made so far, to make each one unique */
 	struct slot_place place; /* the last reserve()'s */
+	pid_t holder;		 /* a stopped lock holder, killed at teardown if a test failed first */
 };
 
 static int fixture_setup(void **state)
@@ -66,8 +68,13 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 static int fixture_teardown(void **state)
 {
 	struct fixture *fx = *state;
-	int rc = nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	int rc, status;
 
+	if (fx->holder > 0) {
+		kill(fx->holder, SIGKILL);
+		waitpid(fx->holder, &status, 0);
+	}
+	rc = nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(fx);
 	return rc;
 }
@@ -738,7 +745,9 @@ static enum slot_verdict child_renew(struct fixture *fx, const char *key,
 /* Waits in fx->place as queue_wait does: renews every SLOT_RENEW_US, or at its slot, until
    admitted. Returns the verdict that ended the wait; 99 if a slot moved later although every
    renewal came in time (one that came after its slot, this process having been descheduled
-   on a loaded machine, may lose the slot to the next waiter: that is no broken promise). */
+   on a loaded machine, may lose the slot to the next waiter: that is no broken promise). A
+   renewal made at its slot and decided a little after it (the lock's wait, the scheduler) is
+   admitted at once, its slot given as the time it was decided: no slot moved either. */
 static enum slot_verdict child_wait(struct fixture *fx, const char *key,
 				    const struct slot_params *p, struct slot_result *res)
 {
@@ -755,7 +764,7 @@ static enum slot_verdict child_wait(struct fixture *fx, const char *key,
 		late = late || fstime_mono_us() > res->deadline_us + 100 * MS;
 		if (child_renew(fx, key, p, res) == SLOT_UNAVAILABLE)
 			return SLOT_UNAVAILABLE;
-		if (res->deadline_us > first_us && !late)
+		if (res->deadline_us > first_us && res->deadline_us > fstime_mono_us() && !late)
 			return 99;
 	}
 	return res->verdict;
@@ -905,44 +914,197 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
-/* A lock held too long (a stopped holder, a hung file system): a login waits for it as long
-   as its max_wait (at least a second), and is then refused, never let in without a wait. */
-static void test_lock_held(void **state)
+/* A child that takes path's lock and stops itself there (a user's su stopped with ^Z while it
+   held the lock): its pid, once it is stopped. */
+static pid_t stopped_holder(const char *path)
+{
+	int ready[2], status;
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR);
+
+		close(ready[0]);
+		if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	return pid;
+}
+
+static void end_child(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* A holder stuck on the lock (stopped): the file is unusable for every call that meets it,
+   each told so within LSLOT_STUCK_US (and not its max_wait), with the holder named; the login
+   is then the failure policy's (the module's), never refused as if the queue were long. Once
+   the holder is gone, the schedule is as it was. */
+static void test_lock_stuck(void **state)
 {
 	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 1500 * MS,
-				       .burst = 1 };
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
 	const struct slot_params quick = { .interval_us = 10 * S, .max_wait_us = 0, .burst = 1 };
-	const struct slot_params patient = { .interval_us = 10 * S, .max_wait_us = 60 * S,
-					     .burst = 1 };
+	struct slot_result res;
+	struct slot_place waiter;
+	char path[PATH_MAX], holder[64];
+	int64_t t0, took;
+	pid_t pid;
+
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
+	waiter = fx->place;
+	slot_path(fx, "held", path, sizeof(path));
+	pid = fx->holder = stopped_holder(path);
+	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)pid);
+
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	if (took < LSLOT_STUCK_US || took > LSLOT_STUCK_US + 5 * S)
+		fail_msg("told after %lld ms", (long long)(took / MS));
+	assert_non_null(strstr(fx->msg, path));
+	assert_non_null(strstr(fx->msg, holder));
+	/* One line for the call. */
+	assert_ptr_equal(strchr(fx->msg, '\n'), fx->msg + strlen(fx->msg) - 1);
+	/* Whatever its max_wait: a stuck holder is no long queue. */
+	assert_int_equal(reserve(fx, "held", &quick, &res), SLOT_UNAVAILABLE);
+	assert_non_null(strstr(fx->msg, holder));
+	/* A renewal fails likewise (tried again until its slot), in as long. */
+	t0 = fstime_mono_us();
+	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	assert_true(took >= LSLOT_STUCK_US && took <= LSLOT_STUCK_US + 5 * S);
+	/* A peek (flowslotctl) is no login: it says it could not tell, in a second. */
+	t0 = fstime_mono_us();
+	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &waiter, &res), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	assert_true(took < LSLOT_STUCK_US);
+	assert_non_null(strstr(fx->msg, "cannot lock"));
+
+	end_child(pid);
+	fx->holder = 0;
+	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 1);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 2);
+}
+
+/* Two children that hold path's lock shared in turn, each taking it before the other lets it
+   go, so that it is never free, for run_us (a burst of short holders, which a LOCK_NB poll
+   never slips between); started with the first holding it. */
+static void lock_ring(const char *path, int64_t run_us, pid_t pids[2])
+{
+	const struct timespec hold = { .tv_nsec = 20000000 };
+	const int64_t end_us = fstime_mono_us() + run_us;
+	int inbox[2][2], ready[2];
+	char c;
+
+	assert_int_equal(pipe(inbox[0]), 0);
+	assert_int_equal(pipe(inbox[1]), 0);
+	assert_int_equal(pipe(ready), 0);
+	for (int i = 0; i < 2; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] != 0)
+			continue;
+		int fd = open(path, O_RDWR), in = inbox[i][0], out = inbox[1 - i][1];
+
+		if (fd < 0)
+			_exit(1);
+		if (i == 0 && (flock(fd, LOCK_SH) != 0 || write(ready[1], "x", 1) != 1))
+			_exit(1);
+		/* 'g': take it; 'a': taken; 'q': the run is over. */
+		if (i == 1 && (read(in, &c, 1) != 1 || c != 'g' || flock(fd, LOCK_SH) != 0 ||
+			       write(out, "a", 1) != 1))
+			_exit(c == 'q' ? 0 : 1);
+		for (;;) {
+			nanosleep(&hold, NULL);
+			if (fstime_mono_us() >= end_us) {
+				flock(fd, LOCK_UN);
+				_exit(write(out, "q", 1) == 1 ? 0 : 1);
+			}
+			if (write(out, "g", 1) != 1 || read(in, &c, 1) != 1 || c != 'a')
+				_exit(1);
+			flock(fd, LOCK_UN);
+			if (read(in, &c, 1) != 1 || c == 'q')
+				_exit(0);
+			if (flock(fd, LOCK_SH) != 0 || write(out, "a", 1) != 1)
+				_exit(1);
+		}
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	for (int i = 0; i < 2; i++) {
+		close(inbox[i][0]);
+		close(inbox[i][1]);
+	}
+}
+
+static void end_ring(const pid_t pids[2])
+{
+	for (int i = 0; i < 2; i++) {
+		int status;
+
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+}
+
+/* Issue 18's rule beside the stuck holder's: a lock that goes from holder to holder is waited
+   out, past LSLOT_STUCK_US, for as long as the login may wait; a login whose max_wait runs out
+   first is refused, never let in without a place, with no retry time made up. */
+static void test_lock_busy(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params brief = { .interval_us = 10 * S, .max_wait_us = 3 * S,
+					   .burst = 1 };
 	struct slot_result res;
 	char path[PATH_MAX];
 	int64_t t0, took;
-	int fd;
+	pid_t ring[2];
+	int lines;
 
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_ADMIT);
-	slot_path(fx, "held", path, sizeof(path));
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	/* flock locks belong to the open file: this one blocks lslot's own open. */
-	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(reserve(fx, "busy", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "busy", path, sizeof(path));
+
+	lock_ring(path, LSLOT_STUCK_US + 2 * S, ring);
 	t0 = fstime_mono_us();
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_REFUSE);
+	assert_int_equal(reserve(fx, "busy", &p, &res), SLOT_QUEUED);
 	took = fstime_mono_us() - t0;
-	assert_non_null(strstr(fx->msg, "cannot lock"));
-	assert_true(took >= 1400 * MS);
-	assert_true(took < 3 * S);
-	assert_true(res.wait_us >= 1400 * MS);
-	/* max_wait 0: a second still. */
+	end_ring(ring);
+	if (took < LSLOT_STUCK_US + S)
+		fail_msg("had the lock after %lld ms, while the ring held it", (long long)(took / MS));
+	assert_null(strstr(fx->msg, "stuck"));
+
+	lines = count_lines(path);
+	lock_ring(path, brief.max_wait_us + 4 * S, ring);
 	t0 = fstime_mono_us();
-	assert_int_equal(reserve(fx, "held", &quick, &res), SLOT_REFUSE);
+	assert_int_equal(reserve(fx, "busy", &brief, &res), SLOT_REFUSE);
 	took = fstime_mono_us() - t0;
-	assert_true(took >= 900 * MS && took < 3 * S);
-	/* A peek (flowslotctl) is no login: it says it could not tell, in a second. */
-	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &fx->place, &res), SLOT_UNAVAILABLE);
-	close(fd);
-	assert_int_equal(reserve(fx, "held", &patient, &res), SLOT_QUEUED);
-	assert_true(res.wait_us > 0);
+	end_ring(ring);
+	assert_true(took >= brief.max_wait_us && took < brief.max_wait_us + 4 * S);
+	assert_true(res.lock_busy);
+	assert_non_null(strstr(fx->msg, "busy"));
+	assert_null(strstr(fx->msg, "stuck"));
+	/* Refused, it left nothing in the file. */
+	assert_int_equal(count_lines(path), lines);
 }
 
 static bool exists(const struct fixture *fx, const char *name)
@@ -1338,7 +1500,8 @@ int main(void)
 		T(test_concurrent),
 		T(test_concurrent_queued),
 		T(test_renew_leave),
-		T(test_lock_held),
+		T(test_lock_stuck),
+		T(test_lock_busy),
 		T(test_many_hosts_pruned),
 		T(test_many_hosts_live),
 		T(test_prune_spares),

@@ -62,7 +62,9 @@ struct step {
 struct call {
 	enum slot_op op;
 	bool local;
-	int64_t at_us; /* when it began */
+	int64_t at_us;	  /* when it began */
+	int64_t until_us; /* when it had to be over (Redis: opt.until_us), 0: no sooner than its
+			     own bound */
 	int64_t max_wait_us;
 	int64_t interval_us;
 };
@@ -70,21 +72,28 @@ static struct step steps[MAX_STEPS];
 static size_t n_steps, next_step;
 static struct call calls[MAX_STEPS];
 static size_t n_calls;
+static int64_t named_interval_us; /* the schedule's own, as every answer names it; 0: none */
 
 static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_params *p,
-				 struct slot_result *res)
+				 int64_t until_us, struct slot_result *res)
 {
 	struct step s = { .verdict = SLOT_ADMIT };
 
 	if (n_calls == MAX_STEPS)
 		fail_msg("more than %d calls", MAX_STEPS);
 	calls[n_calls++] = (struct call){ .op = op, .local = local, .at_us = clock_now,
+					  .until_us = until_us,
 					  .max_wait_us = p->max_wait_us,
 					  .interval_us = p->interval_us };
 	if (op != SLOT_LEAVE) {
 		if (next_step == n_steps)
 			fail_msg("call %zu: no answer scripted", n_calls);
 		s = steps[next_step++];
+	}
+	/* A call cut short at until_us fails there, as rslot's budget ends it. */
+	if (until_us > 0 && clock_now + s.took_us > until_us) {
+		clock_now = until_us;
+		return SLOT_UNAVAILABLE;
 	}
 	clock_now += s.took_us;
 	if (s.verdict == SLOT_UNAVAILABLE)
@@ -93,6 +102,7 @@ static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_
 	res->wait_us = s.wait_us;
 	res->position = s.position;
 	res->deadline_us = clock_now + s.wait_us;
+	res->sched_interval_us = named_interval_us;
 	return s.verdict;
 }
 
@@ -102,7 +112,7 @@ enum slot_verdict __wrap_lslot_call(const pam_handle_t *pamh, const struct lslot
 				    struct slot_result *res)
 {
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	return backend(call->op, true, call->p, res);
+	return backend(call->op, true, call->p, 0, res);
 }
 
 enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *o,
@@ -114,7 +124,7 @@ enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *
 {
 	(void)key, (void)place;
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	return backend(op, false, &o->slot, res);
+	return backend(op, false, &o->slot, o->until_us, res);
 }
 
 /* The log and the conversation. */
@@ -169,8 +179,9 @@ static size_t warnings(void)
 }
 
 /* One login: interval 6 s, max_wait 12 s, reserved at T0 with a place whose slot is wait_us
-   away (the clock is at T0 when it starts to wait). */
+   away, position 2 unless said (the clock is at T0 when it starts to wait). */
 static struct opt o;
+static int64_t position;
 static const struct slot_place place = { .id = "0123456789abcdef0123456789abcdef",
 					 .who = "0123456789abcdef" };
 
@@ -182,8 +193,10 @@ static int setup(void **state)
 	o.slot.max_wait_us = 12 * S;
 	o.countdown_us = 0;
 	clock_now = T0;
+	position = 2;
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
+	named_interval_us = 0;
 	return 0;
 }
 
@@ -202,23 +215,24 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 	struct hangup_watch w = { .n = 0 };
 	struct countdown cd;
 
-	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = 2,
-				     .deadline_us = clock_now + wait_us };
+	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = position,
+				     .deadline_us = clock_now + wait_us,
+				     .sched_interval_us = res->sched_interval_us };
 	countdown_start(&cd, FAKE_PAMH, 0, talk, res);
 	return queue_wait(&l, res, &w, &cd);
 }
 
 /* Every renewal passes what is left of max_wait (limit - now) on either backend, with the
-   login's own interval; the last, at the slot, goes in. */
+   login's own interval; the last, within a second of the slot, goes in at it. */
 static void test_renewal_passes_what_is_left(void **state)
 {
 	for (int local = 0; local <= 1; local++) {
-		struct slot_result res;
+		struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 		setup(state);
-		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
-		       { SLOT_ADMIT, 0, 1, 0 });
-		assert_int_equal(wait_from(local, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+		SCRIPT({ SLOT_QUEUED, 5 * S, 2, 0 }, { SLOT_QUEUED, 3 * S, 1, 0 },
+		       { SLOT_ADMIT, 1 * S, 1, 0 });
+		assert_int_equal(wait_from(local, 7 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 		assert_int_equal(n_calls, 3);
 		for (size_t i = 0; i < 3; i++) {
 			assert_int_equal(calls[i].op, SLOT_RENEW);
@@ -227,7 +241,7 @@ static void test_renewal_passes_what_is_left(void **state)
 			assert_int_equal(calls[i].at_us, T0 + 2 * S * (int64_t)(i + 1));
 			assert_int_equal(calls[i].max_wait_us, 12 * S - 2 * S * (int64_t)(i + 1));
 		}
-		assert_int_equal(clock_now, T0 + 6 * S);
+		assert_int_equal(clock_now, T0 + 7 * S);
 		assert_int_equal(warnings(), 0);
 	}
 }
@@ -235,7 +249,7 @@ static void test_renewal_passes_what_is_left(void **state)
 /* Past the limit, a renewal passes 0, never less; with no limit (flowslotctl), max_wait. */
 static void test_renewal_floor_and_no_limit(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	SCRIPT({ SLOT_ADMIT, 0, 1, 0 });
 	assert_int_equal(wait_from(true, 2 * S, T0 + 1 * S, &res, false), QUEUE_TURN);
@@ -251,7 +265,7 @@ static void test_renewal_floor_and_no_limit(void **state)
 static void test_refused_on_renewal(void **state)
 {
 	for (int local = 0; local <= 1; local++) {
-		struct slot_result res;
+		struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 		setup(state);
 		SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_REFUSE, 14 * S, 3, 0 });
@@ -270,7 +284,7 @@ static void test_refused_on_renewal(void **state)
    back. It never sleeps past the limit. */
 static void test_slot_past_the_limit(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	SCRIPT({ SLOT_QUEUED, 11 * S, 2, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_REFUSED);
@@ -283,17 +297,18 @@ static void test_slot_past_the_limit(void **state)
 
 	setup(state);
 	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_QUEUED, 2 * S, 1, 0 },
-	       { SLOT_ADMIT, 2 * S, 1, 0 });
+	       { SLOT_ADMIT, 2500 * MS, 1, 0 });
 	assert_int_equal(wait_from(true, 6 * S, T0 + 7 * S, &res, false), QUEUE_REFUSED);
 	assert_int_equal(n_calls, 3);
-	assert_int_equal(calls[2].max_wait_us, 1 * S);
+	assert_int_equal(calls[2].at_us, T0 + 5 * S); /* the file's bound, 1 s, before the slot */
+	assert_int_equal(calls[2].max_wait_us, 2 * S);
 	assert_true(clock_now <= T0 + 7 * S);
 }
 
 /* A slot moved later by a renewal is told (an info message), within the limit. */
 static void test_put_back_is_told(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	SCRIPT({ SLOT_QUEUED, 8 * S, 2, 0 }, { SLOT_QUEUED, 6 * S, 2, 0 },
@@ -310,11 +325,11 @@ static void test_put_back_is_told(void **state)
    schedule, logging one warning and not going in blind. */
 static void test_one_failed_renewal(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 300 * MS }, { SLOT_QUEUED, 2 * S, 1, 0 },
-	       { SLOT_ADMIT, 0, 1, 0 });
+	       { SLOT_ADMIT, 500 * MS, 1, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 3);
 	assert_int_equal(calls[1].at_us, T0 + 4300 * MS);
@@ -325,20 +340,24 @@ static void test_one_failed_renewal(void **state)
 	assert_int_equal(warnings_with("blind"), 0);
 }
 
-/* Every renewal fails: tried every SLOT_RENEW_US and once more at the slot, one warning for
-   them all, then one that it goes in blind, at the last slot given and no later. */
+/* Every renewal fails, at once: tried every SLOT_RENEW_US, a timeout (500 ms) before the slot,
+   and once more at it, one warning for them all, then one that it goes in blind, at the last
+   slot given and no later. */
 static void test_all_renewals_fail(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 },
-	       { SLOT_UNAVAILABLE, 0, 0, 0 });
+	       { SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
-	assert_int_equal(n_calls, 3);
+	assert_int_equal(n_calls, 4);
 	assert_int_equal(calls[0].at_us, T0 + 2 * S);
 	assert_int_equal(calls[1].at_us, T0 + 4 * S);
-	assert_int_equal(calls[2].at_us, T0 + 6 * S);
+	assert_int_equal(calls[2].at_us, T0 + 5500 * MS);
+	assert_int_equal(calls[2].until_us, T0 + 6 * S);
+	assert_int_equal(calls[3].at_us, T0 + 6 * S);
+	assert_int_equal(calls[3].until_us, T0 + 6500 * MS);
 	assert_int_equal(clock_now, T0 + 6 * S);
 	assert_int_equal(res.verdict, SLOT_ADMIT);
 	assert_int_equal(warnings(), 2);
@@ -346,32 +365,144 @@ static void test_all_renewals_fail(void **state)
 	assert_int_equal(warnings_with("going in blind"), 1);
 }
 
-/* A failure near the slot: the next try is at the slot, not SLOT_RENEW_US later; a call that
-   fails past the slot is the last, and the login goes in at once. */
+/* A failure near the slot: the next try is a timeout (500 ms) before the slot, not
+   SLOT_RENEW_US later, and one that fails before the slot is tried once more at it; a call
+   that would run past the slot is cut short at it, and the login goes in at once. */
 static void test_failure_near_the_slot(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	SCRIPT({ SLOT_QUEUED, 4 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1 * S },
-	       { SLOT_UNAVAILABLE, 0, 0, 200 * MS });
+	       { SLOT_UNAVAILABLE, 0, 0, 200 * MS }, { SLOT_UNAVAILABLE, 0, 0, 0 });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
-	assert_int_equal(n_calls, 3);
+	assert_int_equal(n_calls, 4);
 	assert_int_equal(calls[1].at_us, T0 + 4 * S);
-	assert_int_equal(calls[2].at_us, T0 + 6 * S);
-	assert_int_equal(clock_now, T0 + 6200 * MS);
+	assert_int_equal(calls[2].at_us, T0 + 5500 * MS);
+	assert_int_equal(calls[3].at_us, T0 + 6 * S);
+	assert_int_equal(clock_now, T0 + 6 * S);
 
 	setup(state);
 	SCRIPT({ SLOT_QUEUED, 3 * S, 1, 0 }, { SLOT_UNAVAILABLE, 0, 0, 1500 * MS });
 	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
 	assert_int_equal(n_calls, 2);
-	assert_int_equal(clock_now, T0 + 5500 * MS);
+	assert_int_equal(calls[1].until_us, T0 + 5 * S);
+	assert_int_equal(clock_now, T0 + 5 * S);
 	assert_int_equal(warnings_with("going in blind"), 1);
+}
+
+/* L2: the login renews when the lease its last answer granted asks (slot_renew_us), from the
+   wait and the schedule's own interval (6 s: near within 14 s): a quarter of the wait far
+   back, every 2 s near its turn, and, first in line, a timeout before its slot; a failure is
+   tried again 2 s later. */
+static void test_renewal_fits_the_wait(void **state)
+{
+	struct slot_result res = { .sched_interval_us = 6 * S };
+
+	(void)state;
+	o.slot.max_wait_us = 120 * S;
+	named_interval_us = 6 * S;
+	SCRIPT({ SLOT_QUEUED, 45 * S, 8, 0 }, { SLOT_UNAVAILABLE, 0, 0, 0 },
+	       { SLOT_QUEUED, 20 * S, 4, 0 }, { SLOT_QUEUED, 12 * S, 2, 0 },
+	       { SLOT_QUEUED, 1 * S, 1, 0 }, { SLOT_ADMIT, 500 * MS, 1, 0 });
+	assert_int_equal(wait_from(false, 60 * S, T0 + 120 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 6);
+	assert_int_equal(calls[0].at_us, T0 + 15 * S);		/* 60 s off: a quarter */
+	assert_int_equal(calls[1].at_us, T0 + 26250 * MS);	/* 45 s off: fails */
+	assert_int_equal(calls[2].at_us, T0 + 28250 * MS);	/* tried again 2 s later */
+	assert_int_equal(calls[3].at_us, T0 + 33250 * MS);	/* 20 s off: 5 s */
+	assert_int_equal(calls[4].at_us, T0 + 35250 * MS);	/* 12 s off, near: 2 s */
+	/* first in line: a timeout (500 ms) before its slot, admitted to go in at it */
+	assert_int_equal(calls[5].at_us, T0 + 35750 * MS);
+	assert_int_equal(clock_now, T0 + 36250 * MS);
+	assert_int_equal(warnings_with("cannot be renewed"), 1);
+}
+
+/* Cut off from the schedule, each call taking its whole bound (packets that vanish: timeout
+   per node asked, up to 4 of them with Sentinel or a cluster; the file's lock wait): the last
+   try begins a timeout before the slot and is over by it, so that the login goes in blind at
+   its slot, not a call's time after it (the fault campaign's partition found it 300 ms late
+   with timeout=300ms, the next login then following it by interval - 300 ms). */
+static void test_last_try_ends_by_the_slot(void **state)
+{
+	static const struct {
+		bool local;
+		enum url_backend backend;
+		int64_t timeout_us, took_us;
+	} cases[] = {
+		{ false, URL_BACKEND_TCP, 500 * MS, 500 * MS },
+		{ false, URL_BACKEND_UNIX, 300 * MS, 300 * MS },
+		{ false, URL_BACKEND_SENTINEL, 250 * MS, 1 * S },
+		{ false, URL_BACKEND_CLUSTER, 500 * MS, 2 * S },
+		{ true, URL_BACKEND_LOCAL, 500 * MS, 1 * S },
+	};
+	struct slot_result res;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		setup(state);
+		o.url.backend = cases[i].backend;
+		o.timeout_us = cases[i].timeout_us;
+		for (size_t k = 0; k < 4; k++)
+			steps[k] = (struct step){ SLOT_UNAVAILABLE, 0, 0, cases[i].took_us };
+		n_steps = 4;
+		assert_int_equal(wait_from(cases[i].local, 6 * S, T0 + 12 * S, &res, false),
+				 QUEUE_TURN);
+		assert_int_equal(calls[0].at_us, T0 + 2 * S);
+		assert_true(calls[n_calls - 1].at_us <=
+			    T0 + 6 * S - (cases[i].local ? 1 * S : cases[i].timeout_us));
+		if (!cases[i].local)
+			assert_int_equal(calls[n_calls - 1].until_us, T0 + 6 * S);
+		assert_int_equal(clock_now, T0 + 6 * S);
+		assert_int_equal(res.verdict, SLOT_ADMIT);
+		assert_int_equal(warnings_with("going in blind"), 1);
+	}
+
+	/* First in line, its slot 2.1 s off: the renewal that would admit it is not SLOT_RENEW_US
+	   later, 100 ms before the slot, but a timeout before it, over by the slot (4 timeouts
+	   would not be, with a cluster), and its failure sends the login in at its slot. */
+	for (int cluster = 0; cluster <= 1; cluster++) {
+		setup(state);
+		position = 1;
+		o.url.backend = cluster ? URL_BACKEND_CLUSTER : URL_BACKEND_TCP;
+		SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 2 * S });
+		assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
+		assert_int_equal(n_calls, 1);
+		assert_int_equal(calls[0].at_us, T0 + 1600 * MS);
+		assert_int_equal(calls[0].until_us, T0 + 2100 * MS);
+		assert_int_equal(clock_now, T0 + 2100 * MS);
+	}
+
+	/* The same, the schedule refusing at once (restarting): tried once more at the slot,
+	   within a timeout, and back by then, it admits the login there. */
+	setup(state);
+	position = 1;
+	o.url.backend = URL_BACKEND_CLUSTER;
+	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 0 }, { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(calls[1].at_us, T0 + 2100 * MS);
+	assert_int_equal(calls[1].until_us, T0 + 2600 * MS);
+	assert_int_equal(clock_now, T0 + 2100 * MS);
+	assert_int_equal(warnings_with("cannot be renewed"), 1);
+	assert_int_equal(warnings_with("blind"), 0);
+
+	/* Further back, it renews SLOT_RENEW_US later, or at its slot, as it did, its calls not
+	   cut short: its slot may keep moving (a place ahead not given up yet), and it must not
+	   call in a loop. */
+	setup(state);
+	SCRIPT({ SLOT_QUEUED, 1200 * MS, 2, 0 }, { SLOT_QUEUED, 1200 * MS, 2, 0 },
+	       { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 1200 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[0].at_us, T0 + 1200 * MS);
+	assert_int_equal(calls[1].at_us, T0 + 2400 * MS);
+	assert_int_equal(calls[2].at_us, T0 + 3600 * MS);
+	assert_int_equal(calls[0].until_us, 0);
 }
 
 /* A user who hangs up gives the place back. */
 static void test_hang_up(void **state)
 {
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
 	(void)state;
 	hang_up = true;
@@ -391,6 +522,8 @@ int main(void)
 		cmocka_unit_test_setup(test_one_failed_renewal, setup),
 		cmocka_unit_test_setup(test_all_renewals_fail, setup),
 		cmocka_unit_test_setup(test_failure_near_the_slot, setup),
+		cmocka_unit_test_setup(test_renewal_fits_the_wait, setup),
+		cmocka_unit_test_setup(test_last_try_ends_by_the_slot, setup),
 		cmocka_unit_test_setup(test_hang_up, setup),
 	};
 

@@ -249,6 +249,107 @@ static void test_corrupt(void **state)
 	free(t);
 }
 
+/* The whole file's bytes, in a malloc'd buffer of sizeof(struct stats_table). */
+static unsigned char *file_bytes(const char *path)
+{
+	unsigned char *buf = malloc(sizeof(struct stats_table));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_non_null(buf);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(struct stats_table)), sizeof(struct stats_table));
+	close(fd);
+	return buf;
+}
+
+/* Whether a and b differ outside record i (and the header, with head). */
+static bool changed_outside(const unsigned char *a, const unsigned char *b, int i, bool head)
+{
+	const size_t h = offsetof(struct stats_table, rec), r = sizeof(struct stats_record);
+
+	for (size_t at = 0; at < sizeof(struct stats_table); at++) {
+		bool inside =
+		    (at >= h + (size_t)i * r && at < h + (size_t)(i + 1) * r) || (head && at < h);
+
+		if (!inside && a[at] != b[at])
+			return true;
+	}
+	return false;
+}
+
+/* A login reads the header and the records in use, and writes back its own record only (and
+   the header, for a new one): on a file as the version before wrote it (the same layout, the
+   table written whole, unused records zero), with junk in a record not yet in use, which
+   neither the reader nor a login sees, and which a new template overwrites whole. */
+static void test_partial(void **state)
+{
+	struct fixture *fx = *state;
+	struct stats_table *t = new_table();
+	const size_t head = offsetof(struct stats_table, rec);
+	unsigned char *before, *after;
+	const char *why = NULL;
+	char *text;
+
+	assert_int_equal(mkdir(fx->state, 0700), 0);
+	stats_count(t, "k0", false, STATS_ADMITTED, 0);
+	stats_count(t, "k1", false, STATS_WAITED, 2 * S);
+	memset(&t->rec[3], 'x', sizeof(t->rec[3])); /* junk past n = 2 */
+	write_file(fx->file, t, sizeof(*t), 0600);
+
+	/* The reader: the two records in use, nothing of the junk. */
+	assert_int_equal(stats_load(fx->state, t, &why), 0);
+	assert_int_equal(t->n, 2);
+	text = formatted(t);
+	assert_null(strstr(text, "xxx"));
+	assert_non_null(strstr(text, "flowslot_logins_total{key=\"k1\",result=\"waited\"} 1\n"));
+	free(text);
+
+	/* A known template: its record changes, and nothing else, header included. */
+	before = file_bytes(fx->file);
+	assert_int_equal(record(fx, "k1", false, STATS_REFUSED, 0), 0);
+	assert_string_equal(fx->msg, "");
+	after = file_bytes(fx->file);
+	assert_false(changed_outside(before, after, 1, false));
+	assert_int_not_equal(memcmp(before, after, sizeof(*t)), 0);
+	free(before);
+	free(after);
+
+	/* A new one: its record, the one after those in use, and the header's count. */
+	before = file_bytes(fx->file);
+	assert_int_equal(record(fx, "k2", false, STATS_ADMITTED, 0), 0);
+	after = file_bytes(fx->file);
+	assert_false(changed_outside(before, after, 2, true));
+	assert_int_not_equal(memcmp(before, after, head), 0);
+	free(before);
+	free(after);
+
+	assert_int_equal(stats_load(fx->state, t, &why), 0);
+	assert_int_equal(t->n, 3);
+	assert_int_equal(t->rec[1].series[0].logins[STATS_REFUSED], 1);
+	assert_int_equal(t->rec[1].series[0].logins[STATS_WAITED], 1);
+	assert_string_equal(t->rec[2].key, "k2");
+	assert_int_equal(t->rec[2].series[0].logins[STATS_ADMITTED], 1);
+	assert_int_equal(t->rec[2].series[1].logins[STATS_ADMITTED], 0);
+
+	/* The next new one overwrites the junk whole. */
+	assert_int_equal(record(fx, "k3", true, STATS_ADMITTED, 0), 0);
+	assert_int_equal(stats_load(fx->state, t, &why), 0);
+	assert_int_equal(t->n, 4);
+	assert_string_equal(t->rec[3].key, "k3");
+	assert_int_equal(t->rec[3].series[0].logins[STATS_ADMITTED], 0);
+	assert_int_equal(t->rec[3].series[1].logins[STATS_ADMITTED], 1);
+	assert_int_equal(t->rec[3].series[1].wait_count, 1);
+
+	/* A template that cannot have a record of its own goes to "other", records to spare. */
+	assert_int_equal(record(fx, "", false, STATS_REFUSED, 0), 0);
+	assert_int_equal(record(fx, "", false, STATS_REFUSED, 0), 0);
+	assert_int_equal(stats_load(fx->state, t, &why), 0);
+	assert_int_equal(t->n, 4);
+	assert_string_equal(t->rec[STATS_TEMPLATES_MAX].key, STATS_OTHER);
+	assert_int_equal(t->rec[STATS_TEMPLATES_MAX].series[0].logins[STATS_REFUSED], 2);
+	free(t);
+}
+
 static void test_missing(void **state)
 {
 	struct fixture *fx = *state;
@@ -288,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_buckets),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partial, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test(test_escaping),
 	};

@@ -11,8 +11,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "flowslot/trust.h"
@@ -212,6 +215,107 @@ static void test_root_file(void **state)
 	assert_int_equal(errno, EPERM);
 }
 
+/* The stopped holder of the test running, killed at its teardown should the test fail before
+   it ends it (else it would hold the lock, and make's pipe, for ever). */
+static pid_t holder;
+
+/* A child that takes p's lock (op) and stops itself there: its pid, once stopped. */
+static pid_t stopped_holder(const char *p, int op)
+{
+	int ready[2], status;
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(p, O_RDWR);
+
+		close(ready[0]);
+		if (fd < 0 || flock(fd, op) != 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	holder = pid;
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	return pid;
+}
+
+static void end_child(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	holder = 0;
+}
+
+static int end_holder(void **state)
+{
+	(void)state;
+	if (holder > 0)
+		end_child(holder);
+	return 0;
+}
+
+/* A stopped holder: told stuck once stuck_us has passed, not at the end of the whole wait,
+   its pid read from /proc/locks; the wait costs at most a tenth of the flock calls that a
+   poll every millisecond makes (it was 1 ms: ~780 calls a second). */
+static void test_lock_stuck(void **state)
+{
+	struct trust_lock_wait w = { .wait_us = 20000000, .stuck_us = 1000000 };
+	int fd = open(make_file("lock", 0600, geteuid()), O_RDWR | O_CLOEXEC);
+	pid_t pid;
+
+	(void)state;
+	assert_true(fd >= 0);
+	pid = stopped_holder(path, LOCK_EX);
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
+	assert_int_equal(w.holder, pid);
+	assert_true(w.held_us >= w.stuck_us);
+	assert_true(w.waited_us >= w.held_us && w.waited_us < w.wait_us);
+	if ((int64_t)w.tries * 10000 > w.waited_us)
+		fail_msg("%u flock calls in %lld ms", w.tries, (long long)(w.waited_us / 1000));
+	print_message("%u flock calls in %lld ms\n", w.tries, (long long)(w.waited_us / 1000));
+
+	/* Not judged (stuck_us 0): the whole wait, then ETIMEDOUT, as trust_lock says. */
+	w = (struct trust_lock_wait){ .wait_us = 500000 };
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
+	assert_int_equal(w.holder, 0);
+	assert_true(w.waited_us >= w.wait_us);
+	assert_int_equal(trust_lock(fd, LOCK_SH, 100000), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+
+	end_child(pid);
+	assert_int_equal(trust_lock(fd, LOCK_EX, 100000), 0);
+	close(fd);
+}
+
+/* A shared holder blocks an exclusive lock and is seen as well; a shared lock goes through. */
+static void test_lock_shared(void **state)
+{
+	struct trust_lock_wait w = { .wait_us = 20000000, .stuck_us = 300000 };
+	int fd = open(make_file("shared", 0600, geteuid()), O_RDWR | O_CLOEXEC);
+	pid_t pid;
+
+	(void)state;
+	assert_true(fd >= 0);
+	pid = stopped_holder(path, LOCK_SH);
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
+	assert_int_equal(w.holder, pid);
+	w = (struct trust_lock_wait){ .wait_us = 100000, .stuck_us = 300000 };
+	assert_int_equal(trust_lock_watch(fd, LOCK_SH, &w), TRUST_LOCKED);
+	assert_int_equal(w.tries, 1);
+	end_child(pid);
+	close(fd);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -230,9 +334,13 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open_dir),  cmocka_unit_test(test_open_dir_other_uid),
-		cmocka_unit_test(test_own_file),  cmocka_unit_test(test_own_file_other_uid),
+		cmocka_unit_test(test_open_dir),
+		cmocka_unit_test(test_open_dir_other_uid),
+		cmocka_unit_test(test_own_file),
+		cmocka_unit_test(test_own_file_other_uid),
 		cmocka_unit_test(test_root_file),
+		cmocka_unit_test_teardown(test_lock_stuck, end_holder),
+		cmocka_unit_test_teardown(test_lock_shared, end_holder),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
