@@ -95,10 +95,12 @@ def parse_login(d, lid, meta, starts, admits, events):
                     rec.update(t_res=t, wait_ms=kv.get("wait_ms", ""),
                                position=kv.get("position", ""))
                     via = via or kv.get("via", "")
-                    decisions.append((t, msg.split(":")[0], int(kv.get("wait_ms", "0"))))
+                    decisions.append((t, msg.split(":")[0], int(kv.get("wait_ms", "0")),
+                                      int(kv.get("position", "0") or 0)))
                 elif msg.startswith("renewed: "):  # debug: each renewal's answer
                     decisions.append((t, "renewed-" + msg.split()[1],
-                                      int(kv.get("wait_ms", "0"))))
+                                      int(kv.get("wait_ms", "0")),
+                                      int(kv.get("position", "0") or 0)))
                 elif msg.startswith("refused: "):
                     refused_at = t
                     if rec["t_res"] == "":
@@ -166,8 +168,7 @@ def parse_login(d, lid, meta, starts, admits, events):
         rec["t_decide"] = abandoned_at
     else:
         rec["t_decide"] = rec["t_end"]
-    rec["flags"] = ",".join(sorted(flags))
-    given = [(t, w) for t, k, w in decisions if k != "renewed-refused"]
+    given = [(t, w, p) for t, k, w, p in decisions if k != "renewed-refused"]
     if given:
         rec["t_slot"] = given[-1][0] + given[-1][1] * 1000
     # Gone in blind past its lease: its place lapsed before its slot, and that slot may be
@@ -178,7 +179,12 @@ def parse_login(d, lid, meta, starts, admits, events):
         lease_end = first_failure - 2000000 - int(meta["timeout_ms"]) * 1000 + 5000000
         if rec["t_slot"] > lease_end:
             flags.add("blind_lapsed")
-    rec["decisions"] = ",".join("%d:%s:%d" % d for d in decisions)
+    # Gone in blind when it was not first in line: its slot may have been given on meanwhile
+    # (MODEL.md P1: a login ahead of it went in late, or its place stood past its slot).
+    if "blind" in flags and given and given[-1][2] > 1:
+        flags.add("blind_behind")
+    rec["flags"] = ",".join(sorted(flags))
+    rec["decisions"] = ",".join("%d:%s:%d:%d" % d for d in decisions)
     return rec
 
 
@@ -212,7 +218,7 @@ def read_logins(d):
                       "burst", "max_wait_ms", "timeout_ms", "per_host", "cpu_ms", "t_res",
                       "t_decide", "t_slot"):
                 r[c] = num(r.get(c, ""))
-            r["decisions"] = [(int(t), k, int(w)) for t, k, w in (
+            r["decisions"] = [(int(f[0]), f[1], int(f[2])) for f in (
                 d.split(":") for d in r.get("decisions", "").split(",") if d)]
             r["flags"] = set(x for x in r.get("flags", "").split(",") if x)
             bound_times(r)
@@ -394,11 +400,11 @@ def evaluate(fault, d, eps, base):
     # P1: on one schedule, admissions i < j at least (j - i - burst + 1) * interval apart: j's
     # admission against i's slot (a login that goes in late is the bound MODEL.md states for
     # P1, its next may follow it closer: the schedule counted it at its slot). A login gone in
-    # blind past its lease, or stopped, is the bound MODEL.md states for P1 ("not checked");
-    # one gone in blind at its slot within its lease counts (R5).
+    # blind past its lease or when not first in line, or stopped, is the bound MODEL.md states
+    # for P1 ("not checked"); one gone in blind first in line, within its lease, counts (R5).
     gaps = []
     for s in by_sched.values():
-        seq = [r for r in s if not ({"blind_lapsed", "stopped"} & r["flags"])]
+        seq = [r for r in s if not ({"blind_lapsed", "blind_behind", "stopped"} & r["flags"])]
         for i in range(len(seq)):
             for j in range(i + 1, len(seq)):
                 k = j - i - B + 1
@@ -419,10 +425,11 @@ def evaluate(fault, d, eps, base):
                      "admitted without a wait and a warning is logged): %s" % (
                          len(off), " ".join(off)))
     exempt = [r["id"] for s in by_sched.values() for r in s
-              if {"blind_lapsed", "stopped"} & r["flags"]]
+              if {"blind_lapsed", "blind_behind", "stopped"} & r["flags"]]
     if exempt:
-        notes.append("P1 leaves out %d login(s) gone in blind past their lease, or stopped (%s), "
-                     "as MODEL.md P1 says" % (len(exempt), " ".join(exempt)))
+        notes.append("P1 leaves out %d login(s) gone in blind past their lease or not first in "
+                     "line, or stopped (%s), as MODEL.md P1 says" % (len(exempt),
+                                                                     " ".join(exempt)))
 
     # P2: a login that reserved earlier (its reply stamped before the other started) and
     # stayed goes in no later (at its earliest slot) than one that reserved later (its stamp).
