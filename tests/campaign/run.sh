@@ -29,8 +29,10 @@ done
 [ "$(id -u)" = 0 ] || skip_all "the campaign needs root (mounts, network namespaces)"
 MODULE=${FAULTS_MODULE:-$MODULE}
 [ -e "$MODULE" ] || { echo "no module at $MODULE: make first" >&2; exit 1; }
-# Logins get a private /tmp (tests/lib.sh): a module there is out of their sight.
+# Logins get a private /tmp (tests/lib.sh), in which only this checkout stays in sight: a
+# module elsewhere under /tmp is out of it.
 case $(cd "$(dirname "$MODULE")" && pwd -P)/ in
+"$(cd "$TOP" && pwd -P)"/*) ;;
 /tmp/*) echo "FAULTS_MODULE under /tmp is out of the logins' sight: put it elsewhere" >&2; exit 1 ;;
 esac
 OUT=${FAULTS_OUT:-$TOP/build/faults}
