@@ -231,20 +231,22 @@ def bound_times(r):
     line's after the reply it reports, an admission's after the admission), so it is an upper
     bound; the start stamp comes before the module runs. Lower bounds follow the module's own
     cadence: the reservation's call is after the start, and each renewal's call at least
-    min(2 s, the wait less the lead) after the reply before it (queue.c renews every
-    SLOT_RENEW_US, or a lead before the slot: the timeout, or the file's lock wait; or at the
+    min(2 s, the wait less a lead) after the call before it began (queue.c renews every
+    SLOT_RENEW_US or later, or, first in line, its timeout or the file's lock wait before its
     slot), so a reply is no earlier than the chain of those from the start. A load that delays
     the stamps can so only hide a violation, never make one.
     Sets r["chain"] (reply_lb, reply_ub, kind, wait_us per answer), r["slot_lb"] and
     r["slot_ub"] (the last slot given), r["dec_lb"] (the decision, at the earliest)."""
     lb = r["t_start"]
+    # A login first in line renews early enough to keep to its slot: its timeout (Redis) or
+    # the file's lock wait (1 s) before it.
     chain = []
     lead = LOCK_WAIT_US if r["via"] == "local" else (r["timeout_ms"] or 0) * 1000
     for t, k, w in r["decisions"]:
         if lb is None:
             break
         chain.append((lb, t, k, w * 1000))
-        lb = lb + min(RENEW_US, w * 1000 - lead if w * 1000 > lead else w * 1000)
+        lb = lb + max(0, min(RENEW_US, w * 1000 - lead))
     r["chain"] = chain
     given = [c for c in chain if c[2] != "renewed-refused"]
     r["slot_lb"] = given[-1][0] + given[-1][3] if given else None

@@ -98,6 +98,9 @@ campaign_login() {
 		# shellcheck disable=SC2016 # the inner script's own variables
 		exec 2> >(exec chrt -f 10 bash -c 'while IFS= read -r line; do
 			printf "%s %s\n" "${EPOCHREALTIME/./}" "$line"; done' > "$l/$id.err")
+		# SIGPIPE ignored, as sshd has it: a stamper gone (killed by a stranger's stale pid)
+		# costs the record its lines, not the login its life.
+		trap '' PIPE
 		if [ -n "${HUPD_PORT:-}" ] && [ "$host" = local ] &&
 			exec 3<> "/dev/tcp/$rhost/$HUPD_PORT"; then
 			printf '%s\n' "$id" >&3
