@@ -387,9 +387,15 @@ local function make_ghost(pwho, phost, arrival, left_us)
   changed = true
 end
 
--- Gives a place up at left_us, leaving a ghost unless it was taken back already.
-local function give_up(place, left_us)
-  local arrival, taken = arrival_of(place)
+-- Gives a place up at left_us, leaving a ghost unless it was taken back already; known: its
+-- arrival and whether it was taken back, if read already.
+local function give_up(place, left_us, known)
+  local arrival, taken
+  if known then
+    arrival, taken = known.arrival, known.taken
+  else
+    arrival, taken = arrival_of(place)
+  end
   local pid, pwho, phost = string.match(place, '^(%w+):([%w-]+):([%w-]+)$')
   drop(place, pid, phost)
   if arrival and pwho and not taken then
@@ -451,19 +457,20 @@ if leases then
   for i = 1, #ended, 2 do
     local place = string.sub(ended[i], 3)
     if place ~= self or op == 'reserve' then
-      lapsed[#lapsed + 1] = {place = place, arrival = arrival_of(place) or -1,
+      local arrival, taken = arrival_of(place)
+      lapsed[#lapsed + 1] = {place = place, arrival = arrival, taken = taken,
                              left = tonumber(ended[i + 1]) - LEASE}
     end
   end
-  table.sort(lapsed, function(a, b) return a.arrival < b.arrival end)
+  table.sort(lapsed, function(a, b) return (a.arrival or -1) < (b.arrival or -1) end)
   for _, p in ipairs(lapsed) do
-    if p.arrival >= 0 and rank_of(us(p.arrival)) == 0 and
-        tat_raw - (burst - 1) * interval <= p.left then
+    if p.arrival and tat_raw - (burst - 1) * interval <= p.left and
+        rank_of(us(p.arrival)) == 0 then
       local pid, _, phost = string.match(p.place, '^(%w+):([%w-]+):([%w-]+)$')
       drop(p.place, pid, phost)
       admit(0)
     else
-      give_up(p.place, p.left)
+      give_up(p.place, p.left, p)
     end
   end
 end
