@@ -287,7 +287,7 @@ static int lqueue_ghosts_of(const struct lqueue *q, const char *host, const char
 	return n;
 }
 
-/* Remembers w's place, given up at left_us, for a retry of the same login (R2): not for a
+/* Remembers w's place, given up at left_us, for a retry of the same login ("Ghosts"): not for a
    place itself taken back, nor past the caps. */
 static void lqueue_add_ghost(struct lqueue *q, const struct lqueue_waiter *w, int64_t left_us)
 {
@@ -345,9 +345,9 @@ static int64_t lqueue_stored_tat(const struct lqueue *q, int64_t now_us)
 	return at_us > now_us ? tat_us - (at_us - now_us) : tat_us;
 }
 
-/* R5: the waiter first in line that left (lease out, process dead) once its slot had come
-   may have gone in blind at it: it counts as admitted there, and leaves no ghost. Returns
-   whether it did. */
+/* "A lapsed place at its slot counts as admitted": the waiter first in line that left (lease out,
+   process dead) once its slot had come may have gone in blind at it: it counts as admitted there,
+   and leaves no ghost. Returns whether it did. */
 static bool lqueue_left_admitted(struct lqueue *q, const struct slot_params *s, size_t i,
 				 int64_t now_us)
 {
@@ -372,8 +372,8 @@ static bool lqueue_gone(const struct lqueue *q, size_t i, const char *self_id, i
 	return strcmp(q->waiters[i].id, self_id) != 0 && !lqueue_alive(&q->waiters[i], now_us);
 }
 
-/* Drops the waiters that left (R5 for those first in line, ghosts for the others) and the
-   ghosts whose time has passed. */
+/* Drops the waiters that left ("A lapsed place at its slot counts as admitted" for those first in
+   line, ghosts for the others) and the ghosts whose time has passed. */
 static void lqueue_purge(struct lqueue *q, const struct slot_params *s, const char *self_id,
 			 int64_t now_us)
 {
@@ -511,8 +511,8 @@ static enum slot_verdict lqueue_answer(struct slot_result *res, enum slot_verdic
 }
 
 /* peek and reset, as slot.lua's: what a login now would get, holding nothing, and every login
-   not gone in yet (R11): the live waiters and those admitted to go in later. reset then
-   empties the queue; its waiters hold places anew at their renewal. */
+   not gone in yet ("Waiting counts everyone"): the live waiters and those admitted to go in
+   later. reset then empties the queue; its waiters hold places anew at their renewal. */
 static enum slot_verdict lqueue_view(struct lqueue *q, const struct lqueue_clock *c,
 				     enum slot_op op, struct slot_result *res)
 {
@@ -549,7 +549,7 @@ static enum slot_verdict lqueue_admit(struct lqueue *q, const struct lqueue_cloc
 	return lqueue_answer(res, SLOT_ADMIT, c, start_us, rank);
 }
 
-/* reserve (R2): WHO's ghost is taken back at its arrival if nobody queued since it left,
+/* reserve ("Ghosts"): WHO's ghost is taken back at its arrival if nobody queued since it left,
    else at the back; either way the place is marked taken back, and the ghost consumed. A
    refusal changes nothing. */
 static enum slot_verdict lqueue_reserve(struct lqueue *q, const struct lqueue_clock *c,
@@ -583,7 +583,7 @@ static enum slot_verdict lqueue_reserve(struct lqueue *q, const struct lqueue_cl
 
 /* The renewing login's place: kept (the caller grants its new lease, which fits its new
    wait); or, its lease out while it lived on, taken back from WHO's ghost as a retry would
-   (R2: at its arrival if nobody queued since it left), or held anew at the back. -1 when the
+   ("Ghosts": at its arrival if nobody queued since it left), or held anew at the back. -1 when the
    queue is full. */
 static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, int64_t now_us)
 {
@@ -606,7 +606,7 @@ static ssize_t lqueue_keep(struct lqueue *q, const struct lqueue_hold *given, in
 }
 
 /* renew: admitted at its slot when near; refused, its place dropped and no ghost left, when
-   that slot is further off than what is left of max_wait (R1). */
+   that slot is further off than what is left of max_wait ("max_wait bounds the whole wait"). */
 static enum slot_verdict lqueue_renew(struct lqueue *q, const struct lqueue_clock *c,
 				      const struct lqueue_hold *h, struct slot_result *res)
 {
@@ -628,8 +628,9 @@ static enum slot_verdict lqueue_renew(struct lqueue *q, const struct lqueue_cloc
 	return lqueue_answer(res, SLOT_QUEUED, c, start_us, rank);
 }
 
-/* The settings the schedule decides by (R7): the strictest seen since it was made (longest
-   interval, smallest burst), with the caller's; the pressure hold's line keeps none. */
+/* The settings the schedule decides by ("The schedule's own settings"): the strictest seen since it
+   was made (longest interval, smallest burst), with the caller's; the pressure hold's line keeps
+   none. */
 static void lqueue_settings(const struct lqueue *q, const struct slot_params *p,
 			    struct slot_params *s)
 {

@@ -14,7 +14,7 @@
 
 /* Waiters one schedule file holds at most: past that, a login is refused as if over
    max_wait. Places given up (ghosts) are kept at most LQUEUE_GHOSTS_MAX per schedule and
-   LQUEUE_HOST_GHOSTS_MAX per remote host (RULES.md R2); past that, none is made. */
+   LQUEUE_HOST_GHOSTS_MAX per remote host (pam_flowslot(8), "Ghosts"); past that, none is made. */
 #define LQUEUE_MAX 4096
 #define LQUEUE_GHOSTS_MAX 1024
 #define LQUEUE_HOST_GHOSTS_MAX 16
@@ -41,7 +41,7 @@ struct lqueue_ghost {
 struct lqueue {
 	int64_t tat_us;	     /* the next admission, as stored */
 	int64_t at_us;	     /* when it was stored */
-	int64_t interval_us; /* the schedule's own settings (R7), 0: none stored */
+	int64_t interval_us; /* "The schedule's own settings", 0: none stored */
 	int64_t burst;
 	struct lqueue_waiter *waiters;
 	size_t n_waiters;
@@ -65,7 +65,7 @@ long lqueue_write(const struct lqueue *q, char **out);
    by process pid. Fills res (deadline_us included) and returns the verdict, as rslot_call.
    window_us: how near its slot a login first in line is admitted (SLOT_COMMIT_US). SLOT_PEEK
    and SLOT_RESET fill res as slot.lua's peek does; reset empties q. Keeps the rules of
-   RULES.md (R1, R2, R5, R7, R11): p->max_wait_us of a renewal is what is left of it; the
+   pam_flowslot(8), "The queue's promises": p->max_wait_us of a renewal is what is left of it; the
    decision is made by the schedule's own settings, which res names. */
 enum slot_verdict lqueue_step(struct lqueue *q, const struct slot_params *p, int per_host,
 			      enum slot_op op, const struct slot_place *place, pid_t pid,

@@ -336,7 +336,8 @@ static void test_peek_reset(void **state)
 	assert_int_equal(
 	    lqueue_step(&q, &P, 0, SLOT_PEEK, &late, getpid(), NOW + 4 * S, SLOT_COMMIT_US, &res),
 	    SLOT_QUEUED);
-	/* R11: every login not gone in yet, B (admitted to go in later) with C, D, E. */
+	/* "Waiting counts everyone": every login not gone in yet, B (admitted to go in later) with
+	   C, D, E. */
 	assert_int_equal(res.waiting, 4);
 	assert_int_equal(res.wait_us, 5 * T - 4 * S); /* behind B (admitted) and C, D, E */
 	assert_int_equal(res.position, 5);
@@ -501,7 +502,7 @@ static void test_dead_pid(void **state)
 	assert_int_equal(q.ghosts[0].left_us, NOW + 1 * S);
 	assert_int_equal(q.changed, 1);
 
-	/* B tried again, by a live process: C queued while B was away (R2), so B goes to the
+	/* B tried again, by a live process: C queued while B was away ("Ghosts"), so B goes to the
 	   back, its ghost consumed and its place marked taken back. */
 	assert_int_equal(step(&q, SLOT_RESERVE, &b2, NOW + 1500 * MS, &res), SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 2 * T);
@@ -560,7 +561,8 @@ static void test_lease_out(void **state)
 			 SLOT_QUEUED);
 	assert_int_equal(res.deadline_us, NOW + 20 * S);
 
-	/* B, taken back once, leaves no ghost when it leaves (R2): a retry (B2) is at the back. */
+	/* B, taken back once, leaves no ghost when it leaves ("Ghosts"): a retry (B2) is at the
+	   back. */
 	assert_true(q.waiters[find(&q, &b)].taken_back);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &b, getpid(), b_lease + S, &res),
 			 SLOT_ADMIT);
@@ -577,7 +579,8 @@ static void test_lease_out(void **state)
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &d, getpid(), b_lease + 62 * S - 1, &res),
 			 SLOT_ADMIT);
 	assert_int_equal(ghost_of(&q, "0b"), b_lease + 2 * S);
-	/* C's lease ran out meanwhile, first in line and its slot come (R5): admitted. */
+	/* C's lease ran out meanwhile, first in line and its slot come ("A lapsed place at its slot
+	   counts as admitted"): admitted. */
 	assert_int_equal(ghost_of(&q, "0c"), -1);
 	assert_int_equal(q.tat_us, NOW + 20 * S);
 	assert_int_equal(step_as(&q, &p, 0, SLOT_LEAVE, &d, getpid(), b_lease + 62 * S, &res),
@@ -644,8 +647,8 @@ static void test_per_host(void **state)
 	assert_int_equal(step_as(&q, &P, 0, SLOT_RESERVE, &d, getpid(), NOW + 6, &res),
 			 SLOT_QUEUED); /* no limit */
 	assert_int_equal(q.n_waiters, 5);
-	/* One of the host's places given up: its ghost still counts (R2), but for its own WHO,
-	   which takes it back. */
+	/* One of the host's places given up: its ghost still counts ("Ghosts"), but for its own
+	   WHO, which takes it back. */
 	assert_int_equal(step_as(&q, &P, 3, SLOT_LEAVE, &b, getpid(), NOW + 7, &res), SLOT_ADMIT);
 	assert_int_equal(step_as(&q, &P, 3, SLOT_RESERVE, &d, getpid(), NOW + 8, &res),
 			 SLOT_REFUSE_HOST);
@@ -832,8 +835,9 @@ static void test_empty_who(void **state)
 	lqueue_free(&q);
 }
 
-/* R1: a renewal whose slot is further off than what is left of max_wait is refused, with the
-   wait it would have had; its place goes, and no ghost is left for a retry. */
+/* "max_wait bounds the whole wait": a renewal whose slot is further off than what is left of
+   max_wait is refused, with the wait it would have had; its place goes, and no ghost is left for a
+   retry. */
 static void test_renew_past_max_wait(void **state)
 {
 	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
@@ -861,7 +865,7 @@ static void test_renew_past_max_wait(void **state)
 	lqueue_free(&q);
 }
 
-/* R2: a ghost records WHO, HOST, ARRIVAL and LEFT; a reserve takes its arrival back when
+/* "Ghosts": a ghost records WHO, HOST, ARRIVAL and LEFT; a reserve takes its arrival back when
    nobody queued since LEFT, and marks the place taken back, which then leaves no ghost. */
 static void test_ghost_taken_back_once(void **state)
 {
@@ -896,7 +900,7 @@ static void test_ghost_taken_back_once(void **state)
 	lqueue_free(&q);
 }
 
-/* R2: a live place that arrived at or after the ghost's LEFT sends the retry to the back,
+/* "Ghosts": a live place that arrived at or after the ghost's LEFT sends the retry to the back,
    the ghost consumed all the same. */
 static void test_ghost_after_newcomer(void **state)
 {
@@ -919,7 +923,7 @@ static void test_ghost_after_newcomer(void **state)
 	lqueue_free(&q);
 }
 
-/* R2: a renewal of a place whose lease ran out while its login lived takes WHO's ghost's
+/* "Ghosts": a renewal of a place whose lease ran out while its login lived takes WHO's ghost's
    arrival back as a retry would (not ahead of those who queued since), marked taken back. */
 static void test_renew_lapsed_takes_back(void **state)
 {
@@ -956,8 +960,9 @@ static void test_renew_lapsed_takes_back(void **state)
 	lqueue_free(&q);
 }
 
-/* R5 spares the caller: a place whose lease ran out, first in line with its slot come, that
-   renews now is alive and goes in at once; it was not admitted blind. */
+/* "A lapsed place at its slot counts as admitted" spares the caller: a place whose lease ran out,
+   first in line with its slot come, that renews now is alive and goes in at once; it was not
+   admitted blind. */
 static void test_renew_own_lapse(void **state)
 {
 	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "");
@@ -977,7 +982,7 @@ static void test_renew_own_lapse(void **state)
 	lqueue_free(&q);
 }
 
-/* R2: per_host counts the host's ghosts, but for the reserving WHO's own. */
+/* "Ghosts": per_host counts the host's ghosts, but for the reserving WHO's own. */
 static void test_per_host_counts_ghosts(void **state)
 {
 	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "bb"),
@@ -998,7 +1003,7 @@ static void test_per_host_counts_ghosts(void **state)
 	lqueue_free(&q);
 }
 
-/* R2: at most LQUEUE_HOST_GHOSTS_MAX ghosts per host, LQUEUE_GHOSTS_MAX per schedule. */
+/* "Ghosts": at most LQUEUE_HOST_GHOSTS_MAX ghosts per host, LQUEUE_GHOSTS_MAX per schedule. */
 static void test_ghost_caps(void **state)
 {
 	const struct slot_params p = { .interval_us = 1 * S, .max_wait_us = 3600 * S, .burst = 1 };
@@ -1032,9 +1037,10 @@ static void test_ghost_caps(void **state)
 	lqueue_free(&q);
 }
 
-/* R5: a place first in line whose lease runs out once its slot has come may have gone in
-   blind: it counts as admitted (the schedule moves on one interval), and leaves no ghost.
-   One that lapses before its slot leaves a ghost, and moves nothing. */
+/* "A lapsed place at its slot counts as admitted": a place first in line whose lease runs out once
+   its slot has come may have gone in blind: it counts as admitted (the schedule moves on one
+   interval), and leaves no ghost. One that lapses before its slot leaves a ghost, and moves
+   nothing. */
 static void test_lapsed_first_admitted(void **state)
 {
 	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", ""),
@@ -1104,8 +1110,8 @@ static void test_lapsed_two_in_a_row(void **state)
 	lqueue_free(&q);
 }
 
-/* R7: the schedule keeps the strictest settings seen since it was made, decides by them and
-   names them; made afresh, once idle, by the next caller's. */
+/* "The schedule's own settings": the schedule keeps the strictest settings seen since it was made,
+   decides by them and names them; made afresh, once idle, by the next caller's. */
 static void test_schedule_settings(void **state)
 {
 	const struct slot_params lax = { .interval_us = 2 * S, .max_wait_us = 60 * S, .burst = 3 };
@@ -1149,7 +1155,8 @@ static void test_schedule_settings(void **state)
 	lqueue_free(&q);
 }
 
-/* R11: peek's waiting counts a login admitted to go in later, with no place held. */
+/* "Waiting counts everyone": peek's waiting counts a login admitted to go in later, with no place
+   held. */
 static void test_peek_counts_admitted(void **state)
 {
 	const struct slot_place a = place(1, "0a", ""), b = place(2, "0b", "");
