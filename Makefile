@@ -88,7 +88,7 @@ TEST_CFLAGS = $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Wno-missing-prototypes
 TEST_LIBS = $(CMOCKA_LIBS) $(PAM_LIBS)
 RSLOT_WRAPS = -Wl,--wrap=redisConnectWithTimeout,--wrap=redisConnectUnixWithTimeout,--wrap=redisFree
 
-build/test_%: tests/unit/test_%.c $(LIB_OBJS) $(HEADERS)
+build/test_%: tests/unit/test_%.c $(LIB_OBJS) $(HEADERS) tests/unit/lockers.h
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
 
 build/test_rslot: tests/unit/test_rslot.c $(LIB_OBJS) $(HEADERS)

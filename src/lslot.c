@@ -273,16 +273,22 @@ static bool lslot_login(const struct lslot_call *call)
 	       strcmp(call->prefix, LSLOT_PREFIX) == 0;
 }
 
-/* How long a call waits for the file's lock while its holders come and go: a login's
-   reservation or renewal as long as the login may still wait (its max_wait, or what is left of
-   it), and at least LSLOT_STUCK_US, so that a stuck holder is told from a busy file; any other
+/* How long a call from start_us waits for the file's lock while its holders come and go: a
+   login's reservation or renewal as long as the login may still wait (its max_wait, or what is
+   left of it), and at least LSLOT_STUCK_US, so that a stuck holder is told from a busy file,
+   but never past its until_us (the try that keeps to the slot is over by the slot); any other
    call (leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
-static int64_t lslot_lock_wait_us(const struct lslot_call *call)
+static int64_t lslot_lock_wait_us(const struct lslot_call *call, int64_t start_us)
 {
-	if (lslot_login(call))
-		return call->p->max_wait_us > LSLOT_STUCK_US ? call->p->max_wait_us
-							     : LSLOT_STUCK_US;
-	return LSLOT_LOCK_WAIT_US;
+	int64_t wait_us = LSLOT_LOCK_WAIT_US;
+
+	if (lslot_login(call)) {
+		wait_us = call->p->max_wait_us > LSLOT_STUCK_US ? call->p->max_wait_us
+								: LSLOT_STUCK_US;
+		if (call->until_us != 0 && call->until_us - start_us < wait_us)
+			wait_us = call->until_us > start_us ? call->until_us - start_us : 0;
+	}
+	return wait_us;
 }
 
 /* Says why the lock on f was not had. */
@@ -315,7 +321,7 @@ static void lslot_lock_failed(const pam_handle_t *pamh, const struct lslot_file 
    waited out until lslot_lock_wait_us (f->busy). */
 static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
 {
-	const int64_t start_us = fstime_mono_us(), wait_us = lslot_lock_wait_us(f->call);
+	const int64_t start_us = fstime_mono_us(), wait_us = lslot_lock_wait_us(f->call, start_us);
 
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
 		struct trust_lock_wait w = { .wait_us = start_us + wait_us - fstime_mono_us(),

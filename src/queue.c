@@ -36,9 +36,8 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 	return l->limit_us > now_us ? l->limit_us - now_us : 0;
 }
 
-/* One call about the place, bounded by max_wait_us, with the options read afresh: the
-   password is held only for the exchange, never through the wait. On Redis, over by until_us
-   if not 0. */
+/* One call about the place, bounded by max_wait_us, over by until_us if not 0, with the
+   options read afresh: the password is held only for the exchange, never through the wait. */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
 				    int64_t max_wait_us, int64_t until_us, struct slot_result *res)
 {
@@ -50,7 +49,7 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	if (l->local) {
 		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key, .p = &p,
 						 .per_host = l->o->per_host, .op = op,
-						 .place = l->place };
+						 .place = l->place, .until_us = until_us };
 
 		return lslot_call(l->pamh, &call, res);
 	}

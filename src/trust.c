@@ -19,6 +19,12 @@
    them. */
 #define TRUST_POLL_FIRST_US 1000
 #define TRUST_POLL_MAX_US 20000
+/* While a lock is refused, the file's size and times are looked at every poll; its holders in
+   /proc/locks at the first poll, then only once the file has stood unchanged for an eighth of
+   stuck_us, and before the wait ends as stuck. Holders that write (logins) are so told from a
+   stuck one by the file alone: each read of /proc/locks takes the kernel's lock of every file
+   lock for writing, which every flock and fcntl lock on the host then waits for. */
+#define TRUST_HOLDERS_AFTER(stuck_us) ((stuck_us) / 8)
 
 int trust_open_dir(const char *dir, bool create, const char **why)
 {
@@ -157,18 +163,21 @@ static void trust_lock_holders(const struct stat *st, struct trust_holder *h)
 	close(fd);
 }
 
-/* What can be seen now of who holds fd's lock. */
-static void trust_lock_seen(int fd, struct trust_holder *h)
+/* What can be seen now of fd's file (into h, and st for trust_lock_holders), the holders as
+   last read (last). */
+static void trust_lock_seen(int fd, struct trust_holder *h, struct stat *st,
+			    const struct trust_holder *last)
 {
-	struct stat st;
-
 	memset(h, 0, sizeof(*h));
-	if (fstat(fd, &st) != 0)
-		return;
-	h->size = st.st_size;
-	h->mtim = st.st_mtim;
-	h->ctim = st.st_ctim;
-	trust_lock_holders(&st, h);
+	memset(st, 0, sizeof(*st));
+	if (fstat(fd, st) == 0) {
+		h->size = st->st_size;
+		h->mtim = st->st_mtim;
+		h->ctim = st->st_ctim;
+	}
+	h->n = last->n;
+	h->low = last->low;
+	h->high = last->high;
 }
 
 static bool trust_same_time(const struct timespec *a, const struct timespec *b)
@@ -176,22 +185,28 @@ static bool trust_same_time(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+/* Whether the file is as it was between two looks. */
+static bool trust_same_file(const struct trust_holder *a, const struct trust_holder *b)
+{
+	return a->size == b->size && trust_same_time(&a->mtim, &b->mtim) &&
+	       trust_same_time(&a->ctim, &b->ctim);
+}
+
 /* Whether nothing moved between two looks: the same holders, the file as it was. */
 static bool trust_same_holder(const struct trust_holder *a, const struct trust_holder *b)
 {
-	return a->n == b->n && a->low == b->low && a->high == b->high && a->size == b->size &&
-	       trust_same_time(&a->mtim, &b->mtim) && trust_same_time(&a->ctim, &b->ctim);
+	return a->n == b->n && a->low == b->low && a->high == b->high && trust_same_file(a, b);
 }
 
 enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w)
 {
 	const int64_t start_us = fstime_mono_us();
-	int64_t pause_us = TRUST_POLL_FIRST_US, since_us = -1;
+	int64_t pause_us = TRUST_POLL_FIRST_US, since_us = -1, first_us = -1, changed_us = -1;
 	struct trust_holder seen = { 0 }, now;
 
 	w->holder = 0;
 	w->held_us = w->waited_us = 0;
-	w->tries = 0;
+	w->tries = w->looks = 0;
 	for (;;) {
 		int64_t now_us, left_us;
 
@@ -204,18 +219,36 @@ enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w)
 			return TRUST_LOCK_FAILED;
 		now_us = fstime_mono_us();
 		w->waited_us = now_us - start_us;
+		left_us = w->wait_us - w->waited_us;
 		if (w->stuck_us > 0) {
-			trust_lock_seen(fd, &now);
+			const bool ending = left_us <= 0 ||
+					    (since_us >= 0 && now_us - since_us >= w->stuck_us);
+			struct stat st;
+
+			trust_lock_seen(fd, &now, &st, &seen);
+			if (changed_us < 0 || !trust_same_file(&seen, &now))
+				changed_us = now_us;
+			if (since_us < 0 || ending ||
+			    now_us - changed_us >= TRUST_HOLDERS_AFTER(w->stuck_us)) {
+				now.n = 0;
+				now.low = now.high = 0;
+				trust_lock_holders(&st, &now);
+				w->looks++;
+			}
 			if (since_us < 0 || !trust_same_holder(&seen, &now)) {
 				seen = now;
 				since_us = now_us;
+				if (first_us < 0)
+					first_us = now_us;
 			}
 			w->holder = now.low;
 			w->held_us = now_us - since_us;
-			if (w->held_us >= w->stuck_us)
+			/* Stuck: one holder kept it, the file unchanged, for stuck_us; or, on a
+			   shorter wait, through all of it and for a quarter of stuck_us at least. */
+			if (w->held_us >= w->stuck_us ||
+			    (left_us <= 0 && since_us == first_us && w->held_us >= w->stuck_us / 4))
 				return TRUST_LOCK_STUCK;
 		}
-		left_us = w->wait_us - w->waited_us;
 		if (left_us <= 0) {
 			errno = ETIMEDOUT;
 			return TRUST_LOCK_BUSY;

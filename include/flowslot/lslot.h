@@ -23,8 +23,9 @@
    file of 1,024 ghosts on a loaded 2-core machine (400 ms before the file was read in one
    pass). So this is a hundred times any call's work, yet short next to a login's wait. */
 #define LSLOT_STUCK_US INT64_C(2000000)
-/* The longest a call other than a reservation waits for the file's lock: past it, the file
-   counts as unusable. */
+/* The longest a call other than a login's reservation or renewal waits for the file's lock:
+   past it, the file counts as unusable. Also how long before its slot a login first in line
+   tries to keep to it (queue.c), that try over by the slot. */
 #define LSLOT_LOCK_WAIT_US INT64_C(1000000)
 
 /* How near its time a login first in line is admitted: within SLOT_COMMIT_US (a schedule),
@@ -45,6 +46,7 @@ struct lslot_call {
 	const struct slot_place *place;
 	const char *prefix; /* of the file's name, as long as "slot.": NULL for "slot." */
 	enum lslot_admit admit;
+	int64_t until_us; /* a login's call is over by then (CLOCK_MONOTONIC), if not 0 */
 };
 
 /* Asks the queue of the schedule kept in a file under dir (created 0700 when missing), as

@@ -48,13 +48,17 @@ struct trust_lock_wait {
 	int64_t held_us;   /* out: how long that holder was seen holding, the file unchanged */
 	int64_t waited_us; /* out: the whole wait */
 	unsigned tries;	   /* out: flock calls made, the wait's cost */
+	unsigned looks;	   /* out: reads of /proc/locks, its cost to the host's other locks */
 };
 
 /* Takes fd's flock as trust_lock does, telling a stuck holder from a busy file: polled from
-   1 ms apart up to 20 ms apart, and, when w->stuck_us, each time the lock is refused, who
-   holds it (the FLOCK lines of fd's inode in /proc/locks) and whether the file changed. A
-   holder kept for w->stuck_us with the file unchanged ends the wait at once (TRUST_LOCK_STUCK);
-   holders that come and go are waited out until w->wait_us (TRUST_LOCK_BUSY). */
+   1 ms apart up to 20 ms apart, and, when w->stuck_us, each time the lock is refused, whether
+   the file changed, and who holds it (the FLOCK lines of fd's inode in /proc/locks) at the
+   first refusal, before ending stuck, and while the file has stood unchanged for an eighth of
+   w->stuck_us. A holder kept for w->stuck_us with the file unchanged ends the wait at once
+   (TRUST_LOCK_STUCK), as does one kept through the whole of a shorter wait, if that is a
+   quarter of w->stuck_us at least; holders that come and go are waited out until w->wait_us
+   (TRUST_LOCK_BUSY). */
 enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w);
 
 #endif

@@ -28,6 +28,7 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/lslot.h"
+#include "lockers.h"
 
 #define S INT64_C(1000000)
 #define MS INT64_C(1000)
@@ -104,12 +105,11 @@ static void new_place(struct fixture *fx, struct slot_place *pl)
 	pl->host[0] = '\0';
 }
 
-/* lslot_call on fx->state, with what it logs kept in fx->msg, and no fd left open. */
-static enum slot_verdict call(struct fixture *fx, const char *key, const struct slot_params *p,
-			      enum slot_op op, const struct slot_place *pl,
-			      struct slot_result *res)
+/* lslot_call c on fx->state, with what it logs kept in fx->msg, and no fd left open. */
+static enum slot_verdict call_as(struct fixture *fx, const struct lslot_call *given,
+				 struct slot_result *res)
 {
-	const struct lslot_call c = { .dir = fx->state, .key = key, .p = p, .op = op, .place = pl };
+	struct lslot_call c = *given;
 	FILE *tmp = tmpfile();
 	enum slot_verdict v;
 	int saved, before, after;
@@ -120,6 +120,7 @@ static enum slot_verdict call(struct fixture *fx, const char *key, const struct 
 	saved = dup(STDERR_FILENO);
 	assert_true(saved >= 0);
 	assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+	c.dir = fx->state;
 	before = count_fds();
 	v = lslot_call(NULL, &c, res);
 	after = count_fds();
@@ -137,6 +138,26 @@ static enum slot_verdict call(struct fixture *fx, const char *key, const struct 
 	if (v != SLOT_UNAVAILABLE && v != res->verdict)
 		fail_msg("returned %d, res says %d", (int)v, (int)res->verdict);
 	return v;
+}
+
+static enum slot_verdict call(struct fixture *fx, const char *key, const struct slot_params *p,
+			      enum slot_op op, const struct slot_place *pl,
+			      struct slot_result *res)
+{
+	const struct lslot_call c = { .key = key, .p = p, .op = op, .place = pl };
+
+	return call_as(fx, &c, res);
+}
+
+/* A renewal of pl, over by until_us. */
+static enum slot_verdict call_until(struct fixture *fx, const char *key,
+				    const struct slot_params *p, const struct slot_place *pl,
+				    int64_t until_us, struct slot_result *res)
+{
+	const struct lslot_call c = { .key = key, .p = p, .op = SLOT_RENEW, .place = pl,
+				      .until_us = until_us };
+
+	return call_as(fx, &c, res);
 }
 
 /* Reserves with a fresh place, kept in fx->place for a renewal or a leave. */
@@ -915,41 +936,6 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
-/* A child that takes path's lock and stops itself there (a user's su stopped with ^Z while it
-   held the lock): its pid, once it is stopped. */
-static pid_t stopped_holder(const char *path)
-{
-	int ready[2], status;
-	char c;
-	pid_t pid;
-
-	assert_int_equal(pipe(ready), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open(path, O_RDWR);
-
-		close(ready[0]);
-		if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], "x", 1) != 1)
-			_exit(1);
-		raise(SIGSTOP);
-		_exit(0);
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &c, 1), 1);
-	close(ready[0]);
-	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
-	assert_true(WIFSTOPPED(status));
-	return pid;
-}
-
-static void end_child(pid_t pid)
-{
-	int status;
-
-	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-}
 
 /* A holder stuck on the lock (stopped): the file is unusable for every call that meets it,
    each told so within LSLOT_STUCK_US (and not its max_wait), with the holder named; the login
@@ -970,7 +956,7 @@ static void test_lock_stuck(void **state)
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
 	waiter = fx->place;
 	slot_path(fx, "held", path, sizeof(path));
-	pid = fx->holder = stopped_holder(path);
+	pid = fx->holder = locker_stopped(path, LOCK_EX);
 	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)pid);
 
 	t0 = fstime_mono_us();
@@ -990,14 +976,22 @@ static void test_lock_stuck(void **state)
 	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_UNAVAILABLE);
 	took = fstime_mono_us() - t0;
 	assert_true(took >= LSLOT_STUCK_US && took <= LSLOT_STUCK_US + 5 * S);
-	/* A peek (flowslotctl) is no login: it says it could not tell, in a second. */
+	/* The try that keeps to the slot is over by it (until_us), and names the holder. */
+	t0 = fstime_mono_us();
+	assert_int_equal(call_until(fx, "held", &p, &waiter, t0 + 700 * MS, &res),
+			 SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	if (took < 700 * MS || took > 700 * MS + LSLOT_STUCK_US / 4)
+		fail_msg("a renewal due over in 700 ms took %lld ms", (long long)(took / MS));
+	assert_non_null(strstr(fx->msg, holder));
+	/* A peek (flowslotctl) is no login: it is told in a second, the holder named. */
 	t0 = fstime_mono_us();
 	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &waiter, &res), SLOT_UNAVAILABLE);
 	took = fstime_mono_us() - t0;
 	assert_true(took < LSLOT_STUCK_US);
-	assert_non_null(strstr(fx->msg, "cannot lock"));
+	assert_non_null(strstr(fx->msg, holder));
 
-	end_child(pid);
+	locker_end(pid);
 	fx->holder = 0;
 	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 1);
@@ -1005,67 +999,6 @@ static void test_lock_stuck(void **state)
 	assert_int_equal(res.position, 2);
 }
 
-/* Two children that hold path's lock shared in turn, each taking it before the other lets it
-   go, so that it is never free, for run_us (a burst of short holders, which a LOCK_NB poll
-   never slips between); started with the first holding it. */
-static void lock_ring(const char *path, int64_t run_us, pid_t pids[2])
-{
-	const struct timespec hold = { .tv_nsec = 20000000 };
-	const int64_t end_us = fstime_mono_us() + run_us;
-	int inbox[2][2], ready[2];
-	char c;
-
-	assert_int_equal(pipe(inbox[0]), 0);
-	assert_int_equal(pipe(inbox[1]), 0);
-	assert_int_equal(pipe(ready), 0);
-	for (int i = 0; i < 2; i++) {
-		pids[i] = fork();
-		assert_true(pids[i] >= 0);
-		if (pids[i] != 0)
-			continue;
-		int fd = open(path, O_RDWR), in = inbox[i][0], out = inbox[1 - i][1];
-
-		if (fd < 0)
-			_exit(1);
-		if (i == 0 && (flock(fd, LOCK_SH) != 0 || write(ready[1], "x", 1) != 1))
-			_exit(1);
-		/* 'g': take it; 'a': taken; 'q': the run is over. */
-		if (i == 1 && (read(in, &c, 1) != 1 || c != 'g' || flock(fd, LOCK_SH) != 0 ||
-			       write(out, "a", 1) != 1))
-			_exit(c == 'q' ? 0 : 1);
-		for (;;) {
-			nanosleep(&hold, NULL);
-			if (fstime_mono_us() >= end_us) {
-				flock(fd, LOCK_UN);
-				_exit(write(out, "q", 1) == 1 ? 0 : 1);
-			}
-			if (write(out, "g", 1) != 1 || read(in, &c, 1) != 1 || c != 'a')
-				_exit(1);
-			flock(fd, LOCK_UN);
-			if (read(in, &c, 1) != 1 || c == 'q')
-				_exit(0);
-			if (flock(fd, LOCK_SH) != 0 || write(out, "a", 1) != 1)
-				_exit(1);
-		}
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &c, 1), 1);
-	close(ready[0]);
-	for (int i = 0; i < 2; i++) {
-		close(inbox[i][0]);
-		close(inbox[i][1]);
-	}
-}
-
-static void end_ring(const pid_t pids[2])
-{
-	for (int i = 0; i < 2; i++) {
-		int status;
-
-		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
-}
 
 /* Issue 18's rule beside the stuck holder's: a lock that goes from holder to holder is waited
    out, past LSLOT_STUCK_US, for as long as the login may wait; a login whose max_wait runs out
@@ -1085,21 +1018,21 @@ static void test_lock_busy(void **state)
 	assert_int_equal(reserve(fx, "busy", &p, &res), SLOT_ADMIT);
 	slot_path(fx, "busy", path, sizeof(path));
 
-	lock_ring(path, LSLOT_STUCK_US + 2 * S, ring);
+	locker_ring(path, LSLOT_STUCK_US + 2 * S, false, ring);
 	t0 = fstime_mono_us();
 	assert_int_equal(reserve(fx, "busy", &p, &res), SLOT_QUEUED);
 	took = fstime_mono_us() - t0;
-	end_ring(ring);
+	locker_ring_end(ring);
 	if (took < LSLOT_STUCK_US + S)
 		fail_msg("had the lock after %lld ms, while the ring held it", (long long)(took / MS));
 	assert_null(strstr(fx->msg, "stuck"));
 
 	lines = count_lines(path);
-	lock_ring(path, brief.max_wait_us + 4 * S, ring);
+	locker_ring(path, brief.max_wait_us + 4 * S, false, ring);
 	t0 = fstime_mono_us();
 	assert_int_equal(reserve(fx, "busy", &brief, &res), SLOT_REFUSE);
 	took = fstime_mono_us() - t0;
-	end_ring(ring);
+	locker_ring_end(ring);
 	assert_true(took >= brief.max_wait_us && took < brief.max_wait_us + 4 * S);
 	assert_true(res.lock_busy);
 	assert_non_null(strstr(fx->msg, "busy"));

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "flowslot/trust.h"
+#include "lockers.h"
 
 #define NOBODY 65534
 
@@ -219,40 +220,15 @@ static void test_root_file(void **state)
    it ends it (else it would hold the lock, and make's pipe, for ever). */
 static pid_t holder;
 
-/* A child that takes p's lock (op) and stops itself there: its pid, once stopped. */
+/* locker_stopped, the holder remembered for the teardown. */
 static pid_t stopped_holder(const char *p, int op)
 {
-	int ready[2], status;
-	char c;
-	pid_t pid;
-
-	assert_int_equal(pipe(ready), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open(p, O_RDWR);
-
-		close(ready[0]);
-		if (fd < 0 || flock(fd, op) != 0 || write(ready[1], "x", 1) != 1)
-			_exit(1);
-		raise(SIGSTOP);
-		_exit(0);
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &c, 1), 1);
-	close(ready[0]);
-	holder = pid;
-	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
-	assert_true(WIFSTOPPED(status));
-	return pid;
+	return holder = locker_stopped(p, op);
 }
 
 static void end_child(pid_t pid)
 {
-	int status;
-
-	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	locker_end(pid);
 	holder = 0;
 }
 
@@ -294,6 +270,67 @@ static void test_lock_stuck(void **state)
 
 	end_child(pid);
 	assert_int_equal(trust_lock(fd, LOCK_EX, 100000), 0);
+	close(fd);
+}
+
+/* A wait shorter than stuck_us (a leave, flowslotctl, a login's try that keeps to its slot):
+   a holder kept through the whole of it is stuck, named, if that is a quarter of stuck_us at
+   least, and the wait ends when it was to; a shorter wait ends busy. Where the wait and
+   stuck_us are alike, it is stuck whatever the timer's slack, not busy by a few µs. */
+static void test_lock_stuck_short_wait(void **state)
+{
+	struct trust_lock_wait w = { .wait_us = 600000, .stuck_us = 2000000 };
+	int fd = open(make_file("short", 0600, geteuid()), O_RDWR | O_CLOEXEC);
+	pid_t pid;
+
+	(void)state;
+	assert_true(fd >= 0);
+	pid = stopped_holder(path, LOCK_EX);
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
+	assert_int_equal(w.holder, pid);
+	assert_true(w.waited_us >= w.wait_us && w.waited_us < w.stuck_us);
+	assert_true(w.held_us >= w.stuck_us / 4);
+
+	w = (struct trust_lock_wait){ .wait_us = 300000, .stuck_us = 2000000 };
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
+	assert_true(w.waited_us >= w.wait_us);
+
+	for (int i = 0; i < 3; i++) {
+		w = (struct trust_lock_wait){ .wait_us = 1000000, .stuck_us = 1000000 };
+		assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
+		assert_int_equal(w.holder, pid);
+	}
+	end_child(pid);
+	close(fd);
+}
+
+/* Holders that come and go, changing the file (logins): waited out, never stuck, and told
+   apart by the file alone, /proc/locks read about once a wait, not at each poll (each read
+   holds up every file lock on the host). Holders that change nothing are watched in
+   /proc/locks and still told from a stuck one. */
+static void test_lock_busy_costs_the_host_nothing(void **state)
+{
+	struct trust_lock_wait w = { .wait_us = 1500000, .stuck_us = 1000000 };
+	const char *p = make_file("ring", 0600, geteuid());
+	int fd = open(p, O_RDWR | O_CLOEXEC);
+	pid_t ring[2];
+
+	(void)state;
+	assert_true(fd >= 0);
+	locker_ring(p, 2000000, true, ring);
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
+	assert_true(w.waited_us >= w.wait_us);
+	print_message("writers: %u polls, %u reads of /proc/locks in %lld ms\n", w.tries, w.looks,
+		      (long long)(w.waited_us / 1000));
+	if (w.looks * 8 > w.tries)
+		fail_msg("/proc/locks read %u times in %u polls", w.looks, w.tries);
+	locker_ring_end(ring);
+
+	w = (struct trust_lock_wait){ .wait_us = 1500000, .stuck_us = 1000000 };
+	locker_ring(p, 2000000, false, ring);
+	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
+	print_message("holders that write nothing: %u polls, %u reads\n", w.tries, w.looks);
+	locker_ring_end(ring);
 	close(fd);
 }
 
@@ -340,6 +377,8 @@ int main(void)
 		cmocka_unit_test(test_own_file_other_uid),
 		cmocka_unit_test(test_root_file),
 		cmocka_unit_test_teardown(test_lock_stuck, end_holder),
+		cmocka_unit_test_teardown(test_lock_stuck_short_wait, end_holder),
+		cmocka_unit_test(test_lock_busy_costs_the_host_nothing),
 		cmocka_unit_test_teardown(test_lock_shared, end_holder),
 	};
 
