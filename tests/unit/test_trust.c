@@ -291,7 +291,7 @@ static void test_lock_stuck_short_wait(void **state)
 	assert_true(w.waited_us >= w.wait_us && w.waited_us < w.stuck_us);
 	assert_true(w.held_us >= w.stuck_us / 4);
 
-	w = (struct trust_lock_wait){ .wait_us = 300000, .stuck_us = 2000000 };
+	w = (struct trust_lock_wait){ .wait_us = 100000, .stuck_us = 2000000 };
 	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
 	assert_true(w.waited_us >= w.wait_us);
 
