@@ -31,8 +31,13 @@ OUT=$RAW/ssh
 if [ "${QUICK:-0}" = 1 ]; then PAIRS=${SSH_PAIRS:-10}; else PAIRS=${SSH_PAIRS:-200}; fi
 # The module's backends measured, each against the base: redis by default, the backend that
 # does the most for an admitted login (a connection and a script call, as well as the counters
-# file that url=local keeps too); SSH_WITH="redis local" adds url=local.
-WITH=${SSH_WITH:-redis}
+# file that url=local keeps too); SSH_WITH="... local" adds url=local. "same" is redis's stack
+# on one sshd for both logins of a pair, the module skipped for a login from 127.0.0.2: two
+# sshds differ by more than the module (a run saw the file's 0.95 × the base's), one does not.
+WITH=${SSH_WITH:-same redis}
+# Whose logins skip the module on "same": SSH_SKIP_FROM=127.0.0.3 (nobody's) has both logins of
+# a pair run it, an A/A check that the two source addresses alone make no difference.
+SKIP_FROM=${SSH_SKIP_FROM:-127.0.0.2}
 WARMUP=5 # pairs that bench/pairtime runs first and does not count
 BIN=$TOP/build/bench
 T0=$(date +%s)
@@ -67,6 +72,8 @@ TAIL=("session required @P/pam_permit.so")
 service sshd-base "${HEAD[@]}" "${TAIL[@]}"
 service sshd-redis "${HEAD[@]}" "${WITH_REDIS[@]}" "${TAIL[@]}"
 service sshd-local "${HEAD[@]}" "${WITH_LOCAL[@]}" "${TAIL[@]}"
+service sshd-same "${HEAD[@]}" "session [success=2 default=ignore] @P/pam_succeed_if.so quiet rhost = $SKIP_FROM" \
+	"${WITH_REDIS[@]}" "${TAIL[@]}"
 for s in base $WITH; do cp "$TMP/svc/sshd-$s" "$OUT/stack-$s"; done
 sed -i "s|$TMP|\$TMP|g; s|$STATE|\$STATE|g" "$OUT"/stack-*
 
@@ -86,11 +93,12 @@ for s in base $WITH; do
 	SSHD_PIDS[$s]=$SSHD_PID
 done
 
-# ssh_args NAME: in SSH_ARGS, `ssh host true` to that sshd: no config file (-F none: nothing of
-# the invoking user's, no ControlMaster), the run's key, a new connection each time.
+# ssh_args NAME [FROM]: in SSH_ARGS, `ssh host true` to that sshd from 127.0.0.1 (or FROM):
+# no config file (-F none: nothing of the invoking user's, no ControlMaster), the run's key, a
+# new connection each time.
 ssh_args() {
-	SSH_ARGS=(ssh -F none "${SSH_KEY_OPTS[@]}" -o LogLevel=ERROR -p "${SSHD_PORTS[$1]}"
-		root@127.0.0.1 true)
+	SSH_ARGS=(ssh -F none "${SSH_KEY_OPTS[@]}" -o LogLevel=ERROR -b "${2:-127.0.0.1}"
+		-p "${SSHD_PORTS[$1]}" root@127.0.0.1 true)
 }
 # Each works before it is timed.
 for s in base $WITH; do
@@ -107,7 +115,11 @@ sshd_cpu() { awk '{ print $16 + $17 }' "/proc/$1/stat"; }
 # The pairs: base (A) against each of the others (B), one pairtime run after the other.
 for s in $WITH; do
 	say "ssh host true: sshd without the module against sshd with it (url=$s), $PAIRS pairs"
-	ssh_args base
+	if [ "$s" = same ]; then
+		ssh_args same 127.0.0.2
+	else
+		ssh_args base
+	fi
 	base_args=("${SSH_ARGS[@]}")
 	ssh_args "$s"
 	c0_base=$(sshd_cpu "${SSHD_PIDS[base]}")
