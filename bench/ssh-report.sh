@@ -170,7 +170,11 @@ for s in $WITH; do
 	fi
 done
 echo
-if [ -f "$1/machine" ]; then
+if [ -f "$1/machine" ] && [ "$(sed -n 's/^REV=//p' "$1/machine")" != "$REV" ]; then
+	# bench/ssh.sh run again into the raw results, on another tree than the rest.
+	echo "Measured by \`bench/ssh.sh\` on its own, into this run's raw results, on $DATE, tree"
+	echo "\`$REV\`, in $ELAPSED s (load average $LOAD)."
+elif [ -f "$1/machine" ]; then
 	echo "Measured by \`bench/ssh.sh\` in $ELAPSED s of this run (load average $LOAD)."
 else
 	echo "Measured on its own, apart from the rest of this file: \`bash bench/ssh.sh RAWDIR\`, then"

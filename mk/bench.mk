@@ -4,10 +4,12 @@
 # BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).
 # Not part of "make check": nothing here is a timed assertion.
 #
-#   make bench           the full run, about 10 minutes on 2 cores (the logon storm of
-#                        bench/storm.sh about 4 of them, the ssh logins of bench/ssh.sh
-#                        about 2): writes BENCHMARKS.md, the raw results in build/bench/raw/
-#   make bench QUICK=1   a smoke run of about two minutes, with fewer and shorter rounds:
+#   make bench           the full run, about 17 minutes on 2 cores, quiet (the logon storm
+#                        of bench/storm.sh about 4 of them, the queues of bench/spread.sh 3,
+#                        the ssh logins of bench/ssh.sh 4): writes BENCHMARKS.md, the raw
+#                        results in build/bench/raw/
+#   make bench QUICK=1   a smoke run of about two minutes (107 s on a quiet machine), with
+#                        fewer and shorter rounds:
 #                        writes build/bench/BENCHMARKS-quick.md (raw results in
 #                        build/bench/raw-quick/), leaving the committed figures alone
 #                        Either takes longer on a machine others load (the smoke run took
