@@ -936,7 +936,6 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
-
 /* A holder stuck on the lock (stopped): the file is unusable for every call that meets it,
    each told so within LSLOT_STUCK_US (and not its max_wait), with the holder named; the login
    is then the failure policy's (the module's), never refused as if the queue were long. Once
@@ -998,7 +997,6 @@ static void test_lock_stuck(void **state)
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 2);
 }
-
 
 /* Issue 18's rule beside the stuck holder's: a lock that goes from holder to holder is waited
    out, past LSLOT_STUCK_US, for as long as the login may wait; a login whose max_wait runs out
