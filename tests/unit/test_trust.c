@@ -317,7 +317,7 @@ static void test_lock_busy_costs_the_host_nothing(void **state)
 
 	(void)state;
 	assert_true(fd >= 0);
-	locker_ring(p, 2000000, true, ring);
+	locker_ring(p, 3000000, true, ring);
 	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
 	assert_true(w.waited_us >= w.wait_us);
 	print_message("writers: %u polls, %u reads of /proc/locks in %lld ms\n", w.tries, w.looks,
@@ -327,7 +327,7 @@ static void test_lock_busy_costs_the_host_nothing(void **state)
 	locker_ring_end(ring);
 
 	w = (struct trust_lock_wait){ .wait_us = 1500000, .stuck_us = 1000000 };
-	locker_ring(p, 2000000, false, ring);
+	locker_ring(p, 3000000, false, ring);
 	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_BUSY);
 	print_message("holders that write nothing: %u polls, %u reads\n", w.tries, w.looks);
 	locker_ring_end(ring);
