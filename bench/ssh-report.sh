@@ -75,7 +75,7 @@ name_of() {
 	case $1 in
 	redis) echo "Redis on TCP loopback (\`url=redis://127.0.0.1:PORT/0\`)" ;;
 	local) echo "the per-host file (\`url=local\`)" ;;
-	same) echo "Redis on TCP loopback, one sshd for both (the module skipped from 127.0.0.2)" ;;
+	same) echo "Redis on TCP loopback, one sshd for both (the module skipped from ${SKIP_FROM:-127.0.0.2})" ;;
 	*) echo "$1" ;;
 	esac
 }

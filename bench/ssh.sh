@@ -72,7 +72,8 @@ TAIL=("session required @P/pam_permit.so")
 service sshd-base "${HEAD[@]}" "${TAIL[@]}"
 service sshd-redis "${HEAD[@]}" "${WITH_REDIS[@]}" "${TAIL[@]}"
 service sshd-local "${HEAD[@]}" "${WITH_LOCAL[@]}" "${TAIL[@]}"
-service sshd-same "${HEAD[@]}" "session [success=2 default=ignore] @P/pam_succeed_if.so quiet rhost = $SKIP_FROM" \
+service sshd-same "${HEAD[@]}" \
+	"session [success=${#WITH_REDIS[@]} default=ignore] @P/pam_succeed_if.so quiet rhost = $SKIP_FROM" \
 	"${WITH_REDIS[@]}" "${TAIL[@]}"
 for s in base $WITH; do cp "$TMP/svc/sshd-$s" "$OUT/stack-$s"; done
 sed -i "s|$TMP|\$TMP|g; s|$STATE|\$STATE|g" "$OUT"/stack-*
@@ -150,6 +151,7 @@ done
 stop_redis ssh
 put_param PAIRS "$PAIRS"
 put_param WITH "$WITH"
+put_param SKIP_FROM "$SKIP_FROM"
 put_param WARMUP "$WARMUP"
 put_param TICK "$(getconf CLK_TCK)"
 put_param GATE "${GATE//$STATE/\$STATE}"

@@ -276,28 +276,36 @@ static bool lslot_login(const struct lslot_call *call)
 /* How long a call from start_us waits for the file's lock while its holders come and go: a
    login's reservation or renewal as long as the login may still wait (its max_wait, or what is
    left of it), and at least LSLOT_STUCK_US, so that a stuck holder is told from a busy file,
-   but never past its until_us (the try that keeps to the slot is over by the slot); any other
-   call (leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
-static int64_t lslot_lock_wait_us(const struct lslot_call *call, int64_t start_us)
+   but never past its until_us (the try that keeps to the slot is over by the slot: *cut); any
+   other call (leave, peek, reset, the pressure hold's line) LSLOT_LOCK_WAIT_US. */
+static int64_t lslot_lock_wait_us(const struct lslot_call *call, int64_t start_us, bool *cut)
 {
 	int64_t wait_us = LSLOT_LOCK_WAIT_US;
 
+	*cut = false;
 	if (lslot_login(call)) {
 		wait_us = call->p->max_wait_us > LSLOT_STUCK_US ? call->p->max_wait_us
 								: LSLOT_STUCK_US;
-		if (call->until_us != 0 && call->until_us - start_us < wait_us)
+		*cut = call->until_us != 0 && call->until_us - start_us < wait_us;
+		if (*cut)
 			wait_us = call->until_us > start_us ? call->until_us - start_us : 0;
 	}
 	return wait_us;
 }
 
-/* Says why the lock on f was not had. */
+/* Says why the lock on f was not had: a renewal cut short by its slot (cut) as a renewal that
+   failed, which the wait logs too, not as a file that cannot be used. */
 static void lslot_lock_failed(const pam_handle_t *pamh, const struct lslot_file *f,
-			      enum trust_lock_end end, const struct trust_lock_wait *w)
+			      enum trust_lock_end end, const struct trust_lock_wait *w, bool cut)
 {
 	const char *dir = f->call->dir, *name = f->name;
 
-	if (end == TRUST_LOCK_STUCK && w->holder > 0)
+	if (end == TRUST_LOCK_BUSY && cut)
+		log_msg(pamh, LOG_WARNING,
+			"local slot: %s/%s was busy until the slot, %" PRId64
+			" ms: the place is not renewed",
+			dir, name, w->waited_us / 1000);
+	else if (end == TRUST_LOCK_STUCK && w->holder > 0)
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s is stuck: pid %ld has held its lock for %" PRId64
 			" ms, changing nothing",
@@ -321,7 +329,9 @@ static void lslot_lock_failed(const pam_handle_t *pamh, const struct lslot_file 
    waited out until lslot_lock_wait_us (f->busy). */
 static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
 {
-	const int64_t start_us = fstime_mono_us(), wait_us = lslot_lock_wait_us(f->call, start_us);
+	const int64_t start_us = fstime_mono_us();
+	bool cut;
+	const int64_t wait_us = lslot_lock_wait_us(f->call, start_us, &cut);
 
 	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
 		struct trust_lock_wait w = { .wait_us = start_us + wait_us - fstime_mono_us(),
@@ -337,7 +347,7 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 			int err = end == TRUST_LOCK_FAILED ? errno : ETIMEDOUT;
 
 			f->busy = end == TRUST_LOCK_BUSY;
-			lslot_lock_failed(pamh, f, end, &w);
+			lslot_lock_failed(pamh, f, end, &w, cut);
 			close(fd);
 			errno = err; /* never ENOENT, which would make a peek an empty schedule */
 			return -1;

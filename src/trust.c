@@ -13,8 +13,8 @@
 #include "flowslot/fstime.h"
 
 /* A lock refused is asked for again 1 ms later, then twice as long each time up to 20 ms:
-   a burst's short holds are caught soon, and a long wait costs about 50 calls a second (each
-   with a read of /proc/locks when the holder is watched), not the 780 of a 1 ms poll. Longer
+   a burst's short holds are caught soon, and a long wait costs about 50 calls a second (and
+   an fstat each, when the holder is watched), not the 780 of a 1 ms poll. Longer
    pauses would slow a burst down: as its callers thin out, the lock lies free longer between
    them. */
 #define TRUST_POLL_FIRST_US 1000

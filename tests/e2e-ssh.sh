@@ -90,7 +90,7 @@ okcount=$(cat "$TMP"/s??.rc | grep -c '^0$')
 # A login that failed says why in the check's line (a run on 65ef53f saw 29 of 30, once).
 why=$(for f in "$TMP"/s??.rc; do
 	[ "$(cat "$f")" = 0 ] || echo "$(basename "$f" .rc): exit $(cat "$f"): $(tail -2 "${f%.rc}.err" | tr '\n' ' ')"
-done | head -3)
+done | head -3 | tr '\n' ' ')
 [ -n "$why" ] && why="$why sshd: $(grep -m3 -E 'fatal|error|drop|throttl' "$TMP/sshd-flowslot.log" | tr '\n' ' ')"
 check "MaxStartups $MAXSTARTUPS (the sshd example's): 30 ssh logins at once all get a session ($okcount${why:+; $why})" \
 	sh -c "[ '$MAXSTARTUPS' ] && [ $okcount = 30 ] && ! grep -q 'MaxStartups throttling' '$TMP/sshd-flowslot.log'"

@@ -21,7 +21,9 @@
    file unusable for the call that found it so. A call holds the lock for its own reading,
    deciding and writing: about a millisecond, 20 ms at worst under a burst of 100 logins on a
    file of 1,024 ghosts on a loaded 2-core machine (400 ms before the file was read in one
-   pass). So this is a hundred times any call's work, yet short next to a login's wait. */
+   pass). So this is a hundred times any call's work, yet short next to a login's wait; a wait
+   shorter than it (a leave, flowslotctl, the try at a slot) finds a holder stuck that kept the
+   lock through all of it, half a second at least: still 25 times any call's work. */
 #define LSLOT_STUCK_US INT64_C(2000000)
 /* The longest a call other than a login's reservation or renewal waits for the file's lock:
    past it, the file counts as unusable. Also how long before its slot a login first in line

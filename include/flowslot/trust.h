@@ -36,7 +36,8 @@ int trust_lock(int fd, int op, int64_t wait_us);
 enum trust_lock_end {
 	TRUST_LOCKED,	   /* the lock is ours */
 	TRUST_LOCK_BUSY,   /* the wait ran out while the lock went from holder to holder */
-	TRUST_LOCK_STUCK,  /* one holder kept it stuck_us, the file unchanged: it is stuck */
+	TRUST_LOCK_STUCK,  /* one holder kept it stuck_us, the file unchanged (or all of a
+			      shorter wait, of stuck_us / 4 at least): it is stuck */
 	TRUST_LOCK_FAILED, /* flock failed otherwise: errno says why */
 };
 

@@ -74,6 +74,12 @@ static void locker_ring(const char *path, int64_t run_us, bool writes, pid_t pid
 		int fd = open(path, O_RDWR), in = inbox[i][0], out = inbox[1 - i][1];
 		char mark = 'a';
 
+		/* Only its own ends, so that should the other die, a read here ends (EOF). */
+		close(inbox[i][1]);
+		close(inbox[1 - i][0]);
+		close(ready[0]);
+		if (i == 1)
+			close(ready[1]);
 		if (fd < 0)
 			_exit(1);
 		if (i == 0 && (flock(fd, LOCK_SH) != 0 || write(ready[1], "x", 1) != 1))

@@ -943,8 +943,9 @@ static void test_renew_leave(void **state)
 static void test_lock_stuck(void **state)
 {
 	struct fixture *fx = *state;
-	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
-	const struct slot_params quick = { .interval_us = 10 * S, .max_wait_us = 0, .burst = 1 };
+	/* 30 s apart: the waiter's slot stays far off through the stuck calls' 8 s and more. */
+	const struct slot_params p = { .interval_us = 30 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params quick = { .interval_us = 30 * S, .max_wait_us = 0, .burst = 1 };
 	struct slot_result res;
 	struct slot_place waiter;
 	char path[PATH_MAX], holder[64];
@@ -977,11 +978,10 @@ static void test_lock_stuck(void **state)
 	assert_true(took >= LSLOT_STUCK_US && took <= LSLOT_STUCK_US + 5 * S);
 	/* The try that keeps to the slot is over by it (until_us), and names the holder. */
 	t0 = fstime_mono_us();
-	assert_int_equal(call_until(fx, "held", &p, &waiter, t0 + 700 * MS, &res),
-			 SLOT_UNAVAILABLE);
+	assert_int_equal(call_until(fx, "held", &p, &waiter, t0 + 1 * S, &res), SLOT_UNAVAILABLE);
 	took = fstime_mono_us() - t0;
-	if (took < 700 * MS || took > 700 * MS + LSLOT_STUCK_US / 4)
-		fail_msg("a renewal due over in 700 ms took %lld ms", (long long)(took / MS));
+	if (took < 1 * S || took > 1 * S + LSLOT_STUCK_US / 4)
+		fail_msg("a renewal due over in 1 s took %lld ms", (long long)(took / MS));
 	assert_non_null(strstr(fx->msg, holder));
 	/* A peek (flowslotctl) is no login: it is told in a second, the holder named. */
 	t0 = fstime_mono_us();
@@ -1037,6 +1037,22 @@ static void test_lock_busy(void **state)
 	assert_null(strstr(fx->msg, "stuck"));
 	/* Refused, it left nothing in the file. */
 	assert_int_equal(count_lines(path), lines);
+
+	/* The renewal that keeps to the slot, the lock busy until then: over at the slot, a
+	   renewal that failed (the wait goes in blind), not a file that cannot be used. */
+	assert_int_equal(reserve(fx, "busy2", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "busy2", &p, &res), SLOT_QUEUED);
+	slot_path(fx, "busy2", path, sizeof(path));
+	locker_ring(path, 3 * S, false, ring);
+	t0 = fstime_mono_us();
+	assert_int_equal(call_until(fx, "busy2", &p, &fx->place, t0 + 500 * MS, &res),
+			 SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	locker_ring_end(ring);
+	if (took < 500 * MS || took > 500 * MS + LSLOT_STUCK_US / 4)
+		fail_msg("a renewal due over in 500 ms took %lld ms", (long long)(took / MS));
+	assert_non_null(strstr(fx->msg, "busy until the slot"));
+	assert_null(strstr(fx->msg, "cannot lock"));
 }
 
 static bool exists(const struct fixture *fx, const char *name)

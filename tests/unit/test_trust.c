@@ -305,12 +305,14 @@ static void test_lock_stuck_short_wait(void **state)
 }
 
 /* Holders that come and go, changing the file (logins): waited out, never stuck, and told
-   apart by the file alone, /proc/locks read about once a wait, not at each poll (each read
-   holds up every file lock on the host). Holders that change nothing are watched in
+   apart by the file alone, /proc/locks read at the wait's start and end, not at each poll
+   (each read holds up every file lock on the host). Holders that change nothing are watched in
    /proc/locks and still told from a stuck one. */
 static void test_lock_busy_costs_the_host_nothing(void **state)
 {
-	struct trust_lock_wait w = { .wait_us = 1500000, .stuck_us = 1000000 };
+	/* stuck_us 8 s: /proc/locks is read once the file stood unchanged for 1 s, which a
+	   writing ring never lets it, however late its children run. */
+	struct trust_lock_wait w = { .wait_us = 1500000, .stuck_us = 8000000 };
 	const char *p = make_file("ring", 0600, geteuid());
 	int fd = open(p, O_RDWR | O_CLOEXEC);
 	pid_t ring[2];
@@ -322,7 +324,7 @@ static void test_lock_busy_costs_the_host_nothing(void **state)
 	assert_true(w.waited_us >= w.wait_us);
 	print_message("writers: %u polls, %u reads of /proc/locks in %lld ms\n", w.tries, w.looks,
 		      (long long)(w.waited_us / 1000));
-	if (w.looks * 8 > w.tries)
+	if (w.looks > 2)
 		fail_msg("/proc/locks read %u times in %u polls", w.looks, w.tries);
 	locker_ring_end(ring);
 
