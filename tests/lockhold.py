@@ -17,6 +17,8 @@ import time
 
 def stop(path):
     fd = os.open(path, os.O_RDWR)
+    # An orphaned process group's SIGHUP and SIGCONT (its shell gone) must not end the hold.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     fcntl.flock(fd, fcntl.LOCK_EX)
     print("holding", flush=True)
     os.kill(os.getpid(), signal.SIGSTOP)

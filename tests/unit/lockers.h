@@ -16,7 +16,9 @@
 #include "flowslot/fstime.h"
 
 /* A child that takes path's lock (op) and stops itself there (a user's su stopped with ^Z
-   while it held the lock): its pid, once it is stopped. */
+   while it held the lock): its pid, once it is stopped. It stays stopped, the lock held, until
+   killed: should its process group be orphaned (the shell that started the suite gone), the
+   kernel sends it SIGHUP and SIGCONT, which it ignores and answers by stopping again. */
 static pid_t locker_stopped(const char *path, int op)
 {
 	int ready[2], status;
@@ -30,10 +32,11 @@ static pid_t locker_stopped(const char *path, int op)
 		int fd = open(path, O_RDWR);
 
 		close(ready[0]);
+		signal(SIGHUP, SIG_IGN);
 		if (fd < 0 || flock(fd, op) != 0 || write(ready[1], "x", 1) != 1)
 			_exit(1);
-		raise(SIGSTOP);
-		_exit(0);
+		for (;;)
+			raise(SIGSTOP);
 	}
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);
