@@ -232,6 +232,17 @@ static void end_child(pid_t pid)
 	holder = 0;
 }
 
+/* A file of the test's own, named name, opened, with a stopped holder of its lock (op), whose
+   pid goes in *pid: the descriptor. */
+static int held_file(const char *name, int op, pid_t *pid)
+{
+	int fd = open(make_file(name, 0600, geteuid()), O_RDWR | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	*pid = stopped_holder(path, op);
+	return fd;
+}
+
 static int end_holder(void **state)
 {
 	(void)state;
@@ -246,12 +257,10 @@ static int end_holder(void **state)
 static void test_lock_stuck(void **state)
 {
 	struct trust_lock_wait w = { .wait_us = 20000000, .stuck_us = 1000000 };
-	int fd = open(make_file("lock", 0600, geteuid()), O_RDWR | O_CLOEXEC);
 	pid_t pid;
+	int fd = held_file("lock", LOCK_EX, &pid);
 
 	(void)state;
-	assert_true(fd >= 0);
-	pid = stopped_holder(path, LOCK_EX);
 	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
 	assert_int_equal(w.holder, pid);
 	assert_true(w.held_us >= w.stuck_us);
@@ -280,12 +289,10 @@ static void test_lock_stuck(void **state)
 static void test_lock_stuck_short_wait(void **state)
 {
 	struct trust_lock_wait w = { .wait_us = 600000, .stuck_us = 2000000 };
-	int fd = open(make_file("short", 0600, geteuid()), O_RDWR | O_CLOEXEC);
 	pid_t pid;
+	int fd = held_file("short", LOCK_EX, &pid);
 
 	(void)state;
-	assert_true(fd >= 0);
-	pid = stopped_holder(path, LOCK_EX);
 	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
 	assert_int_equal(w.holder, pid);
 	assert_true(w.waited_us >= w.wait_us && w.waited_us < w.stuck_us);
@@ -340,12 +347,10 @@ static void test_lock_busy_costs_the_host_nothing(void **state)
 static void test_lock_shared(void **state)
 {
 	struct trust_lock_wait w = { .wait_us = 20000000, .stuck_us = 300000 };
-	int fd = open(make_file("shared", 0600, geteuid()), O_RDWR | O_CLOEXEC);
 	pid_t pid;
+	int fd = held_file("shared", LOCK_SH, &pid);
 
 	(void)state;
-	assert_true(fd >= 0);
-	pid = stopped_holder(path, LOCK_SH);
 	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
 	assert_int_equal(w.holder, pid);
 	w = (struct trust_lock_wait){ .wait_us = 100000, .stuck_us = 300000 };
