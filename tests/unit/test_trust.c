@@ -232,6 +232,14 @@ static void end_child(pid_t pid)
 	holder = 0;
 }
 
+/* What a wait saw, printed before it is checked, so that a failure shows it. */
+static void print_wait(const char *what, enum trust_lock_end end, const struct trust_lock_wait *w)
+{
+	print_message("%s: end %d, holder %ld, held %lld ms, waited %lld ms, %u polls, %u reads\n",
+		      what, (int)end, (long)w->holder, (long long)(w->held_us / 1000),
+		      (long long)(w->waited_us / 1000), w->tries, w->looks);
+}
+
 /* A file of the test's own, named name, opened, with a stopped holder of its lock (op), whose
    pid goes in *pid: the descriptor. */
 static int held_file(const char *name, int op, pid_t *pid)
@@ -289,11 +297,14 @@ static void test_lock_stuck(void **state)
 static void test_lock_stuck_short_wait(void **state)
 {
 	struct trust_lock_wait w = { .wait_us = 600000, .stuck_us = 2000000 };
+	enum trust_lock_end end;
 	pid_t pid;
 	int fd = held_file("short", LOCK_EX, &pid);
 
 	(void)state;
-	assert_int_equal(trust_lock_watch(fd, LOCK_EX, &w), TRUST_LOCK_STUCK);
+	end = trust_lock_watch(fd, LOCK_EX, &w);
+	print_wait("600 ms wait", end, &w);
+	assert_int_equal(end, TRUST_LOCK_STUCK);
 	assert_int_equal(w.holder, pid);
 	assert_true(w.waited_us >= w.wait_us && w.waited_us < w.stuck_us);
 	assert_true(w.held_us >= w.stuck_us / 4);
