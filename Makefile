@@ -151,11 +151,16 @@ check-run: all unit $(CHECK_EXTRA)
 	FLOWSLOT_VALGRIND=1 bash tests/integration.sh
 
 # Real logins: Debian's sshd and ssh client, and /bin/login and su in a terminal.
-check-e2e: all
+check-e2e: all build/privtmp
 	@sh tests/deps.sh
 	bash tests/e2e-ssh.sh
 	bash tests/e2e-console.sh
 	bash tests/debian.sh
+
+# Runs sshd in a private /tmp for tests/sshd.sh. Static, so that the pam_wrapper preloaded into
+# sshd's environment never runs in it; never sanitized (no ALL_CFLAGS).
+build/privtmp: tests/privtmp.c | build
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -static -o $@ $<
 
 demo:
 	@sh tests/deps.sh

@@ -46,6 +46,18 @@ pw_login() {
 	echo $? > "$TMP/$1.rc"
 }
 
+# why_failed PREFIX: for the logins PREFIX?? that failed, why (their exit and the last lines of
+# their stderr, at most three), with sshd's error lines and pam_wrapper's or privtmp's; empty
+# when all got in. For a check's line, so that a failure explains itself. (sshd's own log has
+# no levels: "Access denied ... by PAM account configuration" says nothing of an error.)
+why_failed() {
+	local f why
+	why=$(for f in "$TMP/$1"??.rc; do
+		[ "$(cat "$f")" = 0 ] || echo "$(basename "$f" .rc): exit $(cat "$f"): $(tail -2 "${f%.rc}.err" | tr '\n' ' ')"
+	done | head -3 | tr '\n' ' ')
+	[ -n "$why" ] && echo "; $why sshd: $(grep -v Postponed "$TMP/sshd-flowslot.log" | grep -m4 -E 'fatal|error|drop|throttl|denied|PAM|preauth' | tr '\n' ' ')$(grep -m3 -E 'PWRAP_ERROR|privtmp:' "$TMP/sshd-flowslot.err" | tr '\n' ' ')"
+}
+
 # 1. Publickey logins, gated in the session stack: ten at once, one interval apart, in order.
 # The session lines are etc/pam.d/sshd-flowslot's, with a shorter interval.
 mapfile -t recommended < <(example sshd-flowslot "unix://$TMP/r.sock" "key=keys interval=1s countdown=0")
@@ -61,7 +73,7 @@ for i in $(seq -w 1 10); do
 done
 wait $pids
 okcount=$(cat "$TMP"/k??.rc | grep -c '^0$')
-check "publickey: 10 simultaneous ssh logins all get a session ($okcount)" [ "$okcount" = 10 ]
+check "publickey: 10 simultaneous ssh logins all get a session ($okcount$(why_failed k))" [ "$okcount" = 10 ]
 # When each passed the gate (pam_exec right after it), not when its shell ran: what a loaded
 # machine adds after the gate differs from login to login. Each alone, and the ten spread
 # over about nine intervals.
@@ -87,12 +99,7 @@ for i in $(seq -w 1 30); do
 done
 wait $pids
 okcount=$(cat "$TMP"/s??.rc | grep -c '^0$')
-# A login that failed says why in the check's line (a run on 65ef53f saw 29 of 30, once).
-why=$(for f in "$TMP"/s??.rc; do
-	[ "$(cat "$f")" = 0 ] || echo "$(basename "$f" .rc): exit $(cat "$f"): $(tail -2 "${f%.rc}.err" | tr '\n' ' ')"
-done | head -3 | tr '\n' ' ')
-[ -n "$why" ] && why="$why sshd: $(grep -m3 -E 'fatal|error|drop|throttl' "$TMP/sshd-flowslot.log" | tr '\n' ' ')"
-check "MaxStartups $MAXSTARTUPS (the sshd example's): 30 ssh logins at once all get a session ($okcount${why:+; $why})" \
+check "MaxStartups $MAXSTARTUPS (the sshd example's): 30 ssh logins at once all get a session ($okcount$(why_failed s))" \
 	sh -c "[ '$MAXSTARTUPS' ] && [ $okcount = 30 ] && ! grep -q 'MaxStartups throttling' '$TMP/sshd-flowslot.log'"
 MAXSTARTUPS=100
 
@@ -255,5 +262,12 @@ SSH_ASKPASS="$TMP/askpass" SSH_ASKPASS_REQUIRE=force DISPLAY=none \
 	> "$TMP/m2.out" 2> "$TMP/m2.err" < /dev/null
 check "keyboard-interactive, gated in auth: FLOWSLOT_ADMITTED=auth reaches the shell ($(cat "$TMP/m2.out"))" \
 	grep -qx 'marker=auth' "$TMP/m2.out"
+
+# Every sshd process ran in a /tmp of its own (tests/sshd.sh): none of pam_wrapper's directories
+# with this run's service files is in the machine's /tmp, where they would race with others'.
+if [ ${#SSHD_ENV[@]} != 0 ]; then
+	shared=$(grep -ls "$TMP/" /tmp/pam.?/sshd-flowslot | wc -l)
+	check "sshd's processes took none of pam_wrapper's names in the machine's /tmp ($shared)" [ "$shared" = 0 ]
+fi
 
 finish

@@ -13,17 +13,39 @@ sshd_keys() {
 		cp "$TMP/userkey.pub" "$TMP/authorized_keys"
 }
 
-# sshd_start NAME GRACE_S [CONFIG-LINE...]: /usr/sbin/sshd started through the symlink $TMP/NAME,
-# so that its PAM service is NAME (write $TMP/svc/NAME first, with service), on 127.0.0.1 and
-# a free port: the port in $SSHD_PORT, the pid in $SSHD_PID (and in PIDS, for cleanup). sshd
-# takes its service name from argv[0], and must be started by absolute path (re-exec demands
-# one). The config lines go first, where sshd takes a keyword's first value. sshd's own log
-# is $TMP/NAME.log; $TMP/NAME.err has its stderr, with pam_wrapper's (module syslog lines as
+# sshd_start NAME GRACE_S [CONFIG-LINE...]: /usr/sbin/sshd started as $TMP/NAME, so that its
+# PAM service is NAME (write $TMP/svc/NAME first, with service), on 127.0.0.1 and a free port:
+# the port in $SSHD_PORT, the pid in $SSHD_PID (and in PIDS, for cleanup). sshd takes its
+# service name from argv[0], and must be started by absolute path (re-exec demands one). The
+# config lines go first, where sshd takes a keyword's first value. sshd's own log is
+# $TMP/NAME.log; $TMP/NAME.err has its stderr, with pam_wrapper's (module syslog lines as
 # "SYSLOG(N): ..." at PAM_WRAPPER_DEBUGLEVEL 2, $SSHD_PAM_DEBUGLEVEL).
+#
+# sshd runs every connection in a process of its own, re-executed from argv[0], and pam_wrapper
+# gives each one a working directory /tmp/pam.X of its own: 62 names for the whole machine,
+# picked with lstat then mkdir, shared with every other user of pam_wrapper, and left behind by
+# every sshd process that ends in _exit, as sshd's do. A storm of logins then races for names,
+# and a loser exits before sshd logs anything: the client reads "Connection closed" (seen in
+# CI: 8 of 10, and 29 of 30, logins in). So $TMP/NAME is build/privtmp (tests/privtmp.c), which
+# runs sshd under that name in a private /tmp, and each connection re-executes it: one /tmp per
+# process, gone with it. Where lib.sh has no private /tmp (not root), or SSHD_SHARED_TMP=1
+# (bench/ssh.sh: it times sshd as installed), $TMP/NAME is a symlink to sshd itself.
+SSHD_ENV=()
+if [ ${#PRIVATE_TMP[@]} != 0 ] && [ "${SSHD_SHARED_TMP:-0}" != 1 ]; then
+	SSHD_ENV=(PRIVTMP_EXEC=/usr/sbin/sshd "PRIVTMP_STAGE=$TMP/ns-tmp")
+	[ -n "$top_in_tmp" ] && SSHD_ENV+=("PRIVTMP_KEEP=$TOP")
+fi
+
 sshd_start() {
 	local name=$1 grace=$2
 	shift 2
-	[ -e "$TMP/$name" ] || ln -s /usr/sbin/sshd "$TMP/$name"
+	if [ ! -e "$TMP/$name" ]; then
+		if [ ${#SSHD_ENV[@]} != 0 ]; then
+			ln -s "$TOP/build/privtmp" "$TMP/$name"
+		else
+			ln -s /usr/sbin/sshd "$TMP/$name"
+		fi
+	fi
 	for _ in 1 2 3 4 5; do
 		SSHD_PORT=$(free_port)
 		{
@@ -45,7 +67,7 @@ sshd_start() {
 			EOF
 		} > "$TMP/$name.config"
 		: > "$TMP/$name.log"
-		env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		env "${SSHD_ENV[@]}" LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
 			PAM_WRAPPER_DEBUGLEVEL="${SSHD_PAM_DEBUGLEVEL:-2}" "$TMP/$name" -D \
 			-E "$TMP/$name.log" -f "$TMP/$name.config" 2> "$TMP/$name.err" &
 		SSHD_PID=$!
