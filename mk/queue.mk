@@ -4,5 +4,5 @@
 .PHONY: check-queue
 CHECK_EXTRA += check-queue
 
-check-queue: pam_flowslot.so
+check-queue: pam_flowslot.so flowslotctl
 	bash tests/queue.sh

@@ -6,5 +6,5 @@
 .PHONY: check-tls
 CHECK_EXTRA += check-tls
 
-check-tls: pam_flowslot.so
+check-tls: pam_flowslot.so flowslotctl
 	bash tests/tls.sh
