@@ -8,8 +8,9 @@
  * sshd re-executes itself, by argv[0], for every connection. Started as $TMP/NAME, a copy of
  * this program, sshd runs under that name and re-executes this program again for each
  * connection: one /tmp per process. A shell script could not do it: pam_wrapper is preloaded
- * into every dynamically linked program sshd starts, and would take a name in the shared /tmp
- * before the script's unshare. This program is linked statically, so nothing is preloaded.
+ * into every dynamically linked program sshd starts, and would take a name in whatever /tmp the
+ * script starts in (the machine's, or the listener's that all connections share) before its
+ * unshare. This program is linked statically, so nothing is preloaded.
  *
  * sshd passes its own arguments, so the settings come from the environment:
  *   PRIVTMP_EXEC   the program to run (/usr/sbin/sshd);
@@ -79,7 +80,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "privtmp: %s is not under %s\n", kept, tmp);
 			return 126;
 		}
-		snprintf(inside, sizeof(inside), "%s%s", stage, kept + n);
+		if ((size_t)snprintf(inside, sizeof(inside), "%s%s", stage, kept + n) >=
+		    sizeof(inside)) {
+			fprintf(stderr, "privtmp: %s%s is too long\n", stage, kept + n);
+			return 126;
+		}
 		if (make_dirs(inside) != 0)
 			return fail("cannot make", inside);
 		if (mount(kept, inside, NULL, MS_BIND | MS_REC, NULL) != 0)

@@ -24,12 +24,15 @@ sshd_keys() {
 # sshd runs every connection in a process of its own, re-executed from argv[0], and pam_wrapper
 # gives each one a working directory /tmp/pam.X of its own: 62 names for the whole machine,
 # picked with lstat then mkdir, shared with every other user of pam_wrapper, and left behind by
-# every sshd process that ends in _exit, as sshd's do. A storm of logins then races for names,
-# and a loser exits before sshd logs anything: the client reads "Connection closed" (seen in
-# CI: 8 of 10, and 29 of 30, logins in). So $TMP/NAME is build/privtmp (tests/privtmp.c), which
-# runs sshd under that name in a private /tmp, and each connection re-executes it: one /tmp per
-# process, gone with it. Where lib.sh has no private /tmp (not root), or SSHD_SHARED_TMP=1
-# (bench/ssh.sh: it times sshd as installed), $TMP/NAME is a symlink to sshd itself.
+# every sshd process that ends in _exit, as sshd's do, until a process looking for a name finds
+# no live process of the pid in it (pids are reused). A storm of logins then races for names
+# and with the cleaning of stale ones. That is the likely cause of two CI runs' "Connection
+# closed" with no error line from sshd (8 of 10, and 29 of 30, logins in), not a proven one:
+# e2e-ssh.sh's checks now print pam_wrapper's errors with sshd's, should it happen again. So
+# $TMP/NAME is build/privtmp (tests/privtmp.c), which runs sshd under that name in a private
+# /tmp, and each connection re-executes it: one /tmp per process, gone with it. Where lib.sh has
+# no private /tmp (not root), or SSHD_SHARED_TMP=1 (bench/ssh.sh: it times sshd as installed),
+# $TMP/NAME is a symlink to sshd itself.
 SSHD_ENV=()
 if [ ${#PRIVATE_TMP[@]} != 0 ] && [ "${SSHD_SHARED_TMP:-0}" != 1 ]; then
 	SSHD_ENV=(PRIVTMP_EXEC=/usr/sbin/sshd "PRIVTMP_STAGE=$TMP/ns-tmp")
@@ -39,9 +42,14 @@ fi
 sshd_start() {
 	local name=$1 grace=$2
 	shift 2
-	if [ ! -e "$TMP/$name" ]; then
+	if [ ! -L "$TMP/$name" ]; then
 		if [ ${#SSHD_ENV[@]} != 0 ]; then
-			ln -s "$TOP/build/privtmp" "$TMP/$name"
+			# By $TREE, the physical checkout: visible in every private /tmp.
+			[ -x "$TOP/build/privtmp" ] || {
+				echo "sshd.sh: build/privtmp is missing: make build/privtmp" >&2
+				return 1
+			}
+			ln -s "$TREE/build/privtmp" "$TMP/$name"
 		else
 			ln -s /usr/sbin/sshd "$TMP/$name"
 		fi
