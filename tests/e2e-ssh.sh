@@ -51,12 +51,16 @@ pw_login() {
 # when all got in. For a check's line, so that a failure explains itself. (sshd's own log has
 # no levels: "Access denied ... by PAM account configuration" says nothing of an error.)
 why_failed() {
-	local f why
+	local f why sshd wrapper
 	why=$(for f in "$TMP/$1"??.rc; do
-		[ "$(cat "$f")" = 0 ] || echo "$(basename "$f" .rc): exit $(cat "$f"): $(tail -2 "${f%.rc}.err" | tr '\n' ' ')"
+		[ "$(cat "$f")" = 0 ] ||
+			echo "$(basename "$f" .rc): exit $(cat "$f"): $(tail -2 "${f%.rc}.err" | tr '\n' ' ')"
 	done | head -3 | tr '\n' ' ')
-	[ -n "$why" ] && echo "; $why sshd: $(grep -v Postponed "$TMP/sshd-flowslot.log" | grep -m4 -E 'fatal|error|drop|throttl|denied|PAM|preauth' | tr '\n' ' ')$(grep -m3 -E 'PWRAP_ERROR|privtmp:' "$TMP/sshd-flowslot.err" | tr '\n' ' ')"
-	return 0
+	[ -n "$why" ] || return 0
+	sshd=$(grep -v Postponed "$TMP/sshd-flowslot.log" |
+		grep -m4 -E 'fatal|error|drop|throttl|denied|PAM|preauth' | tr '\n' ' ')
+	wrapper=$(grep -m3 -E 'PWRAP_ERROR|privtmp:' "$TMP/sshd-flowslot.err" | tr '\n' ' ')
+	echo "; $why sshd: $sshd$wrapper"
 }
 
 # 1. Publickey logins, gated in the session stack: ten at once, one interval apart, in order.

@@ -75,7 +75,8 @@ sshd_start() {
 			EOF
 		} > "$TMP/$name.config"
 		: > "$TMP/$name.log"
-		env "${SSHD_ENV[@]}" LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+		env "${SSHD_ENV[@]}" LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 \
+			PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
 			PAM_WRAPPER_DEBUGLEVEL="${SSHD_PAM_DEBUGLEVEL:-2}" "$TMP/$name" -D \
 			-E "$TMP/$name.log" -f "$TMP/$name.config" 2> "$TMP/$name.err" &
 		SSHD_PID=$!
