@@ -1,12 +1,12 @@
-// SPDX-License-Identifier: BSD-3-Clause
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * privtmp: runs a program with this program's arguments (argv[0] included) in a mount
  * namespace of its own with an empty /tmp, as tests/lib.sh's PRIVATE_TMP does for a login.
  *
  * It is for sshd under pam_wrapper (tests/sshd.sh). pam_wrapper gives every process that
  * loads it a directory /tmp/pam.X of its own, from 62 names shared by the whole machine, and
- * sshd re-executes itself, by argv[0], for every connection. Started as $TMP/NAME, a copy of
- * this program, sshd runs under that name and re-executes this program again for each
+ * sshd re-executes itself, by argv[0], for every connection. Started as $TMP/NAME, a symlink
+ * to this program, sshd runs under that name and re-executes this program again for each
  * connection: one /tmp per process. A shell script could not do it: pam_wrapper is preloaded
  * into every dynamically linked program sshd starts, and would take a name in whatever /tmp the
  * script starts in (the machine's, or the listener's that all connections share) before its
