@@ -21,8 +21,8 @@ WARNINGS += -Werror
 endif
 
 # Deferred (=), so that "make check" on a bare machine can install the packages first.
-PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis openssl)
-PAM_LIBS = $(shell $(PKG_CONFIG) --libs pam hiredis)
+PAM_CFLAGS = $(shell $(PKG_CONFIG) --cflags pam hiredis openssl lua5.1)
+PAM_LIBS = $(shell $(PKG_CONFIG) --libs pam hiredis lua5.1)
 CMOCKA_CFLAGS = $(shell $(PKG_CONFIG) --cflags cmocka)
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 PAMDIR = $(shell $(PKG_CONFIG) --variable=libdir pam)/security
@@ -40,12 +40,12 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 
 LIB_SRCS = src/opt.c src/url.c src/str.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c \
 	   src/lslot.c src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c \
-	   src/lqueue.c src/trust.c src/stats.c src/pressure.c src/hold.c src/tls.c
+	   src/lstore.c src/lscript.c src/trust.c src/stats.c src/pressure.c src/hold.c src/tls.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/test_countdown \
-	     build/test_slot build/test_rslot build/test_rnode build/test_lqueue build/test_lslot \
+	     build/test_slot build/test_rslot build/test_rnode build/test_lslot \
 	     build/test_hangup build/test_trust build/test_stats build/test_pressure build/test_symbols \
 	     build/test_queue
 

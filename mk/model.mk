@@ -17,9 +17,11 @@ build/model/slot_clock.lua: src/slot.lua tests/model/clock.sed
 	sed -f tests/model/clock.sed $< > $@.tmp
 	[ "$$(grep -c "ARGV\[12\]" $@.tmp)" = 2 ] && mv $@.tmp $@
 
-build/model/lqdrive: tests/model/lqdrive.c build/lqueue.o build/slot.o build/fstime.o $(HEADERS)
+# The per-host store running the script (src/lscript.c on src/lstore.c), on the test's clock.
+LSDRIVE_OBJS = build/lstore.o build/lscript.o build/slot.o build/fstime.o
+build/model/lsdrive: tests/model/lsdrive.c $(LSDRIVE_OBJS) $(HEADERS)
 	mkdir -p build/model
-	$(CC) $(ALL_CFLAGS) -o $@ $< build/lqueue.o build/slot.o build/fstime.o
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LSDRIVE_OBJS) $(PAM_LIBS)
 
 check-model: build/model/slot_clock.lua build/model/lqdrive
 	bash tests/model.sh

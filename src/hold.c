@@ -45,18 +45,15 @@ static void hold_tell(const struct hold_login *h, int64_t now_us)
 }
 
 /* The first look: pressure under every limit and no one held goes in at once, without
-   spacing (the schedule spaced it already), unless the last release from the line was
-   under interval ago. Returns whether the login is now in the line. */
-static bool hold_join(const struct hold_login *h, int over)
+   spacing (the schedule spaced it already) and without touching the line, unless the last
+   release from the line was under interval ago. Returns whether the login is now in the line. */
+static bool hold_join(const struct hold_login *h, const struct slot_params *p, int over)
 {
-	/* Burst and max_wait mean nothing to the line: held logins go one by one, and
-	   max_wait is kept by hold_wait. An interval of 1 us (lqueue divides by it) lets a
-	   login that was not held leave the line's next release where it was. */
-	struct slot_params p = { .interval_us = 1, .max_wait_us = INT64_MAX / 4, .burst = 1 };
-
 	if (over >= 0)
-		return hold_line(h, &p, SLOT_RESERVE, LSLOT_ADMIT_NEVER) == SLOT_QUEUED;
-	return hold_line(h, &p, SLOT_RESERVE, LSLOT_ADMIT_DUE) == SLOT_QUEUED;
+		return hold_line(h, p, SLOT_RESERVE, LSLOT_ADMIT_NEVER) == SLOT_QUEUED;
+	if (hold_line(h, p, SLOT_PEEK, LSLOT_ADMIT_DUE) != SLOT_QUEUED)
+		return false;
+	return hold_line(h, p, SLOT_RESERVE, LSLOT_ADMIT_DUE) == SLOT_QUEUED;
 }
 
 void hold_wait(const struct hold_login *h, const struct hangup_watch *w, struct hold_result *r)
@@ -66,9 +63,11 @@ void hold_wait(const struct hold_login *h, const struct hangup_watch *w, struct 
 				    .dir = o->pressure.dir,
 				    .state_dir = o->state_dir,
 				    .limit_ppm = o->pressure.limit_ppm };
+	/* Burst and max_wait mean nothing to the line: held logins go one by one, and
+	   max_wait is kept here. */
 	struct slot_params p = { .interval_us =
 				     h->interval_us > 0 ? h->interval_us : o->slot.interval_us,
-				 .max_wait_us = INT64_MAX / 4,
+				 .max_wait_us = SLOT_HORIZON_MAX_US,
 				 .burst = 1 };
 	int64_t share_ppm[PRESSURE_RES_N], start_us, tell_us, read_us;
 	int over;
@@ -78,7 +77,7 @@ void hold_wait(const struct hold_login *h, const struct hangup_watch *w, struct 
 	pressure_measure(&g, share_ppm);
 	over = r->res = pressure_over(o->pressure.limit_ppm, share_ppm);
 	start_us = fstime_mono_us();
-	if (!hold_join(h, over))
+	if (!hold_join(h, &p, over))
 		return;
 	tell_us = start_us;
 	read_us = start_us + HOLD_REREAD_US;

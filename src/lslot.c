@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <dirent.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
-#include "flowslot/lqueue.h"
+#include "flowslot/lscript.h"
+#include "flowslot/lstore.h"
 #include "flowslot/trust.h"
 
 #define LSLOT_PREFIX "slot."
@@ -69,10 +71,11 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create
 	return dfd;
 }
 
-/* Reads the whole schedule file, bounded: its queue can hold LQUEUE_MAX waiters. */
+/* Reads the whole schedule file, bounded: as many members as a store holds, each as long as
+   it can be. A longer file is cut there, and so read as a bad one. */
 static char *lslot_read_all(int fd)
 {
-	size_t max = 64 + (size_t)LQUEUE_MAX * 2 * 128, n = 0;
+	size_t max = 64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + 48), n = 0;
 	struct stat st;
 	char *buf;
 	ssize_t r;
@@ -107,17 +110,19 @@ static bool lslot_still_named(int dfd, const char *name, int fd)
 	       held.st_ino == named.st_ino && held.st_dev == named.st_dev;
 }
 
-/* Whether the schedule in fd says nothing any more (lqueue_idle): no live waiter, no ghost,
-   its time passed. What cannot be read is not idle: it is left alone. */
+/* Whether the schedule in fd says nothing any more: its key is gone, as Redis lets it expire
+   once its last slot, lease and ghost have passed. What cannot be read is not idle: it is left
+   alone, for the next call on it to say why. */
 static bool lslot_idle(int fd)
 {
 	char *text = lslot_read_all(fd);
-	struct lqueue q;
-	bool idle = false;
+	struct lstore st;
+	const char *why;
+	bool idle = false, old;
 
-	if (text != NULL && lqueue_read(&q, text) == 0) {
-		idle = lqueue_idle(&q, fstime_mono_us());
-		lqueue_free(&q);
+	if (text != NULL && lstore_read(&st, text, fstime_mono_us(), &old, &why) == 0) {
+		idle = !lstore_live(&st, st.now_us);
+		lstore_free(&st);
 	}
 	free(text);
 	return idle;
@@ -361,51 +366,157 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 	return -1;
 }
 
-/* One step of the file's queue, the file locked; a login's max_wait less the time it waited
-   for the lock. */
-static enum slot_verdict lslot_step(const struct lslot_file *f, int fd, struct slot_result *res)
+/* What a call has to say of the file, logged once its lock is let go (the log may block). */
+struct lslot_notes {
+	char line[3][320];
+	int n;
+};
+
+static void lslot_note(struct lslot_notes *n, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void lslot_note(struct lslot_notes *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (n->n == (int)(sizeof(n->line) / sizeof(n->line[0])))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(n->line[n->n++], sizeof(n->line[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void lslot_say(const pam_handle_t *pamh, const struct lslot_notes *n)
+{
+	for (int i = 0; i < n->n; i++)
+		log_msg(pamh, LOG_ERR, "%s", n->line[i]);
+}
+
+/* ARGV for slot.lua, as src/rnode.c sends it to Redis. */
+struct lslot_argv {
+	char interval[24], burst[24], max_wait[24], per_host[16], lease[24], window[24];
+	const char *v[11];
+};
+
+static void lslot_argv(const struct lslot_call *call, const struct slot_params *p,
+		       struct lslot_argv *a)
+{
+	static const char *const ops[] = {
+		[SLOT_RESERVE] = "reserve", [SLOT_RENEW] = "renew", [SLOT_LEAVE] = "leave",
+		[SLOT_PEEK] = "peek",	    [SLOT_RESET] = "reset",
+	};
+	/* A login first in line is admitted within the commit window (a schedule), once its
+	   slot has come (the pressure hold's line), or never (-1: the line under pressure). */
+	const int64_t window_us[] = {
+		[LSLOT_ADMIT_NEAR] = slot_commit_us(p),
+		[LSLOT_ADMIT_DUE] = 0,
+		[LSLOT_ADMIT_NEVER] = -1,
+	};
+
+	snprintf(a->interval, sizeof(a->interval), "%" PRId64, p->interval_us);
+	snprintf(a->burst, sizeof(a->burst), "%" PRId64, p->burst);
+	snprintf(a->max_wait, sizeof(a->max_wait), "%" PRId64, p->max_wait_us);
+	snprintf(a->per_host, sizeof(a->per_host), "%d", call->per_host);
+	snprintf(a->lease, sizeof(a->lease), "%" PRId64, SLOT_LEASE_US);
+	snprintf(a->window, sizeof(a->window), "%" PRId64, window_us[call->admit]);
+	a->v[0] = ops[call->op];
+	a->v[1] = a->interval;
+	a->v[2] = a->burst;
+	a->v[3] = a->max_wait;
+	a->v[4] = "0";
+	a->v[5] = call->place->id;
+	a->v[6] = call->place->who;
+	a->v[7] = call->place->host;
+	a->v[8] = a->per_host;
+	a->v[9] = a->lease;
+	a->v[10] = a->window;
+}
+
+/* Runs slot.lua on the store for p, its answer read into res. A store the script fails on
+   (an error, a cap reached) is not ours: logged, it starts afresh, and the script runs again
+   on the empty store, as slot.lua makes garbage in Redis start afresh. Returns the verdict,
+   SLOT_UNAVAILABLE when even that fails. */
+static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot_file *f,
+				   struct lstore *st, const struct slot_params *p,
+				   struct slot_result *res)
+{
+	const struct lslot_call *call = f->call;
+	struct lslot_argv a;
+	struct lscript_out out;
+	char err[200], shown[160];
+	const char *why = err;
+
+	lslot_argv(call, p, &a);
+	for (int tries = 0; tries < 2; tries++) {
+		if (lscript_run(st, call->key, a.v, 11, call->until_us, &out, err, sizeof(err)) ==
+			0 &&
+		    slot_read_answer(out.v, out.n, call->op, p, res, &why) == 0) {
+			res->deadline_us = st->now_us + res->wait_us;
+			return res->verdict;
+		}
+		lslot_note(notes, "local slot: %s/%s: the script failed: %s%s", call->dir, f->name,
+			   log_escape(why, shown, sizeof(shown)),
+			   tries == 0 && st->n > 0 ? ": the schedule starts afresh" : "");
+		if (st->n == 0)
+			break;
+		lstore_clear(st);
+		st->changed = true;
+		why = err;
+	}
+	return SLOT_UNAVAILABLE;
+}
+
+/* One call of the file's schedule, the file locked; a login's max_wait less the time it
+   waited for the lock. A file that is not a store is logged, and starts afresh. */
+static enum slot_verdict lslot_step(struct lslot_notes *notes, const struct lslot_file *f,
+				    int fd, struct slot_result *res)
 {
 	const struct lslot_call *call = f->call;
 	struct slot_params p = *call->p;
-	struct lqueue q;
-	enum slot_verdict v = SLOT_UNAVAILABLE;
+	struct lstore st;
+	enum slot_verdict v;
 	char *text = lslot_read_all(fd), *out = NULL;
+	const char *why;
+	bool old;
 	long len;
-	const int64_t window_us[] = {
-		[LSLOT_ADMIT_NEAR] = slot_commit_us(call->p),
-		[LSLOT_ADMIT_DUE] = 0,
-		[LSLOT_ADMIT_NEVER] = -1, /* a slot is never before now */
-	};
 
-	if (text == NULL || lqueue_read(&q, text) != 0) {
-		free(text);
+	if (text == NULL) {
+		lslot_note(notes, "local slot: cannot read %s/%s: %m", call->dir, f->name);
 		return SLOT_UNAVAILABLE;
 	}
+	if (lstore_read(&st, text, fstime_mono_us(), &old, &why) != 0) {
+		lslot_note(notes, "local slot: %s/%s is not a schedule (%s): it starts afresh",
+			   call->dir, f->name, why);
+		st.changed = true;
+	}
 	free(text);
-	q.line = strcmp(call->prefix, LSLOT_PREFIX) != 0;
+	st.pid = getpid();
 	if (lslot_login(call))
 		p.max_wait_us = p.max_wait_us > f->waited_us ? p.max_wait_us - f->waited_us : 0;
-	v = lqueue_step(&q, &p, call->per_host, call->op, call->place, getpid(), fstime_mono_us(),
-			window_us[call->admit], res);
-	if (call->op != SLOT_PEEK && q.changed &&
-	    ((len = lqueue_write(&q, &out)) < 0 || lslot_write_all(fd, out, (size_t)len) != 0))
+	v = lslot_run(notes, f, &st, &p, res);
+	if (v != SLOT_UNAVAILABLE && call->op != SLOT_PEEK && st.changed &&
+	    ((len = lstore_write(&st, &out)) < 0 || lslot_write_all(fd, out, (size_t)len) != 0)) {
+		lslot_note(notes, "local slot: cannot write %s/%s: %m", call->dir, f->name);
 		v = SLOT_UNAVAILABLE;
+	}
 	free(out);
-	lqueue_free(&q);
+	lstore_free(&st);
 	return v;
 }
 
-/* peek on a schedule that has no file (nor directory): an empty queue. */
-static enum slot_verdict lslot_peek_empty(const struct lslot_call *call, struct slot_result *res)
+/* peek on a schedule that has no file (nor directory): an empty store. */
+static enum slot_verdict lslot_peek_empty(struct lslot_notes *notes, const struct lslot_file *f,
+					  struct slot_result *res)
 {
-	struct lqueue q;
+	struct lstore st;
+	const char *why;
+	bool old;
 	enum slot_verdict v;
 
-	if (lqueue_read(&q, "") != 0)
-		return SLOT_UNAVAILABLE;
-	v = lqueue_step(&q, call->p, call->per_host, SLOT_PEEK, call->place, getpid(),
-			fstime_mono_us(), slot_commit_us(call->p), res);
-	lqueue_free(&q);
+	lstore_read(&st, "", fstime_mono_us(), &old, &why);
+	st.pid = getpid();
+	v = lslot_run(notes, f, &st, f->call->p, res);
+	lstore_free(&st);
 	return v;
 }
 
@@ -444,6 +555,7 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 	enum slot_verdict verdict = SLOT_UNAVAILABLE;
 	struct lslot_call c;
 	struct lslot_file f;
+	struct lslot_notes notes = { .n = 0 };
 	const bool peek = given->op == SLOT_PEEK;
 	int fd = -1;
 
@@ -452,20 +564,14 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 	if (f.dfd >= 0)
 		fd = lslot_open_locked(pamh, &f, peek);
 	if (fd < 0 && peek && errno == ENOENT)
-		verdict = lslot_peek_empty(&c, res);
+		verdict = lslot_peek_empty(&notes, &f, res);
 	else if (fd < 0 && f.busy && lslot_login(&c) && c.op == SLOT_RESERVE)
 		verdict = lslot_refuse_locked(&f, res);
 	if (fd >= 0) {
-		int err;
-
-		verdict = lslot_step(&f, fd, res);
-		err = errno;
-		close(fd); /* and with it the lock, before anything else (the log may block) */
-		errno = err;
-		if (verdict == SLOT_UNAVAILABLE)
-			log_msg(pamh, LOG_ERR, "local slot: cannot read or write %s/%s: %m", c.dir,
-				f.name);
+		verdict = lslot_step(&notes, &f, fd, res);
+		close(fd); /* and with it the lock, before anything is logged */
 	}
+	lslot_say(pamh, &notes);
 	if (f.dfd >= 0)
 		close(f.dfd);
 	return verdict;

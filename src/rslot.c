@@ -10,7 +10,6 @@
 #include "flowslot/ncache.h"
 #include "flowslot/rnode.h"
 
-#define RSLOT_POSITION_MAX INT64_C(1000000000)
 #define RSLOT_REDIRECTS_MAX 3
 /* A decision through sentinels or redirects takes at most this many timeouts in all. */
 #define RSLOT_BUDGET_TIMEOUTS 4
@@ -21,17 +20,13 @@
    a host comes back to the seeds within a minute, at the cost of one redirect a minute. */
 #define RSLOT_SLOT_CACHE_S 60
 
-/* The most a schedule's own settings can be: interval 60 min, burst 1000. */
-#define RSLOT_INTERVAL_MAX_US INT64_C(3600000000)
-#define RSLOT_BURST_MAX 1000
-
-/* Reads a reply of n integers into v, or of n + 2 whose last two are the schedule's own
-   interval and burst (0 when not given: a script before they were). */
-static int rslot_read_ints(const redisReply *r, size_t n, long long *v, struct slot_result *res,
-			   const char **why)
+int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_params *p,
+		     struct slot_result *res, const char **why)
 {
-	if (r->type != REDIS_REPLY_ARRAY || (r->elements != n && r->elements != n + 2)) {
-		*why = n == 3 ? "not an array of three or five" : "not an array of five or seven";
+	long long v[SLOT_ANSWER_MAX];
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements > SLOT_ANSWER_MAX) {
+		*why = "not an array of integers";
 		return -1;
 	}
 	for (size_t i = 0; i < r->elements; i++) {
@@ -39,97 +34,9 @@ static int rslot_read_ints(const redisReply *r, size_t n, long long *v, struct s
 			*why = "not an array of integers";
 			return -1;
 		}
-		if (i < n)
-			v[i] = r->element[i]->integer;
+		v[i] = r->element[i]->integer;
 	}
-	res->sched_interval_us = res->sched_burst = 0;
-	if (r->elements == n)
-		return 0;
-	res->sched_interval_us = r->element[n]->integer;
-	res->sched_burst = r->element[n + 1]->integer;
-	if (res->sched_interval_us < 1 || res->sched_interval_us > RSLOT_INTERVAL_MAX_US ||
-	    res->sched_burst < 1 || res->sched_burst > RSLOT_BURST_MAX) {
-		*why = "the schedule's settings out of range";
-		return -1;
-	}
-	return 0;
-}
-
-/* Reads peek's and reset's {verdict, wait_us, position, waiting, since_us[, interval,
-   burst]}. */
-static int rslot_read_view(const redisReply *r, struct slot_result *res, const char **why)
-{
-	static const enum slot_verdict verdicts[] = {
-		[0] = SLOT_REFUSE,
-		[1] = SLOT_ADMIT,
-		[2] = SLOT_QUEUED,
-	};
-	long long v[5];
-
-	if (rslot_read_ints(r, 5, v, res, why) != 0)
-		return -1;
-	if (v[0] < 0 || v[0] > 2 || v[1] < 0 || v[1] > SLOT_HORIZON_MAX_US || v[2] < 1 ||
-	    v[2] > RSLOT_POSITION_MAX || v[3] < 0 || v[3] > RSLOT_POSITION_MAX || v[4] < -1) {
-		*why = "values out of range";
-		return -1;
-	}
-	res->verdict = verdicts[v[0]];
-	res->wait_us = v[1];
-	res->position = v[2];
-	res->waiting = v[3];
-	res->since_us = v[4];
-	return 0;
-}
-
-int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_params *p,
-		     struct slot_result *res, const char **why)
-{
-	static const enum slot_verdict verdicts[] = {
-		[0] = SLOT_REFUSE,
-		[1] = SLOT_ADMIT,
-		[2] = SLOT_QUEUED,
-		[3] = SLOT_REFUSE_HOST,
-	};
-	long long v[3], verdict, wait_us, position;
-	bool ok;
-
-	if (op == SLOT_PEEK || op == SLOT_RESET)
-		return rslot_read_view(r, res, why);
-	if (rslot_read_ints(r, 3, v, res, why) != 0)
-		return -1;
-	verdict = v[0];
-	wait_us = v[1];
-	position = v[2];
-	/* A queue that others built may be longer than this login's own settings allow, but
-	   never further ahead than the script lets any schedule be. A reservation, and a
-	   renewal past what is left of max_wait, is refused; only a place within it waits. */
-	switch (verdict) {
-	case 0:
-		ok = (op == SLOT_RESERVE || op == SLOT_RENEW) && wait_us > p->max_wait_us;
-		break;
-	case 1: /* admitted, to go in at most the commit window later; a leave is done */
-		ok = op == SLOT_LEAVE ? wait_us == 0
-				      : wait_us <= slot_commit_us(p) && wait_us <= p->max_wait_us;
-		break;
-	case 2:
-		ok = op != SLOT_LEAVE && wait_us <= p->max_wait_us;
-		break;
-	case 3:
-		ok = op == SLOT_RESERVE && wait_us == 0;
-		break;
-	default:
-		ok = false;
-		break;
-	}
-	if (!ok || wait_us < 0 || wait_us > SLOT_HORIZON_MAX_US || position < 1 ||
-	    position > RSLOT_POSITION_MAX) {
-		*why = "values out of range";
-		return -1;
-	}
-	res->verdict = verdicts[verdict];
-	res->wait_us = wait_us;
-	res->position = position;
-	return 0;
+	return slot_read_answer(v, r->elements, op, p, res, why);
 }
 
 /* One attempt on one node, its answer checked: a garbage reply fails the node like any other

@@ -102,3 +102,106 @@ bool slot_settings_differ(const struct slot_params *p, const struct slot_result 
 		 theirs, (long long)burst, ours, (long long)p->burst);
 	return true;
 }
+
+/* The most a schedule's own settings can be (interval 60 min, burst 1000), and a position. */
+#define SLOT_INTERVAL_MAX_US INT64_C(3600000000)
+#define SLOT_BURST_MAX 1000
+#define SLOT_POSITION_MAX INT64_C(1000000000)
+
+/* The answer's n integers, or n + 2 whose last two are the schedule's own interval and burst
+   (0 when not given: a script before they were). */
+static int slot_read_settings(const long long *v, size_t count, size_t n, struct slot_result *res,
+			      const char **why)
+{
+	if (count != n && count != n + 2) {
+		*why = n == 3 ? "not an array of three or five" : "not an array of five or seven";
+		return -1;
+	}
+	res->sched_interval_us = res->sched_burst = 0;
+	if (count == n)
+		return 0;
+	res->sched_interval_us = v[n];
+	res->sched_burst = v[n + 1];
+	if (res->sched_interval_us < 1 || res->sched_interval_us > SLOT_INTERVAL_MAX_US ||
+	    res->sched_burst < 1 || res->sched_burst > SLOT_BURST_MAX) {
+		*why = "the schedule's settings out of range";
+		return -1;
+	}
+	return 0;
+}
+
+/* peek's and reset's {verdict, wait_us, position, waiting, since_us[, interval, burst]}. */
+static int slot_read_view(const long long *v, size_t count, struct slot_result *res,
+			  const char **why)
+{
+	static const enum slot_verdict verdicts[] = {
+		[0] = SLOT_REFUSE,
+		[1] = SLOT_ADMIT,
+		[2] = SLOT_QUEUED,
+	};
+
+	if (slot_read_settings(v, count, 5, res, why) != 0)
+		return -1;
+	if (v[0] < 0 || v[0] > 2 || v[1] < 0 || v[1] > SLOT_HORIZON_MAX_US || v[2] < 1 ||
+	    v[2] > SLOT_POSITION_MAX || v[3] < 0 || v[3] > SLOT_POSITION_MAX || v[4] < -1) {
+		*why = "values out of range";
+		return -1;
+	}
+	res->verdict = verdicts[v[0]];
+	res->wait_us = v[1];
+	res->position = v[2];
+	res->waiting = v[3];
+	res->since_us = v[4];
+	return 0;
+}
+
+int slot_read_answer(const long long *v, size_t count, enum slot_op op,
+		     const struct slot_params *p, struct slot_result *res, const char **why)
+{
+	static const enum slot_verdict verdicts[] = {
+		[0] = SLOT_REFUSE,
+		[1] = SLOT_ADMIT,
+		[2] = SLOT_QUEUED,
+		[3] = SLOT_REFUSE_HOST,
+	};
+	long long verdict, wait_us, position;
+	bool ok;
+
+	if (op == SLOT_PEEK || op == SLOT_RESET)
+		return slot_read_view(v, count, res, why);
+	if (slot_read_settings(v, count, 3, res, why) != 0)
+		return -1;
+	verdict = v[0];
+	wait_us = v[1];
+	position = v[2];
+	/* A queue that others built may be longer than this login's own settings allow, but
+	   never further ahead than the script lets any schedule be. A reservation, and a
+	   renewal past what is left of max_wait, is refused; only a place within it waits. */
+	switch (verdict) {
+	case 0:
+		ok = (op == SLOT_RESERVE || op == SLOT_RENEW) && wait_us > p->max_wait_us;
+		break;
+	case 1: /* admitted, to go in at most the commit window later; a leave is done */
+		ok = op == SLOT_LEAVE ? wait_us == 0
+				      : wait_us <= slot_commit_us(p) && wait_us <= p->max_wait_us;
+		break;
+	case 2:
+		ok = op != SLOT_LEAVE && wait_us <= p->max_wait_us;
+		break;
+	case 3:
+		ok = op == SLOT_RESERVE && wait_us == 0;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok || wait_us < 0 || wait_us > SLOT_HORIZON_MAX_US || position < 1 ||
+	    position > SLOT_POSITION_MAX) {
+		*why = "values out of range";
+		return -1;
+	}
+	res->verdict = verdicts[verdict];
+	res->wait_us = wait_us;
+	res->position = position;
+	return 0;
+}

@@ -31,7 +31,8 @@
 -- ARGV[10] the lease near the slot, in microseconds: a place not renewed within its lease is
 --          given up; further from its slot the lease is longer (lease_for)
 -- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
---          this far off is admitted now, to go in at its slot without another call
+--          this far off is admitted now, to go in at its slot without another call; -1 admits
+--          nobody, and only holds places (the pressure hold's line, while pressure is high)
 -- Numbers are whole (a fraction, inf or nan is bad arguments).
 --
 -- Returns {verdict, wait_us, position, interval, burst}. verdict: 1 admitted: go in after
@@ -53,12 +54,17 @@
 --   whenever TIME is not past the last write, so a clock step back reorders nothing and
 --   stretches no lease.
 -- - The schedule's interval and burst are the strictest seen since it was made (the longest
---   interval, the smallest burst), until it goes quiet and expires, or is reset.
+--   interval, the smallest burst), until it goes quiet and expires, or is reset. A login that
+--   is refused has no say: what its call tidies is tidied by the schedule's own settings, and
+--   they are what is written back.
 -- - A ghost is taken back once (a place taken back leaves none), by a retry or by its own
 --   renewal after its lease ran out, and only if nobody queued after it left: else the login
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
 -- - A place whose lease ran out while it was first in line, its slot come by then, counts as
 --   admitted: its login may have gone in without reaching the schedule.
+-- - What only the host can know: a place whose holder the store knows to be gone (its process
+--   ended) lapses now, as if its lease had. The per-host file's store answers FLOWSLOT.GONE
+--   with those places' leases; Redis cannot know, and answers an error, read as none.
 -- - A lease fits the wait (lease_for): it ends before the place's slot unless that is near, and
 --   its end is stored, so that every caller, an older version's script included, reads it.
 --
@@ -83,7 +89,7 @@ local self = id and who and host and id .. ':' .. who .. ':' .. host
 if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave' and op ~= 'peek' and op ~= 'reset') or not interval or not burst or
     not max_wait or not db or not self or not string.match(self, '^%w+:[%w-]+:[%w-]+$') or not per_host or
     not lease or not window or interval < 1 or burst < 1 or max_wait < 0 or lease < 1 or
-    window < 0 or interval % 1 ~= 0 or burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or
+    window < -1 or interval % 1 ~= 0 or burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or
     per_host % 1 ~= 0 or lease % 1 ~= 0 or window % 1 ~= 0 then
   return redis.error_reply('ERR pam_flowslot: bad arguments')
 end
@@ -188,10 +194,16 @@ local admitted_at = f[6] or at or 0
 if #f == 1 then
   admitted_at = 0
 end
+-- The schedule's own settings (the caller's, for a schedule that has none) tidy what lapsed;
+-- the strictest of them and the caller's decide for the caller, and are kept if it is let in
+-- or queued.
+local own_interval, own_burst = interval, burst
 if f[4] and f[4] >= 1 and ours then
+  own_interval = f[4]
   interval = math.max(interval, f[4])
 end
 if f[5] and f[5] >= 1 and ours then
+  own_burst = f[5]
   burst = math.min(burst, f[5])
 end
 
@@ -229,13 +241,30 @@ local function due(rank, start)
   return start - now <= window and (rank == 0 or start == now)
 end
 
+-- The leases not yet ended whose holder the store knows to be gone (none on Redis, which
+-- answers the unknown command with an error).
+local function gone_leases()
+  local r = redis.pcall('FLOWSLOT.GONE', K)
+  if r.err then
+    return {}
+  end
+  local live = {}
+  for _, m in ipairs(r) do
+    local score = redis.call('ZSCORE', K, m)
+    if score and score + 0 > LEASE + now then
+      live[#live + 1] = m
+    end
+  end
+  return live
+end
+
 -- peek and reset: what a login now would get. Nothing is written before reset's DEL, which
 -- leaves renewing waiters no place: each holds one anew at the back of the fresh queue at its
 -- next renewal, as a lease that ran out does.
 if reading then
   local live, since = 0, -1
   if not from_string then
-    live = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), LEASES_END)
+    live = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), LEASES_END) - #gone_leases()
   end
   if admitted_at > 0 then
     since = math.max(now - admitted_at, 0)
@@ -293,9 +322,9 @@ local function add_lease(wait)
   lease_top = math.max(lease_top, score)
 end
 
--- Admits one login that goes in at at_us: the schedule moves on by one interval.
-local function admit(at_us)
-  tat_raw = math.max(tat_raw, at_us) + interval
+-- Admits one login that goes in at at_us: the schedule moves on by one interval (step).
+local function admit(at_us, step)
+  tat_raw = math.max(tat_raw, at_us) + step
   tat = math.max(tat_raw, now)
   admitted_at = now
   changed = true
@@ -462,13 +491,20 @@ if leases then
                              left = tonumber(ended[i + 1]) - LEASE}
     end
   end
+  for _, m in ipairs(gone_leases()) do
+    local place = string.sub(m, 3)
+    if place ~= self or op == 'reserve' then
+      local arrival, taken = arrival_of(place)
+      lapsed[#lapsed + 1] = {place = place, arrival = arrival, taken = taken, left = now}
+    end
+  end
   table.sort(lapsed, function(a, b) return (a.arrival or -1) < (b.arrival or -1) end)
   for _, p in ipairs(lapsed) do
-    if p.arrival and tat_raw - (burst - 1) * interval <= p.left and
+    if p.arrival and tat_raw - (own_burst - 1) * own_interval <= p.left and
         rank_of(us(p.arrival)) == 0 then
       local pid, _, phost = string.match(p.place, '^(%w+):([%w-]+):([%w-]+)$')
       drop(p.place, pid, phost)
-      admit(0)
+      admit(0, own_interval)
     else
       give_up(p.place, p.left, p)
     end
@@ -503,7 +539,7 @@ elseif op == 'reserve' then
       end
       if due(rank, start) then
         result = reply(1, start - now, position(rank))
-        admit(now)
+        admit(now, interval)
       else
         hold(arrival_s, ghost ~= nil, start - now)
         places = places and places + 1
@@ -533,7 +569,7 @@ else
     result = reply(0, start - now, position(rank))
   elseif due(rank, start) then
     result = reply(1, start - now, position(rank))
-    admit(now)
+    admit(now, interval)
     drop(self, id, host)
   else
     if held then
@@ -554,6 +590,10 @@ end
 if changed or tat <= now then
   local m
   if changed then
+    -- A refused login has no say in the settings kept (verdicts 0 and 3).
+    if result[1] == 0 or result[1] == 3 then
+      interval, burst = own_interval, own_burst
+    end
     m = 's:' .. field(1, tat) .. ':' .. now_s .. ':' .. field(3, off) .. ':' ..
         field(4, interval) .. ':' .. field(5, burst) .. ':' .. field(6, admitted_at)
     if m ~= s_member then

@@ -98,6 +98,15 @@ struct slot_result {
 bool slot_settings_differ(const struct slot_params *p, const struct slot_result *res, char *buf,
 			  size_t bufsz);
 
+/* The most integers a script's answer holds (peek's seven), and what it may hold. */
+#define SLOT_ANSWER_MAX 7
+
+/* Reads the script's answer to op, count integers in v, into res (deadline_us aside): its
+   verdict, wait, position, and the schedule's own settings, each checked against what op may
+   be answered for p. Returns 0, or -1 with *why. Both backends' answers go through it. */
+int slot_read_answer(const long long *v, size_t count, enum slot_op op,
+		     const struct slot_params *p, struct slot_result *res, const char **why);
+
 /* The furthest ahead any settings can leave a schedule: max_wait (60 min) + burst (1000) *
    interval (60 min). A stored tat further ahead was not written by us. */
 #define SLOT_HORIZON_MAX_US (INT64_C(3600000000) * 1001)
