@@ -9,7 +9,7 @@
 #   make WERROR=1        warnings are errors (CI)
 
 # The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).
-VERSION = 0.10.0
+VERSION = 0.11.0
 
 PKG_CONFIG ?= pkg-config
 CC ?= cc

@@ -25,6 +25,8 @@
 #define LSLOT_PREFIX "slot."
 #define LSLOT_EMPTY_S 10
 #define LSLOT_OPEN_TRIES 4
+/* The longest the script may run on one call, the file locked: a thousand times its work. */
+#define LSLOT_SCRIPT_US INT64_C(1000000)
 
 uint64_t lslot_hash(uint64_t hash, const char *s)
 {
@@ -446,10 +448,13 @@ static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot
 	char err[200], shown[160];
 	const char *why = err;
 
+	int64_t deadline_us = st->now_us + LSLOT_SCRIPT_US;
+
+	if (call->until_us != 0 && call->until_us < deadline_us)
+		deadline_us = call->until_us;
 	lslot_argv(call, p, &a);
 	for (int tries = 0; tries < 2; tries++) {
-		if (lscript_run(st, call->key, a.v, 11, call->until_us, &out, err, sizeof(err)) ==
-			0 &&
+		if (lscript_run(st, call->key, a.v, 11, deadline_us, &out, err, sizeof(err)) == 0 &&
 		    slot_read_answer(out.v, out.n, call->op, p, res, &why) == 0) {
 			res->deadline_us = st->now_us + res->wait_us;
 			return res->verdict;

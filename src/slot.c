@@ -23,34 +23,6 @@ void slot_place_id(struct slot_place *p)
 		n += (size_t)snprintf(p->id + n, sizeof(p->id) - n, "%02x", rnd[i]);
 }
 
-int64_t slot_recover(int64_t now_us, int64_t tat_us, int64_t at_us)
-{
-	if (at_us <= 0 || tat_us < at_us)
-		return now_us;
-	if (now_us < at_us)
-		tat_us -= at_us - now_us;
-	if (tat_us < now_us || tat_us - now_us > SLOT_HORIZON_MAX_US)
-		return now_us;
-	return tat_us;
-}
-
-int64_t slot_decide(const struct slot_params *p, int64_t now_us, int64_t tat_us,
-		    struct slot_result *res)
-{
-	int64_t start_us;
-
-	if (tat_us < now_us)
-		tat_us = now_us;
-	start_us = tat_us - (p->burst - 1) * p->interval_us;
-	if (start_us < now_us)
-		start_us = now_us;
-	res->wait_us = start_us - now_us;
-	res->position = res->wait_us / p->interval_us + 1;
-	res->verdict = res->wait_us > p->max_wait_us ? SLOT_REFUSE : SLOT_ADMIT;
-	res->deadline_us = start_us;
-	return tat_us + p->interval_us;
-}
-
 int64_t slot_renew_us(int64_t wait_us, int64_t interval_us)
 {
 	int64_t renew_us = wait_us / 4;

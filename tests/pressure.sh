@@ -60,7 +60,7 @@ stamp_ms() { # USER: when its stamp was written, in wall-clock ms
 }
 # held_in KEY N: the hold's line for KEY holds N places.
 # held_in TEMPLATE N: N logins wait in the host's line for the key template.
-held_in() { [ "$(grep -c '^w ' "$TMP/st/hold.$1" 2> /dev/null)" = "$2" ]; }
+held_in() { [ "$(grep -c ' w:' "$TMP/st/hold.$1" 2> /dev/null)" = "$2" ]; }
 stamped() { grep -q " $1\$" "$TMP/stamps" 2> /dev/null; }
 
 # 1. No pressure: not held.
@@ -187,11 +187,11 @@ wait "$f1_sub" 2> /dev/null
 login f3 p7 f3 2> /dev/null &
 f3_sub=$!
 BG="$BG $f3_sub"
-in_line() { [ -n "$1" ] && grep '^w ' "$TMP/st/hold.p7" 2> /dev/null | grep -qw -- "$1"; }
+in_line() { [ -n "$1" ] && grep ' w:' "$TMP/st/hold.p7" 2> /dev/null | grep -qw -- "$1"; }
 wait_for 10 pgrep -P "$f3_sub" > /dev/null
 f3_pid=$(pgrep -P "$f3_sub" | head -1)
 wait_for 10 in_line "$f3_pid"
-dead_in=0 n_in=$(grep -c '^w ' "$TMP/st/hold.p7" 2> /dev/null)
+dead_in=0 n_in=$(grep -c ' w:' "$TMP/st/hold.p7" 2> /dev/null)
 in_line "$f1_pid" && dead_in=1
 check "a held login killed: the next to join the line drops it at once ($n_in in the line, the dead one $dead_in)" \
 	sh -c "[ $dead_in = 0 ] && [ $n_in = 2 ]"

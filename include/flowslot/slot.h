@@ -111,17 +111,4 @@ int slot_read_answer(const long long *v, size_t count, enum slot_op op,
    interval (60 min). A stored tat further ahead was not written by us. */
 #define SLOT_HORIZON_MAX_US (INT64_C(3600000000) * 1001)
 
-/* The schedule as stored: its tat, and the clock's time when it was written (at_us), so that
-   staleness is read from the schedule itself, never from the caller's settings. Returns the
-   tat to decide on at now_us: moved back by as much as the clock went back since at_us (the
-   queue keeps its length across a clock step or a failover), and now_us for a schedule that
-   has passed, is garbled (at_us <= 0) or is further ahead than SLOT_HORIZON_MAX_US. */
-int64_t slot_recover(int64_t now_us, int64_t tat_us, int64_t at_us);
-
-/* The GCRA step that src/slot.lua runs on Redis, for the local backend: decides for a login
-   at now_us on a schedule whose recovered tat is tat_us, fills res, deadline_us included, and
-   returns the tat to store when admitted. */
-int64_t slot_decide(const struct slot_params *p, int64_t now_us, int64_t tat_us,
-		    struct slot_result *res);
-
 #endif

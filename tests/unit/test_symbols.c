@@ -17,7 +17,7 @@ static void test_exports(void **state)
 	static const char *const internal[] = {
 		"gate",		  "opt_parse",	       "opt_set",	   "key_expand",
 		"rslot_call",	       "rslot_read_reply", "rnode_attempt",
-		"lslot_call",	  "lqueue_step",       "slot_decide",	   "queue_wait",
+		"lslot_call",	  "lscript_run",       "lstore_read",	   "queue_wait",
 		"countdown_start", "countdown_tick",   "hangup_watch_open", "log_msg",
 		"fstime_sleep_until", "stats_record", "stats_write_prometheus",
 	};
