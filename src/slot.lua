@@ -63,8 +63,9 @@
 -- - A place whose lease ran out while it was first in line, its slot come by then, counts as
 --   admitted: its login may have gone in without reaching the schedule.
 -- - What only the host can know: a place whose holder the store knows to be gone (its process
---   ended) lapses now, as if its lease had. The per-host file's store answers FLOWSLOT.GONE
---   with those places' leases; Redis cannot know, and answers an error, read as none.
+--   ended) lapses now, as if its lease had. The per-host file's store gives the script
+--   redis.flowslot_gone, the leases of those places; Redis cannot know, and has none (nil):
+--   no place is known gone, at no cost and with no error counted.
 -- - A lease fits the wait (lease_for): it ends before the place's slot unless that is near, and
 --   its end is stored, so that every caller, an older version's script included, reads it.
 --
@@ -241,15 +242,13 @@ local function due(rank, start)
   return start - now <= window and (rank == 0 or start == now)
 end
 
--- The leases not yet ended whose holder the store knows to be gone (none on Redis, which
--- answers the unknown command with an error).
+-- The leases not yet ended whose holder the store knows to be gone (none on Redis).
 local function gone_leases()
-  local r = redis.pcall('FLOWSLOT.GONE', K)
-  if r.err then
+  if not redis.flowslot_gone then
     return {}
   end
   local live = {}
-  for _, m in ipairs(r) do
+  for _, m in ipairs(redis.flowslot_gone(K)) do
     local score = redis.call('ZSCORE', K, m)
     if score and score + 0 > LEASE + now then
       live[#live + 1] = m
