@@ -304,7 +304,7 @@ static int lscript_zscore(struct lscript_ctx *c, lua_State *L, const struct lscr
 }
 
 /* ZADD key score member [score member ...], no options: every score is read before any is
-   added, as Redis does. */
+   added, as Redis does. What the file could not read back is refused rather than written. */
 static int lscript_zadd(struct lscript_ctx *c, lua_State *L, const struct lscript_args *a)
 {
 	double score[LSCRIPT_ARGS_MAX];
@@ -317,7 +317,7 @@ static int lscript_zadd(struct lscript_ctx *c, lua_State *L, const struct lscrip
 	for (int i = 2; i < a->n; i += 2) {
 		if (!lscript_float(a->v[i], &score[i]))
 			return lscript_fail(c, "ERR value is not a valid float");
-		if (!isfinite(score[i]) || a->len[i + 1] != strlen(a->v[i + 1]))
+		if (!isfinite(score[i]) || !lstore_name_ok(a->v[i + 1], a->len[i + 1]))
 			return lscript_fail(c, "ERR pam_flowslot store: a score or member it cannot keep");
 	}
 	for (int i = 2; i < a->n; i += 2) {

@@ -26,8 +26,7 @@ static int lstore_cmp(double score, const char *name, size_t len, const struct l
 	return len < m->len ? -1 : len > m->len;
 }
 
-/* Whether name can be a member of the file: printable ASCII but the space, as slot.lua's are. */
-static bool lstore_name_ok(const char *name, size_t len)
+bool lstore_name_ok(const char *name, size_t len)
 {
 	if (len == 0 || len > LSTORE_MEMBER_MAX)
 		return false;
