@@ -410,15 +410,20 @@ static int lscript_del(struct lscript_ctx *c, lua_State *L, const struct lscript
 	return 0;
 }
 
-/* PEXPIRE key ms, no options: the key goes ms from now, at once for ms <= 0. */
+/* PEXPIRE key ms, no options: the key goes ms from now, at once for ms <= 0. Redis refuses
+   only an end its milliseconds cannot hold; one that our microseconds cannot is kept as the
+   last they hold, which no clock reaches either. */
 static int lscript_pexpire(struct lscript_ctx *c, lua_State *L, const struct lscript_args *a)
 {
+	int64_t now_us = c->s->now_us;
 	long long ms;
 
 	if (lscript_key(c, a, 1) != 0)
 		return -1;
-	if (!lscript_integer(a->v[2], &ms) || ms > INT64_MAX / 1000 - c->s->now_us)
+	if (!lscript_integer(a->v[2], &ms))
 		return lscript_fail(c, "ERR value is not an integer or out of range");
+	if (ms > LLONG_MAX - now_us / 1000)
+		return lscript_fail(c, "ERR invalid expire time in 'pexpire' command");
 	if (c->s->n == 0) {
 		lscript_push_int(L, 0);
 		return 0;
@@ -426,7 +431,7 @@ static int lscript_pexpire(struct lscript_ctx *c, lua_State *L, const struct lsc
 	if (ms <= 0) {
 		lstore_clear(c->s);
 	} else {
-		c->s->expires_us = c->s->now_us + ms * 1000;
+		c->s->expires_us = ms > (INT64_MAX - now_us) / 1000 ? INT64_MAX : now_us + ms * 1000;
 		c->s->changed = true;
 	}
 	lscript_push_int(L, 1);
