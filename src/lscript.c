@@ -304,7 +304,7 @@ static int lscript_zscore(struct lscript_ctx *c, lua_State *L, const struct lscr
 }
 
 /* ZADD key score member [score member ...], no options: every score is read before any is
-   added, as Redis does. */
+   added, as Redis does. What the file could not read back is refused rather than written. */
 static int lscript_zadd(struct lscript_ctx *c, lua_State *L, const struct lscript_args *a)
 {
 	double score[LSCRIPT_ARGS_MAX];
@@ -317,7 +317,7 @@ static int lscript_zadd(struct lscript_ctx *c, lua_State *L, const struct lscrip
 	for (int i = 2; i < a->n; i += 2) {
 		if (!lscript_float(a->v[i], &score[i]))
 			return lscript_fail(c, "ERR value is not a valid float");
-		if (!isfinite(score[i]) || a->len[i + 1] != strlen(a->v[i + 1]))
+		if (!isfinite(score[i]) || !lstore_name_ok(a->v[i + 1], a->len[i + 1]))
 			return lscript_fail(c, "ERR pam_flowslot store: a score or member it cannot keep");
 	}
 	for (int i = 2; i < a->n; i += 2) {
@@ -410,15 +410,20 @@ static int lscript_del(struct lscript_ctx *c, lua_State *L, const struct lscript
 	return 0;
 }
 
-/* PEXPIRE key ms, no options: the key goes ms from now, at once for ms <= 0. */
+/* PEXPIRE key ms, no options: the key goes ms from now, at once for ms <= 0. Redis refuses
+   only an end its milliseconds cannot hold; one that our microseconds cannot is kept as the
+   last they hold, which no clock reaches either. */
 static int lscript_pexpire(struct lscript_ctx *c, lua_State *L, const struct lscript_args *a)
 {
+	int64_t now_us = c->s->now_us;
 	long long ms;
 
 	if (lscript_key(c, a, 1) != 0)
 		return -1;
-	if (!lscript_integer(a->v[2], &ms) || ms > INT64_MAX / 1000 - c->s->now_us)
+	if (!lscript_integer(a->v[2], &ms))
 		return lscript_fail(c, "ERR value is not an integer or out of range");
+	if (ms > LLONG_MAX - now_us / 1000)
+		return lscript_fail(c, "ERR invalid expire time in 'pexpire' command");
 	if (c->s->n == 0) {
 		lscript_push_int(L, 0);
 		return 0;
@@ -426,7 +431,7 @@ static int lscript_pexpire(struct lscript_ctx *c, lua_State *L, const struct lsc
 	if (ms <= 0) {
 		lstore_clear(c->s);
 	} else {
-		c->s->expires_us = c->s->now_us + ms * 1000;
+		c->s->expires_us = ms > (INT64_MAX - now_us) / 1000 ? INT64_MAX : now_us + ms * 1000;
 		c->s->changed = true;
 	}
 	lscript_push_int(L, 1);

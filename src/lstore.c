@@ -26,8 +26,7 @@ static int lstore_cmp(double score, const char *name, size_t len, const struct l
 	return len < m->len ? -1 : len > m->len;
 }
 
-/* Whether name can be a member of the file: printable ASCII but the space, as slot.lua's are. */
-static bool lstore_name_ok(const char *name, size_t len)
+bool lstore_name_ok(const char *name, size_t len)
 {
 	if (len == 0 || len > LSTORE_MEMBER_MAX)
 		return false;
@@ -280,6 +279,7 @@ static int lstore_read_set(struct lstore *s, const char *text, const char **why)
 
 int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, const char **why)
 {
+	bool expired;
 	int r = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -294,11 +294,12 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 	} else {
 		r = lstore_read_set(s, text, why);
 	}
-	if (r != 0)
+	/* An expired key is written back empty: Redis deletes a key it finds expired, and a clock
+	   that reads earlier later must not bring it back. */
+	expired = r == 0 && s->n > 0 && !lstore_live(s, now_us);
+	if (r != 0 || expired)
 		lstore_clear(s);
-	else if (!lstore_live(s, now_us))
-		lstore_clear(s);
-	s->changed = *old;
+	s->changed = *old || expired;
 	return r;
 }
 

@@ -49,6 +49,10 @@ long lstore_write(const struct lstore *s, char **out);
 /* Whether the key exists at now_us: it has members and its expiry has not come. */
 bool lstore_live(const struct lstore *s, int64_t now_us);
 
+/* Whether name can be a member of the file, as lstore_read reads it back: printable ASCII but
+   the space, as slot.lua's are, and at most LSTORE_MEMBER_MAX bytes. */
+bool lstore_name_ok(const char *name, size_t len);
+
 /* The member's index, or -1. */
 ssize_t lstore_find(const struct lstore *s, const char *name, size_t len);
 
