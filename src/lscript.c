@@ -438,28 +438,6 @@ static int lscript_pexpire(struct lscript_ctx *c, lua_State *L, const struct lsc
 	return 0;
 }
 
-/* What only the host can know (pam_flowslot(8), "The queue's promises"): the leases ("l:"
-   members) whose holder, the process that last renewed it, is gone. Redis has no such
-   command, and the script reads its error as "none known". */
-static int lscript_gone(struct lscript_ctx *c, lua_State *L, const struct lscript_args *a)
-{
-	int k = 1;
-
-	if (lscript_key(c, a, 1) != 0)
-		return -1;
-	lua_newtable(L);
-	for (size_t i = 0; i < c->s->n; i++) {
-		const struct lstore_member *m = &c->s->m[i];
-
-		if (m->pid > 0 && strncmp(m->name, "l:", 2) == 0 && kill(m->pid, 0) != 0 &&
-		    errno == ESRCH) {
-			lua_pushlstring(L, m->name, m->len);
-			lua_rawseti(L, -2, k++);
-		}
-	}
-	return 0;
-}
-
 struct lscript_cmd {
 	const char *name;
 	int min, max; /* arguments, the name included */
@@ -483,7 +461,6 @@ static const struct lscript_cmd lscript_cmds[] = {
 	{ "ZRANGEBYSCORE", 4, 9, lscript_zrangebyscore },
 	{ "ZREVRANGE", 4, 5, lscript_zrevrange },
 	{ "ZREVRANGEBYSCORE", 4, 9, lscript_zrevrangebyscore },
-	{ "FLOWSLOT.GONE", 2, 2, lscript_gone },
 };
 
 /* The arguments on the stack as strings: a number as Redis turns it into one ("%.17g"). */
@@ -559,6 +536,30 @@ static int lscript_error_reply(lua_State *L)
 	return 1;
 }
 
+/* redis.flowslot_gone(key), what only the host can know (pam_flowslot(8), "The queue's
+   promises"): the leases ("l:" members) whose holder, the process that last renewed it, is
+   gone. Redis has no such function, which the script reads as "none known". */
+static int lscript_flowslot_gone(lua_State *L)
+{
+	struct lscript_ctx *c = lscript_of(L);
+	const char *key = luaL_checkstring(L, 1);
+	int k = 1;
+
+	if (strcmp(key, c->key) != 0)
+		return luaL_error(L, "redis.flowslot_gone: not the script's key");
+	lua_newtable(L);
+	for (size_t i = 0; i < c->s->n; i++) {
+		const struct lstore_member *m = &c->s->m[i];
+
+		if (m->pid > 0 && strncmp(m->name, "l:", 2) == 0 && kill(m->pid, 0) != 0 &&
+		    errno == ESRCH) {
+			lua_pushlstring(L, m->name, m->len);
+			lua_rawseti(L, -2, k++);
+		}
+	}
+	return 1;
+}
+
 static int lscript_sha1hex(lua_State *L)
 {
 	struct lscript_ctx *c = lscript_of(L);
@@ -609,6 +610,7 @@ static int lscript_prepare(lua_State *L)
 					  { "pcall", lscript_pcall },
 					  { "error_reply", lscript_error_reply },
 					  { "sha1hex", lscript_sha1hex },
+					  { "flowslot_gone", lscript_flowslot_gone },
 					  { NULL, NULL } };
 	const struct lscript_setup *setup = lua_touserdata(L, 1);
 
