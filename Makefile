@@ -71,11 +71,16 @@ build/%.o: src/%.c $(HEADERS) | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # The script travels as a C string, and its SHA-1 for EVALSHA is taken from the same bytes.
-build/slot_lua.h: src/slot.lua | build
-	{ printf '#define RSLOT_SCRIPT_SHA1 "%s"\n' "$$(sha1sum < $< | cut -c1-40)"; \
+# A recipe of its own, for mk/fuzz.mk's stand-in script too.
+define LUA_TO_C
+{ printf '#define RSLOT_SCRIPT_SHA1 "%s"\n' "$$(sha1sum < $< | cut -c1-40)"; \
 	  printf '#define RSLOT_SCRIPT \\\n'; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$$/\\n" \\/' $<; \
 	  printf '\t""\n'; } > $@.tmp && mv $@.tmp $@
+endef
+
+build/slot_lua.h: src/slot.lua | build
+	$(LUA_TO_C)
 
 build:
 	mkdir -p build
@@ -139,7 +144,7 @@ check:
 CHECK_EXTRA =
 include mk/sanitize.mk
 include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
-	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk
+	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk mk/diff.mk
 include mk/fuzz.mk mk/bench.mk mk/faults.mk
 
 check-run: all unit $(CHECK_EXTRA)

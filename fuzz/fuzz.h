@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Shared by the libFuzzer targets in fuzz/: prototypes, the invariant check, url invariants. */
+/* Shared by the libFuzzer targets in fuzz/: prototypes, the invariant check, url invariants,
+   and the per-host store's. */
 #ifndef FLOWSLOT_FUZZ_H
 #define FLOWSLOT_FUZZ_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "flowslot/lstore.h"
 #include "flowslot/url.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -109,6 +112,81 @@ static inline void fuzz_check_url(const struct url *u)
 	default:
 		FUZZ_CHECK(!"backend out of range");
 	}
+}
+
+/* A member the store's file can hold: printable ASCII but the space, 1 to LSTORE_MEMBER_MAX
+   bytes. */
+static inline bool fuzz_member_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > LSTORE_MEMBER_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if ((unsigned char)name[i] < 0x21 || (unsigned char)name[i] > 0x7e)
+			return false;
+	}
+	return true;
+}
+
+/* Redis's order: by score, then by the bytes, a prefix first. */
+static inline int fuzz_member_cmp(double sa, const char *a, size_t la, double sb, const char *b,
+				  size_t lb)
+{
+	int c = memcmp(a, b, la < lb ? la : lb);
+
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	if (c != 0)
+		return c;
+	return la < lb ? -1 : la > lb;
+}
+
+/* What lstore.h promises of any set it holds, at now_us. */
+static inline void fuzz_check_store(const struct lstore *s, int64_t now_us)
+{
+	FUZZ_CHECK(s->n <= LSTORE_MEMBERS_MAX && s->n <= s->cap);
+	FUZZ_CHECK(s->n == 0 || s->expires_us == 0 || now_us < s->expires_us);
+	FUZZ_CHECK(s->n > 0 || s->expires_us == 0);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct lstore_member *m = &s->m[i];
+
+		FUZZ_CHECK(m->len <= LSTORE_MEMBER_MAX);
+		FUZZ_CHECK(fuzz_member_ok(m->name, m->len) && m->name[m->len] == '\0');
+		FUZZ_CHECK(isfinite(m->score) && m->pid >= 0);
+		FUZZ_CHECK(i == 0 ||
+			   fuzz_member_cmp(s->m[i - 1].score, s->m[i - 1].name, s->m[i - 1].len,
+					   m->score, m->name, m->len) < 0);
+	}
+}
+
+/* The same member: the same score to the bit, name and pid. */
+static inline bool fuzz_same_member(const struct lstore_member *a, double score, const char *name,
+				    size_t len, pid_t pid)
+{
+	return memcmp(&a->score, &score, sizeof(score)) == 0 && a->len == len &&
+	       memcmp(a->name, name, len) == 0 && a->pid == pid;
+}
+
+/* What lstore_write writes of s reads back at now_us as s, unchanged, and writes as itself. */
+static inline void fuzz_check_store_file(const struct lstore *s, int64_t now_us)
+{
+	char *out = NULL, *again = NULL;
+	struct lstore back;
+	const char *why = NULL;
+	bool old = true;
+	long len;
+
+	len = lstore_write(s, &out);
+	FUZZ_CHECK(len >= 0 && (size_t)len == strlen(out));
+	FUZZ_CHECK(lstore_read(&back, out, now_us, &old, &why) == 0);
+	FUZZ_CHECK(!old && !back.changed);
+	FUZZ_CHECK(back.n == s->n && back.expires_us == s->expires_us);
+	for (size_t i = 0; i < s->n; i++)
+		FUZZ_CHECK(fuzz_same_member(&back.m[i], s->m[i].score, s->m[i].name, s->m[i].len,
+					    s->m[i].pid));
+	FUZZ_CHECK(lstore_write(&back, &again) == len && strcmp(again, out) == 0);
+	lstore_free(&back);
+	free(again);
+	free(out);
 }
 
 #endif

@@ -181,7 +181,7 @@ static void lscript_push_members(lua_State *L, const struct lstore *s, size_t fr
 
 		if ((long long)i < offset)
 			continue;
-		if (count >= 0 && (long long)i >= offset + count)
+		if (count >= 0 && (long long)i - offset >= count)
 			break;
 		lua_pushlstring(L, m->name, m->len);
 		lua_rawseti(L, -2, k++);

@@ -5,8 +5,8 @@
 set -u
 TREE=$(cd "$(dirname "$0")/.." && pwd)
 export MODEL_LUA=${MODEL_LUA:-$TREE/build/model/slot_clock.lua}
-export MODEL_DRIVER=${MODEL_DRIVER:-$TREE/build/model/lqdrive}
+export MODEL_DRIVER=${MODEL_DRIVER:-$TREE/build/model/lsdrive}
 case $MODEL_LUA in /*) ;; *) MODEL_LUA=$PWD/$MODEL_LUA ;; esac
 case $MODEL_DRIVER in /*) ;; *) MODEL_DRIVER=$PWD/$MODEL_DRIVER ;; esac
 cd "$TREE/tests/model" || exit 1
-PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 test_model.py
+PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 test_model.py "$@"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The schedule's rules as plain Python (docs/MODEL.md): a list of places and a dict of
-ghosts, the reference the randomized test (tests/model/test_model.py) holds both backends to.
+ghosts, the reference the randomized test (tests/model/test_model.py) holds both stores to.
+Both run src/slot.lua, so one model serves both: Redis, and the per-host file's store.
 
 Times are microseconds. A call answers as src/slot.lua does: (verdict, wait, position,
 interval, burst), and peek and reset (verdict, wait, position, waiting, interval, burst).
@@ -63,7 +64,7 @@ class Ghost:
 @dataclass
 class Head:
     """The schedule as stored: the next admission, the schedule's clock at the last write and
-    its offset from the server's (Redis), its own settings, the last admission."""
+    its offset from the server's TIME, its own settings, the last admission."""
     tat: int
     at: int
     off: int = 0
@@ -74,22 +75,17 @@ class Head:
 
 @dataclass
 class Call:
-    """One call's working state: the schedule's clock and settings, and whether it writes."""
+    """One call's working state: the schedule's clock, its own settings and the strictest of
+    them and the caller's, and whether it writes."""
     now: int
     tat: int  # as stored, not brought up to now
-    interval: int
+    interval: int  # the strictest of the schedule's and the caller's: they decide
     burst: int
+    own_interval: int  # the schedule's own (the caller's, for one that has none): they tidy
+    own_burst: int
     admitted: int = 0
-    at: int = 0  # the file: when the last admission was written
-    off: int = 0  # Redis: the schedule's clock less the server's
-    file: bool = False
+    off: int = 0  # the schedule's clock less the server's
     changed: bool = False
-
-    def stored_tat(self):
-        """The file reads a tat older than its last admission as now (lqueue_stored_tat)."""
-        if self.file and self.tat < (self.at if self.at > 0 else self.now):
-            return self.now
-        return self.tat
 
     def start_of(self, rank):
         return max(max(self.tat, self.now) + (rank - self.burst + 1) * self.interval, self.now)
@@ -103,21 +99,20 @@ class Call:
     def due(self, rank, start):
         return start - self.now <= WINDOW and (rank == 0 or start == self.now)
 
-    def admit(self, at):
-        self.tat = max(self.stored_tat(), at) + self.interval
-        self.admitted = self.at = self.now
+    def admit(self, at, step):
+        """One login goes in at at: the schedule moves on by step, one interval."""
+        self.tat = max(self.tat, at) + step
+        self.admitted = self.now
         self.changed = True
 
 
 @dataclass
 class Schedule:
-    """One key's schedule. file: the per-host file's (CLOCK_MONOTONIC, no expiry, and the
-    corners where lqueue.c differs from slot.lua, docs/MODEL.md "Where the backends differ")."""
-    file: bool = False
+    """One key's schedule, on Redis or in the per-host file: the same script runs on both."""
     head: Head = None
     places: list = field(default_factory=list)
     ghosts: dict = field(default_factory=dict)
-    expires: int = None  # server time the Redis key expires at
+    expires: int = None  # server time the key expires at
     lost: list = field(default_factory=list)  # renewals that found their place gone (L2)
 
     def wipe(self):
@@ -126,28 +121,18 @@ class Schedule:
     # -- the clock and the settings ---------------------------------------------------------
     def begin(self, server_now, s):
         """The call's clock and settings, before the purge."""
-        if not self.file and self.expires is not None and server_now >= self.expires:
+        if self.expires is not None and server_now >= self.expires:
             self.wipe()
         h = self.head
         off = h.off if h else 0
         now = server_now + off
-        if h and not self.file and now <= h.at:  # one clock per schedule: never behind
+        if h and now <= h.at:  # one clock per schedule: never behind
             off += h.at + 1 - now
             now = h.at + 1
-        c = Call(now=now, tat=h.tat if h else (0 if self.file else now), interval=s.interval,
-                 burst=s.burst, admitted=h.admitted if h else 0, at=h.at if h else 0,
-                 off=off, file=self.file)
-        if h and h.interval:
-            c.interval, c.burst = max(c.interval, h.interval), min(c.burst, h.burst)
-        return c
-
-    def afresh_if_empty(self, c, s):
-        """The file: a schedule with nothing left is made afresh by this caller's settings."""
-        if self.file and not self.places and not self.ghosts and c.stored_tat() <= c.now:
-            c.interval, c.burst = s.interval, s.burst
-        if self.file and (self.head is None or (self.head.interval, self.head.burst) !=
-                          (c.interval, c.burst)):
-            c.changed = True
+        own = (h.interval, h.burst) if h else (s.interval, s.burst)
+        return Call(now=now, tat=h.tat if h else now, interval=max(s.interval, own[0]),
+                    burst=min(s.burst, own[1]), own_interval=own[0], own_burst=own[1],
+                    admitted=h.admitted if h else 0, off=off)
 
     # -- ghosts ---------------------------------------------------------------------------
     def ghosts_of(self, host):
@@ -182,57 +167,46 @@ class Schedule:
     def purge(self, c, op, pid):
         """Ghosts past their time go; so do lapsed places (not the caller's own, which is
         renewing or leaving), in arrival order: one first in line whose slot came within its
-        lease counts as admitted at it (R5), any other leaves a ghost."""
+        lease counts as admitted at it (R5), any other leaves a ghost. The schedule's own
+        settings decide that, not the caller's: a caller that is refused has no say."""
         for who in [w for w, g in self.ghosts.items() if g.left + GHOST_LIFE <= c.now]:
             del self.ghosts[who]
             c.changed = True
         lapsed = [p for p in self.places if p.lease <= c.now and (p.id != pid or op == 'reserve')]
         for p in sorted(lapsed, key=lambda p: p.arrival):
             if self.rank(p.arrival) == 0 and \
-                    c.stored_tat() - (c.burst - 1) * c.interval <= p.lease:
+                    c.tat - (c.own_burst - 1) * c.own_interval <= p.lease:
                 self.places.remove(p)
-                self.admit_lapsed(c)
+                c.admit(0, c.own_interval)
             else:
                 self.give_up(c, p, p.lease)
-
-    def admit_lapsed(self, c):
-        if self.file:  # lqueue_left_admitted: never dated past its tat
-            c.tat = c.stored_tat() + c.interval
-            c.admitted, c.at, c.changed = c.now, min(c.now, c.tat), True
-        else:
-            c.admit(0)
 
     # -- the operations ---------------------------------------------------------------------
     def call(self, op, server_now, s, pid, who, host):
         """s: the caller's settings (interval, burst, max_wait, per_host)."""
         c = self.begin(server_now, s)
-        if op in ('peek', 'reset') and not self.file:
+        if op in ('peek', 'reset'):
             return self.view(c, op, s, [p for p in self.places if p.lease > c.now])
         self.purge(c, op, pid)
-        self.afresh_if_empty(c, s)
-        if op in ('peek', 'reset'):
-            r = self.view(c, op, s, self.places)
-        else:
-            r = getattr(self, op)(c, s, pid, who, host)
-        self.save(c, server_now)
+        r = getattr(self, op)(c, s, pid, who, host)
+        self.save(c, server_now, r[0])
         return r
 
     def view(self, c, op, s, live):
+        """peek and reset: what a login now would get; nothing written but reset's wipe."""
         start = c.start_of(len(live))
         v = 0 if start - c.now > s.max_wait else 1 if c.due(len(live), start) else 2
         r = (v, start - c.now, c.position(len(live)), len(live) + c.position(0) - 1,
              c.interval, c.burst)
         if op == 'reset':
             self.wipe()
-            c.changed = False
-            c.tat = c.at = 0
         return r
 
     def reply(self, c, v, start, rank):
         return (v, start - c.now, c.position(rank), c.interval, c.burst)
 
     def leave(self, c, s, pid, who, host):
-        c.changed = c.changed or not self.file  # slot.lua writes, its place there or not
+        c.changed = True  # slot.lua writes, its place there or not
         for p in [p for p in self.places if p.id == pid]:
             self.give_up(c, p, c.now)
         return (1, 0, 1, c.interval, c.burst)
@@ -240,10 +214,10 @@ class Schedule:
     def reserve(self, c, s, pid, who, host):
         g = self.ghosts.get(who) if who != '-' else None
         if s.per_host > 0 and host != '-':
-            own = 1 if g and (g.host == host or self.file) else 0
+            own = 1 if g and g.host == host else 0
             held = sum(1 for p in self.places if p.host == host) + self.ghosts_of(host)
             if held - own >= s.per_host:
-                return self.reply(c, 3, c.now, self.rank(c.now + (0 if self.file else 1)))
+                return self.reply(c, 3, c.now, len(self.places))
         arrival = self.arrival_back(c, g)
         rank = self.rank(arrival)
         start = c.start_of(rank)
@@ -254,7 +228,7 @@ class Schedule:
             c.changed = True
         if c.due(rank, start):
             r = self.reply(c, 1, start, rank)
-            c.admit(c.now)
+            c.admit(c.now, c.interval)
             return r
         self.places.append(Place(pid, who, host, arrival,
                                  c.now + lease_for(start - c.now, c.interval), g is not None,
@@ -279,17 +253,17 @@ class Schedule:
             return self.reply(c, 0, start, rank)
         if c.due(rank, start):
             r = self.reply(c, 1, start, rank)
-            c.admit(c.now)
+            c.admit(c.now, c.interval)
             self.places.remove(me)
             return r
         return self.reply(c, 2, start, rank)
 
     # -- writing it back ------------------------------------------------------------------
-    def save(self, c, server_now):
-        if self.file:
-            if c.changed:
-                self.head = Head(c.tat, c.at, 0, c.interval, c.burst, c.admitted)
-            return
+    def save(self, c, server_now, verdict):
+        """The head and the key's expiry, when the call changed anything. A refused caller
+        (0, 3) has no say: the schedule keeps its own settings."""
+        if c.changed and verdict in (0, 3):
+            c.interval, c.burst = c.own_interval, c.own_burst
         tat = max(c.tat, c.now)
         last = tat + len(self.places) * c.interval
         last = max([last] + [p.lease for p in self.places] +
@@ -300,4 +274,3 @@ class Schedule:
         if c.changed:
             self.head = Head(tat, c.now, c.off, c.interval, c.burst, c.admitted)
             self.expires = server_now + 1000 * ceil((last - c.now) / 1000)
-

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libFuzzer target: the per-host store's file, as lstore_read reads it, and slot.lua run on
+   what it read. The input is the file; after a NUL come the script's arguments, each ended by
+   a NUL (or by the input), ARGV[1] to ARGV[11], those not given a reservation's (argv_default).
+   The file is read at a few clocks, and judged again here line by line, by the format's
+   rules written out a second way: lstore_read must keep exactly the set they keep, and what
+   lstore_write writes must read back as that set, and write as the same bytes. With
+   arguments, lscript_run runs on the set read at the script's clock: it answers 0 or -1 with
+   a cause, within its caps, and leaves a set that its file reads back as itself. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+
+#include <lua.h>
+
+#include "flowslot/lscript.h"
+#include "flowslot/lstore.h"
+#include "flowslot/slot.h"
+#include "fuzz.h"
+
+#define ARGC 11
+#define KEY "flowslot:sshd"
+/* On CLOCK_MONOTONIC, microseconds: about 11 days up. */
+#define SCRIPT_NOW_US INT64_C(1000000000000)
+
+/* The clocks every file is read at: the script's last. */
+static const int64_t clocks[] = { 0, INT64_MAX, SCRIPT_NOW_US };
+
+/* What lslot.c passes (lslot_argv) for a login with the default settings. */
+static const char *const argv_default[ARGC] = {
+	"reserve",
+	"7000000",
+	"1",
+	"60000000",
+	"0",
+	"0123456789abcdef0123456789abcdef",
+	"0123456789abcdef",
+	"fedcba9876543210",
+	"0",
+	"5000000",
+	"7000000",
+};
+
+/* slot.lua's own branches, as coverage beside the C code's: lscript_run's lua_sethook (the
+   hook of its instruction cap) is wrapped (-Wl,--wrap=lua_sethook, mk/fuzz.mk) to add a line
+   hook, which counts each step from one line of the script to the next in counters that
+   libFuzzer reads with its own. The cap's hook runs on its count as before. */
+__attribute__((used, section("__libfuzzer_extra_counters"))) static uint8_t cov_steps[1 << 14];
+static lua_Hook cov_cap_hook;
+static int cov_line;
+
+int __real_lua_sethook(lua_State *L, lua_Hook f, int mask, int count);
+int __wrap_lua_sethook(lua_State *L, lua_Hook f, int mask, int count);
+
+static void cov_hook(lua_State *L, lua_Debug *ar)
+{
+	if (ar->event == LUA_HOOKLINE) {
+		uint8_t *c = &cov_steps[((unsigned)cov_line * 1021u + (unsigned)ar->currentline) %
+					sizeof(cov_steps)];
+
+		*c += *c < UINT8_MAX;
+		cov_line = ar->currentline;
+	} else if (cov_cap_hook != NULL) {
+		cov_cap_hook(L, ar);
+	}
+}
+
+int __wrap_lua_sethook(lua_State *L, lua_Hook f, int mask, int count)
+{
+	cov_cap_hook = f;
+	cov_line = 0;
+	if (f == NULL)
+		return __real_lua_sethook(L, NULL, 0, 0);
+	return __real_lua_sethook(L, cov_hook, mask | LUA_MASKLINE, count);
+}
+
+/* The format's rules, written out again. A number: decimal digits alone, in range. */
+static bool ref_digits(const char **at, int64_t max, int64_t *v)
+{
+	const char *p = *at;
+	int64_t x = 0;
+
+	if (*p < '0' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (x > (max - (*p - '0')) / 10)
+			return false;
+		x = x * 10 + (*p - '0');
+	}
+	*v = x;
+	*at = p;
+	return true;
+}
+
+/* A member as the rules read it: its name points into the text. */
+struct ref_member {
+	double score;
+	const char *name;
+	size_t len;
+	pid_t pid;
+};
+
+/* "SCORE MEMBER PID\n", the score a finite number as strtod reads it (blanks before it
+   included), within the line [p, end); its fields in *m (name pointing into the line). A
+   score that underflows (to a subnormal or 0) is one the rules leave open: *vague is set. */
+static bool ref_line(const char *p, const char *end, struct ref_member *m, bool *vague)
+{
+	const char *name, *at;
+	char *e;
+	int64_t pid;
+
+	if (p == end)
+		return false;
+	errno = 0;
+	m->score = strtod(p, &e);
+	if (e == p || e >= end || *e != ' ' || !isfinite(m->score) ||
+	    (errno != 0 && errno != ERANGE))
+		return false;
+	*vague = *vague || errno == ERANGE || fpclassify(m->score) == FP_SUBNORMAL;
+	name = e + 1;
+	for (at = name; at < end && *at != ' '; at++)
+		;
+	m->name = name;
+	m->len = (size_t)(at - name);
+	if (!fuzz_member_ok(name, m->len) || at == end)
+		return false;
+	at++;
+	if (!ref_digits(&at, INT_MAX, &pid) || at != end)
+		return false;
+	m->pid = (pid_t)pid;
+	return true;
+}
+
+/* A file of this format: whether it is one, and its set (n members, pointing into text) as
+   read at now_us; *vague when a score makes that open (ref_line). ref must have room for
+   LSTORE_MEMBERS_MAX + 1. */
+static bool ref_read_set(const char *text, int64_t now_us, struct ref_member *ref, size_t *n,
+			 int64_t *expires_us, bool *vague)
+{
+	const char *at = text + strlen(LSTORE_MAGIC), *end;
+
+	*n = 0;
+	if (*at++ != ' ' || !ref_digits(&at, INT64_MAX, expires_us) || *at != '\n')
+		return false;
+	for (at++; *at != '\0'; at = end + 1) {
+		if ((end = strchr(at, '\n')) == NULL || *n == LSTORE_MEMBERS_MAX ||
+		    !ref_line(at, end, &ref[*n], vague) ||
+		    (*n > 0 && fuzz_member_cmp(ref[*n - 1].score, ref[*n - 1].name, ref[*n - 1].len,
+					       ref[*n].score, ref[*n].name, ref[*n].len) >= 0))
+			return false;
+		(*n)++;
+	}
+	if (*expires_us != 0 && now_us >= *expires_us)
+		*n = 0;
+	if (*n == 0)
+		*expires_us = 0;
+	return true;
+}
+
+/* An earlier version's head, "TAT AT INTERVAL BURST" (its first fields, single spaces apart):
+   kept while TAT is ahead, as member "s:..." at score 0, the key expiring at TAT. */
+static size_t ref_read_old(const char *text, int64_t now_us, char *head, size_t headsz,
+			   int64_t *expires_us)
+{
+	int64_t v[4] = { 0 };
+	const char *at = text;
+	int got = 0;
+
+	while (got < 4 && ref_digits(&at, INT64_MAX, &v[got]) &&
+	       (*at == ' ' || *at == '\n' || *at == '\0')) {
+		got++;
+		if (*at == ' ')
+			at++;
+	}
+	if (got < 2)
+		v[1] = now_us;
+	*expires_us = 0;
+	if (got == 0 || v[0] <= now_us || v[1] <= 0 || v[0] < v[1] ||
+	    v[0] - v[1] > SLOT_HORIZON_MAX_US)
+		return 0;
+	*expires_us = v[0];
+	if (got == 4 && v[2] > 0 && v[3] > 0)
+		return (size_t)snprintf(
+		    head, headsz, "s:%" PRId64 ":%" PRId64 ":0:%" PRId64 ":%" PRId64 ":%" PRId64,
+		    v[0], v[1], v[2], v[3], v[1]);
+	return (size_t)snprintf(head, headsz, "s:%" PRId64 ":%" PRId64, v[0], v[1]);
+}
+
+static void check_same(const struct lstore *s, const struct ref_member *ref, size_t n,
+		       int64_t expires_us)
+{
+	FUZZ_CHECK(s->n == n && s->expires_us == expires_us);
+	for (size_t i = 0; i < n; i++)
+		FUZZ_CHECK(
+		    fuzz_same_member(&s->m[i], ref[i].score, ref[i].name, ref[i].len, ref[i].pid));
+}
+
+/* Reads text at now_us into s, as the rules say it must. */
+static void read_checked(struct lstore *s, const char *text, int64_t now_us, struct ref_member *ref)
+{
+	const char *why = NULL;
+	bool old = false, ok, vague = false;
+	int64_t expires_us = 0;
+	size_t n = 0;
+	char head[128];
+	int r;
+
+	r = lstore_read(s, text, now_us, &old, &why);
+	FUZZ_CHECK(r == 0 || r == -1);
+	FUZZ_CHECK(s->now_us == now_us);
+	fuzz_check_store(s, now_us);
+	if (text[0] == '\0') {
+		ok = true;
+		FUZZ_CHECK(!old);
+	} else if (strncmp(text, LSTORE_MAGIC, strlen(LSTORE_MAGIC)) == 0) {
+		ok = ref_read_set(text, now_us, ref, &n, &expires_us, &vague);
+		FUZZ_CHECK(!old);
+	} else {
+		size_t len = ref_read_old(text, now_us, head, sizeof(head), &expires_us);
+
+		ok = true;
+		FUZZ_CHECK(old && s->changed);
+		if (len > 0) {
+			ref[0] = (struct ref_member){ .name = head, .len = len };
+			n = 1;
+		}
+	}
+	/* Underflow may be refused or read; what is read must still read back as itself. */
+	FUZZ_CHECK((r == 0) == ok || vague);
+	if (r != 0)
+		FUZZ_CHECK(why != NULL && why[0] != '\0' && s->n == 0);
+	else
+		check_same(s, ref, n, expires_us);
+	/* Written back: an older version's file, and a key read expired (emptied, as Redis
+	   deletes one it finds expired). */
+	FUZZ_CHECK(s->changed == old || (r == 0 && s->n == 0));
+	fuzz_check_store_file(s, now_us);
+}
+
+/* ARGV from what follows the file's NUL: up to ARGC strings, each ended by a NUL. */
+static void split_args(const uint8_t *p, const uint8_t *end, char *buf, const char **argv)
+{
+	int n = 0;
+
+	memcpy(argv, argv_default, sizeof(argv_default));
+	if (p < end)
+		memcpy(buf, p, (size_t)(end - p));
+	buf[end - p] = '\0';
+	for (char *at = buf; n < ARGC && at < buf + (end - p); at += strlen(at) + 1)
+		argv[n++] = at;
+}
+
+/* slot.lua on s: an answer or a cause, within the caps, and a set its file can hold. Returns
+   what lscript_run did. */
+static int run_script(struct lstore *s, const char *const *argv)
+{
+	struct lscript_out out;
+	char err[200];
+	int r;
+
+	memset(err, 'x', sizeof(err));
+	s->pid = getpid();
+	r = lscript_run(s, KEY, argv, ARGC, 0, &out, err, sizeof(err));
+	FUZZ_CHECK(r == 0 || r == -1);
+	FUZZ_CHECK(out.memory_peak <= LSCRIPT_MEMORY_MAX);
+	/* The cap is checked every 1,000 instructions (lscript.c's LSCRIPT_HOOK_EVERY). */
+	FUZZ_CHECK(out.steps <= LSCRIPT_STEPS_MAX + 1000);
+	if (r == 0) {
+		FUZZ_CHECK(out.n <= LSCRIPT_OUT_MAX);
+	} else {
+		FUZZ_CHECK(fuzz_terminated(err, sizeof(err)) && err[0] != '\0');
+	}
+	fuzz_check_store(s, s->now_us);
+	/* lslot.c writes the set after an answer, and reads it again at the next call. */
+	if (r == 0)
+		fuzz_check_store_file(s, s->now_us);
+	return r;
+}
+
+static struct ref_member *ref_members;
+
+/* The caps, on files too long for the fuzzer's inputs: LSTORE_MEMBERS_MAX members are a
+   store, one more is not. The script on a full store of indexes (no place among them), that
+   admits the login and so writes the head, fails, and keeps the store within the cap. */
+static void check_caps(void)
+{
+	size_t cap = 64 + (LSTORE_MEMBERS_MAX + 1) * 40, len;
+	char *text = malloc(cap);
+	const char *argv[ARGC];
+	struct lstore s;
+	int64_t now_us = SCRIPT_NOW_US;
+
+	FUZZ_CHECK(text != NULL);
+	len = (size_t)snprintf(text, cap, "%s 0\n", LSTORE_MAGIC);
+	memcpy(argv, argv_default, sizeof(argv));
+	for (size_t i = 0; i < LSTORE_MEMBERS_MAX; i++)
+		len += (size_t)snprintf(text + len, cap - len, "-%zu i:%zx 1\n",
+					LSTORE_MEMBERS_MAX - i, i);
+	read_checked(&s, text, now_us, ref_members);
+	FUZZ_CHECK(s.n == LSTORE_MEMBERS_MAX);
+	FUZZ_CHECK(run_script(&s, argv) == -1 && s.n == LSTORE_MEMBERS_MAX);
+	lstore_free(&s);
+	snprintf(text + len, cap - len, "0 x 1\n");
+	read_checked(&s, text, now_us, ref_members);
+	FUZZ_CHECK(s.n == 0);
+	lstore_free(&s);
+	free(text);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	fuzz_silence_stderr();
+	ref_members = calloc(LSTORE_MEMBERS_MAX + 1, sizeof(*ref_members));
+	if (ref_members == NULL)
+		abort();
+	check_caps();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *nul = memchr(data, '\0', size);
+	char *text = fuzz_cstr(data, size), *args = malloc(size + 1);
+	const char *argv[ARGC];
+	struct lstore s;
+
+	if (args == NULL)
+		abort();
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
+		read_checked(&s, text, clocks[i], ref_members);
+		if (clocks[i] == SCRIPT_NOW_US && nul != NULL) {
+			split_args(nul + 1, data + size, args, argv);
+			run_script(&s, argv);
+		}
+		lstore_free(&s);
+	}
+	free(args);
+	free(text);
+	return 0;
+}
