@@ -38,6 +38,7 @@ struct lscript_ctx {
 	size_t memory, memory_peak;
 	long steps;
 	int64_t deadline_us;
+	bool late; /* stopped at deadline_us */
 	void *crypto;
 	lscript_sha1_fn *sha1;
 	char err[200]; /* a command's error reply */
@@ -87,8 +88,10 @@ static void lscript_hook(lua_State *L, lua_Debug *ar)
 	c->steps += LSCRIPT_HOOK_EVERY;
 	if (c->steps > LSCRIPT_STEPS_MAX)
 		luaL_error(L, "the script ran past %ld instructions", LSCRIPT_STEPS_MAX);
-	if (c->deadline_us != 0 && fstime_mono_us() > c->deadline_us)
+	if (c->deadline_us != 0 && fstime_mono_us() > c->deadline_us) {
+		c->late = true;
 		luaL_error(L, "the script ran past the call's timeout");
+	}
 }
 
 /* A command's error reply. */
@@ -670,7 +673,9 @@ static int lscript_answer(lua_State *L, struct lscript_out *out, char *err, size
 		lua_rawgeti(L, -1, (int)out->n + 1);
 		if (lua_isnil(L, -1))
 			break;
-		if (lua_type(L, -1) != LUA_TNUMBER || out->n == LSCRIPT_OUT_MAX) {
+		/* Past a long long (or NaN) the cast means nothing: not an answer at all. */
+		if (lua_type(L, -1) != LUA_TNUMBER || out->n == LSCRIPT_OUT_MAX ||
+		    !(lua_tonumber(L, -1) >= -0x1p63 && lua_tonumber(L, -1) < 0x1p63)) {
 			snprintf(err, errsz, "the script's answer is not an array of integers");
 			return -1;
 		}
@@ -705,6 +710,7 @@ int lscript_run(struct lstore *s, const char *key, const char *const *argv, int 
 			r = lscript_answer(L, out, err, errsz);
 	}
 	out->steps = c.steps;
+	out->late = c.late;
 	lua_close(L);
 	out->memory_peak = c.memory_peak;
 	if (c.crypto != NULL)

@@ -461,8 +461,9 @@ static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot
 		}
 		lslot_note(notes, "local slot: %s/%s: the script failed: %s%s", call->dir, f->name,
 			   log_escape(why, shown, sizeof(shown)),
-			   tries == 0 && st->n > 0 ? ": the schedule starts afresh" : "");
-		if (st->n == 0)
+			   tries == 0 && st->n > 0 && !out.late ? ": the schedule starts afresh" : "");
+		/* A script stopped by the clock (a loaded machine) says nothing against the file. */
+		if (st->n == 0 || out.late)
 			break;
 		lstore_clear(st);
 		st->changed = true;

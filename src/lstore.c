@@ -227,7 +227,7 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 
 	errno = 0;
 	score = strtod(line, &end);
-	if (end == line || *end != ' ' || errno != 0 || !isfinite(score)) {
+	if (end == line || *end != ' ' || !isfinite(score)) { /* underflow is a score too */
 		*why = "a score that is not a number";
 		return -1;
 	}

@@ -5,6 +5,7 @@
 #ifndef FLOWSLOT_LSCRIPT_H
 #define FLOWSLOT_LSCRIPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@ struct lscript_out {
 	size_t n;
 	size_t memory_peak; /* bytes the Lua state held at most */
 	long steps;	    /* VM instructions, to the nearest thousand */
+	bool late;	    /* stopped by its deadline: the time, not the store, is to blame */
 };
 
 /* Runs slot.lua on s, the store of key, with argv (argc strings) as ARGV, and over by
