@@ -299,6 +299,8 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 	expired = r == 0 && s->n > 0 && !lstore_live(s, now_us);
 	if (r != 0 || expired)
 		lstore_clear(s);
+	if (s->n == 0) /* a key with no member does not exist, nor does its expiry */
+		s->expires_us = 0;
 	s->changed = *old || expired;
 	return r;
 }
