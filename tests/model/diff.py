@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,7 @@ class Server:
                 return
             except redis.ConnectionError:
                 time.sleep(0.05)
+        self.stop()
         raise RuntimeError('redis-server did not answer')
 
     def stop(self):
@@ -142,8 +144,11 @@ class Store:
 
     def send(self, fields):
         """Sends a call, and lets the driver work on it while Redis does (see receive)."""
-        self.p.stdin.write('\t'.join(str(f) for f in fields) + '\n')
-        self.p.stdin.flush()
+        try:
+            self.p.stdin.write('\t'.join(str(f) for f in fields) + '\n')
+            self.p.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError('lsdrive stopped (status %s)' % self.p.wait())
 
     def receive(self):
         reply, state = self.p.stdout.readline(), self.p.stdout.readline()
@@ -160,7 +165,10 @@ class Store:
         return reply
 
     def close(self):
-        self.p.stdin.close()
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
         self.p.wait()
 
 
@@ -196,7 +204,8 @@ class Sequence:
             self.settings = [(1 * S, 1), (100000, 3), (1 * S, 4)]
             self.max_waits, self.per_hosts = [3600 * S], [0, 0, 0, 17, 20]
         # Crowded ones are let in rarely, so that their places are held, and leave ghosts.
-        self.windows = rnd.sample(WINDOWS if self.kind == 'plain' else [0, -1], rnd.choice([1, 2]))
+        windows = WINDOWS if self.kind == 'plain' else [0, -1]
+        self.windows = rnd.sample(windows, rnd.choice([1, 2]))
         self.lease = rnd.choice([5 * S] * 6 + [300000, 60 * S])
         self.log = []
         self.bad = False  # the call has an argument that slot.lua must refuse
@@ -316,6 +325,9 @@ class Sequence:
                                        'a bad argument that Redis took')
                 count(seen, call, want, want_state)
             return None
+        except RuntimeError as e:  # the driver stopped: its stderr said why
+            return '%s at sequence %d, call %d of:\n%s' % (e, self.n, len(self.log), '\n'.join(
+                '  ' + '\t'.join(str(f) for f in call) for call in self.log))
         finally:
             store.close()
             ref.drop()
@@ -381,6 +393,8 @@ def main():
         print('diff: no %s (make build/model/lsdrive)' % DRIVER)
         return 1
     numbers = [int(only)] if only else list(range(sequences))
+    # Stopped (make's SIGTERM, a timeout): the finally below still stops the server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = Server()
     start = time.monotonic()
     try:
@@ -401,9 +415,10 @@ def main():
             seen[k] = max(seen[k], v) if k.startswith('most') else seen[k] + v
     for d in failures:
         print('diff: ' + d)
-    print('diff: ' + ', '.join('%s %d' % kv for kv in sorted(seen.items())))
-    print('diff: seed %d, %d calls at most per sequence, %.1f s' % (
-        seed, steps, time.monotonic() - start))
+    if seen:
+        print('diff: ' + ', '.join('%s %d' % kv for kv in sorted(seen.items())))
+    print('diff: seed %d, DIFF_STEPS %d, DIFF_BIG %d, %.1f s' % (
+        seed, steps, big, time.monotonic() - start))
     print('diff: %d passed, %d failed' % (passed, len(failures)))
     return 1 if failures else 0
 
