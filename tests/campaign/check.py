@@ -28,6 +28,12 @@ LOCK_WAIT_US = 1000000
 LEASE_US = 5000000
 COMMIT_US = 2000000
 GHOST_US = 60000000
+# P8's CPU bound, in the baseline's CPU per call slot. A login is a process of some 25 ms of
+# CPU, most of it exec and linking, and that figure varies: on a busy 2-core machine one login
+# among 16 used 67 ms where the baseline's dearest used 21 per slot (CI, the partition fault,
+# a login on the host's schedule, whose like used 25 to 33 ms in each of 4 runs here). Four
+# times holds that; a login that spins uses its whole wall time, tens of times more.
+CPU_FACTOR = 4
 
 LINE = re.compile(r"^(\d+) .*SYSLOG\(\d\): (.*)$")
 KV = re.compile(r"(\w+)=(\S*)")
@@ -549,8 +555,8 @@ def evaluate(fault, d, eps, base):
 
     # P8: nothing hangs past its bound: every login ends by its reservation + max_wait + two
     # calls' timeouts (its last renewal and a leave) + the exit measured in the baseline; and
-    # its CPU time stays within twice the baseline's cost of one call slot (a reservation and a
-    # renewal every 2 s) for as long as it lasted.
+    # its CPU time stays within CPU_FACTOR times the baseline's cost of one call slot (a
+    # reservation and a renewal every 2 s) for as long as it lasted.
     for r in logins:
         if "hung" in r["flags"]:
             check("P8", float("inf"), "%s still running at the run's deadline: killed" % r["id"])
@@ -564,7 +570,7 @@ def evaluate(fault, d, eps, base):
         check("P8", r["t_end"] - due, "%s ended %s %s its bound" % (
             r["id"], ms(abs(r["t_end"] - due)), "past" if r["t_end"] > due else "within"))
         wall_s = (r["t_end"] - r["t_start"]) / 1e6
-        cpu_due = 2 * base["cpu_per_slot_ms"] * (1 + wall_s / 2)
+        cpu_due = CPU_FACTOR * base["cpu_per_slot_ms"] * (1 + wall_s / 2)
         if r["cpu_ms"] is not None and r["cpu_ms"] > cpu_due:
             check("P8", float("inf"), "%s used %d ms of CPU in %.1f s (bound %.0f ms)" % (
                 r["id"], r["cpu_ms"], wall_s, cpu_due))
@@ -660,12 +666,12 @@ def report(out, faults, bench=None):
                  "gave the slot plus its wait_ms: from %s to %s), and how far the stamps of two "
                  "replies in a row moved their slots from one interval apart (%d pairs, at most "
                  "%s). It is the slack of P1, P2, P3, P4, P5, P7 and P8; a login's exit after "
-                 "its decision, at most %s in the baseline, is P8's; and P8's CPU bound is twice "
-                 "the baseline's %.1f ms of CPU per call slot (one reservation and one renewal "
+                 "its decision, at most %s in the baseline, is P8's; and P8's CPU bound is %d "
+                 "times the baseline's %.1f ms of CPU per call slot (one reservation and one renewal "
                  "every 2 s)." % (
                      ms(eps), len(base["late"]), ms(min(base["late"])), ms(max(base["late"])),
                      len(base["jitter"]), ms(max([0] + [abs(x) for x in base["jitter"]])),
-                     ms(base["exit_us"]), base["cpu_per_slot_ms"]))
+                     ms(base["exit_us"]), CPU_FACTOR, base["cpu_per_slot_ms"]))
     lines.append("")
     head = ("| fault | logins | admitted | refused | fallback | other | P1 | P2 | P3 | P4 | P5 "
             "| P6 | P7 | P8 | bounds |")
