@@ -603,8 +603,31 @@ static void lscript_open(lua_State *L, lua_CFunction open, const char *name)
 	lua_call(L, 1, 0);
 }
 
+/* Reading a global that is not there, or making one: an error, as Redis 7.0 locks its
+   scripts' globals, so that a name mistyped in slot.lua fails here as it does there. */
+static int lscript_global_read(lua_State *L)
+{
+	return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
+			  lua_tostring(L, 2));
+}
+
+static int lscript_global_write(lua_State *L)
+{
+	return luaL_error(L, "Attempt to modify a readonly table");
+}
+
+static void lscript_lock_globals(lua_State *L)
+{
+	lua_newtable(L);
+	lua_pushcfunction(L, lscript_global_read);
+	lua_setfield(L, -2, "__index");
+	lua_pushcfunction(L, lscript_global_write);
+	lua_setfield(L, -2, "__newindex");
+	lua_setmetatable(L, LUA_GLOBALSINDEX);
+}
+
 /* The state's globals: the four libraries without what loads code or prints, KEYS, ARGV and
-   redis; then the script, compiled, on the stack. Run protected (lua_cpcall). */
+   redis, locked. Run protected (lua_cpcall). */
 static int lscript_prepare(lua_State *L)
 {
 	static const char *const unsafe[] = { "dofile", "loadfile", "load", "loadstring", "print",
@@ -638,6 +661,7 @@ static int lscript_prepare(lua_State *L)
 	lua_newtable(L);
 	luaL_register(L, NULL, redis);
 	lua_setglobal(L, "redis");
+	lscript_lock_globals(L);
 	return 0;
 }
 
