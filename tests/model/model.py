@@ -23,6 +23,8 @@ RENEW = 2_000_000  # near its turn (SLOT_RENEW_US)
 RENEW_MAX = 60_000_000  # SLOT_RENEW_MAX_US
 WINDOW = 2_000_000
 GHOST_LIFE = 60_000_000
+# The score bands of the leases and the ghosts (slot.lua's LEASE and GHOST).
+LEASE_BAND, GHOST_BAND = 1e16, 2e16
 GHOSTS_PER_HOST = 16
 GHOSTS_MAX = 1024
 
@@ -36,6 +38,16 @@ def renew_for(wait, interval):
     return min(max(wait // 4, RENEW), RENEW_MAX)
 
 
+def in_band(band, *terms):
+    """A time as a score in band keeps it, less band: band + terms added left to right in
+    doubles, as slot.lua adds them and the store keeps them (2 us apart past 2^53, 4 past
+    2^54)."""
+    x = band
+    for t in terms:
+        x += t
+    return int(x) - int(band)
+
+
 def lease_for(wait, interval):
     """The lease granted with that answer: the renewal and the near lease's margin (L1)."""
     return renew_for(wait, interval) + LEASE - RENEW
@@ -47,7 +59,7 @@ class Place:
     who: str
     host: str
     arrival: int
-    lease: int
+    lease: int  # its end, as its score keeps it (in_band)
     taken: bool = False  # taken back from a ghost
     granted: int = 0  # when its lease was granted, and the slot it was told then (L1)
     told: int = 0
@@ -59,6 +71,10 @@ class Ghost:
     host: str
     arrival: int
     left: int
+
+    def end(self):
+        """When it is forgotten, as its score keeps it."""
+        return in_band(GHOST_BAND, self.left, GHOST_LIFE)
 
 
 @dataclass
@@ -169,10 +185,11 @@ class Schedule:
         renewing or leaving), in arrival order: one first in line whose slot came within its
         lease counts as admitted at it (R5), any other leaves a ghost. The schedule's own
         settings decide that, not the caller's: a caller that is refused has no say."""
-        for who in [w for w, g in self.ghosts.items() if g.left + GHOST_LIFE <= c.now]:
+        for who in [w for w, g in self.ghosts.items() if g.end() <= in_band(GHOST_BAND, c.now)]:
             del self.ghosts[who]
             c.changed = True
-        lapsed = [p for p in self.places if p.lease <= c.now and (p.id != pid or op == 'reserve')]
+        ended = in_band(LEASE_BAND, c.now)
+        lapsed = [p for p in self.places if p.lease <= ended and (p.id != pid or op == 'reserve')]
         for p in sorted(lapsed, key=lambda p: p.arrival):
             if self.rank(p.arrival) == 0 and \
                     c.tat - (c.own_burst - 1) * c.own_interval <= p.lease:
@@ -186,7 +203,8 @@ class Schedule:
         """s: the caller's settings (interval, burst, max_wait, per_host)."""
         c = self.begin(server_now, s)
         if op in ('peek', 'reset'):
-            return self.view(c, op, s, [p for p in self.places if p.lease > c.now])
+            ended = in_band(LEASE_BAND, c.now)
+            return self.view(c, op, s, [p for p in self.places if p.lease > ended])
         self.purge(c, op, pid)
         r = getattr(self, op)(c, s, pid, who, host)
         self.save(c, server_now, r[0])
@@ -231,7 +249,8 @@ class Schedule:
             c.admit(c.now, c.interval)
             return r
         self.places.append(Place(pid, who, host, arrival,
-                                 c.now + lease_for(start - c.now, c.interval), g is not None,
+                                 in_band(LEASE_BAND, c.now, lease_for(start - c.now, c.interval)),
+                                 g is not None,
                                  c.now, start))
         c.changed = True
         return self.reply(c, 2, start, rank)
@@ -246,7 +265,7 @@ class Schedule:
         c.changed = True
         rank = self.rank(me.arrival)
         start = c.start_of(rank)
-        me.lease = c.now + lease_for(start - c.now, c.interval)
+        me.lease = in_band(LEASE_BAND, c.now, lease_for(start - c.now, c.interval))
         me.granted, me.told = c.now, start
         if start - c.now > s.max_wait:
             self.places.remove(me)
@@ -267,7 +286,7 @@ class Schedule:
         tat = max(c.tat, c.now)
         last = tat + len(self.places) * c.interval
         last = max([last] + [p.lease for p in self.places] +
-                   [g.left + GHOST_LIFE for g in self.ghosts.values()])
+                   [g.end() for g in self.ghosts.values()])
         if last <= c.now:
             self.wipe()
             return
