@@ -70,17 +70,27 @@ build/flowslotctl.o: flowslotctl.c $(HEADERS) | build
 build/%.o: src/%.c $(HEADERS) | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# The script travels as a C string, and its SHA-1 for EVALSHA is taken from the same bytes.
-# A recipe of its own, for mk/fuzz.mk's stand-in script too.
+# The script travels as a C string, and its SHA-1 for EVALSHA is taken from the same bytes;
+# the per-host store loads it compiled, RSLOT_CHUNK (build/luadump). A recipe of its own, for
+# mk/fuzz.mk's stand-in script too.
 define LUA_TO_C
 { printf '#define RSLOT_SCRIPT_SHA1 "%s"\n' "$$(sha1sum < $< | cut -c1-40)"; \
 	  printf '#define RSLOT_SCRIPT \\\n'; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$$/\\n" \\/' $<; \
-	  printf '\t""\n'; } > $@.tmp && mv $@.tmp $@
+	  printf '\t""\n'; \
+	  printf '#define RSLOT_CHUNK \\\n'; \
+	  build/luadump '=slot.lua' < $<; } > $@.tmp && mv $@.tmp $@
 endef
 
-build/slot_lua.h: src/slot.lua | build
+build/slot_lua.h: src/slot.lua build/luadump | build
 	$(LUA_TO_C)
+
+# Run at build time, on the build machine: not part of the module. Built for another machine,
+# the module finds the chunk foreign and compiles the source (src/lscript.c).
+CC_FOR_BUILD ?= $(CC)
+build/luadump: src/luadump.c | build
+	$(CC_FOR_BUILD) -std=c11 $(WARNINGS) -O2 $(shell $(PKG_CONFIG) --cflags lua5.1) -o $@ $< \
+		$(shell $(PKG_CONFIG) --libs lua5.1)
 
 build:
 	mkdir -p build

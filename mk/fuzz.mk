@@ -64,7 +64,7 @@ build/fuzz/fuzz_lstore: FUZZ_LDFLAGS = -Wl,--wrap=lua_sethook
 # again against that script's slot_lua.h, in build/fuzz/lcmd/ ahead of build/ on the path.
 FUZZ_LCMD_OBJS = $(filter-out build/fuzz/lscript.o,$(FUZZ_OBJS)) build/fuzz/lcmd/lscript.o
 
-build/fuzz/lcmd/slot_lua.h: fuzz/lcmd.lua | build/fuzz
+build/fuzz/lcmd/slot_lua.h: fuzz/lcmd.lua build/luadump | build/fuzz
 	mkdir -p build/fuzz/lcmd
 	$(LUA_TO_C)
 

@@ -26,10 +26,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <lauxlib.h>
+#include <lua.h>
+
 #include "flowslot/fstime.h"
 #include "flowslot/lslot.h"
 #include "flowslot/lstore.h"
 #include "lockers.h"
+#include "slot_lua.h"
 
 #define S INT64_C(1000000)
 #define MS INT64_C(1000)
@@ -1472,6 +1476,42 @@ static void test_shared_peek(void **state)
 	assert_int_equal(res.position, 1);
 }
 
+struct dump {
+	char *p;
+	size_t n;
+};
+
+static int dump_add(lua_State *L, const void *p, size_t sz, void *ud)
+{
+	struct dump *d = ud;
+
+	(void)L;
+	d->p = realloc(d->p, d->n + sz);
+	assert_non_null(d->p);
+	memcpy(d->p + d->n, p, sz);
+	d->n += sz;
+	return 0;
+}
+
+/* The store runs the chunk built with it, not the source: the chunk loads on this machine (a
+   foreign one would cost every call a compile), and is the source's own, byte for byte. */
+static void test_chunk_is_source(void **state)
+{
+	lua_State *L = luaL_newstate();
+	struct dump d = { NULL, 0 };
+
+	(void)state;
+	assert_non_null(L);
+	assert_int_equal(luaL_loadbuffer(L, RSLOT_CHUNK, sizeof(RSLOT_CHUNK) - 1, "=slot.lua"), 0);
+	lua_pop(L, 1);
+	assert_int_equal(luaL_loadbuffer(L, RSLOT_SCRIPT, sizeof(RSLOT_SCRIPT) - 1, "=slot.lua"), 0);
+	assert_int_equal(lua_dump(L, dump_add, &d), 0);
+	assert_int_equal(d.n, sizeof(RSLOT_CHUNK) - 1);
+	assert_memory_equal(d.p, RSLOT_CHUNK, d.n);
+	free(d.p);
+	lua_close(L);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fixture_setup, fixture_teardown)
@@ -1493,6 +1533,7 @@ int main(void)
 		T(test_garbage_lines),
 		cmocka_unit_test(test_file_name),
 		cmocka_unit_test(test_file_name_lengths),
+		cmocka_unit_test(test_chunk_is_source),
 		T(test_long_key_reserve),
 		T(test_concurrent),
 		T(test_concurrent_queued),
