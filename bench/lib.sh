@@ -107,3 +107,52 @@ module_at() {
 	mv "$dir.new" "$dir" || fail "mv $dir"
 	MODULE_BUILT="by this run, in $(($(date +%s) - b0)) s"
 }
+
+# pair_stats FILE: name=value statistics over the pairs of a pairtime raw FILE ("a_us b_us
+# a_failed b_failed a_cpu_us b_cpu_us") in which both commands succeeded: n; a_med, a_p90,
+# b_med, b_p90 (ms); r_med, the median of the per-pair ratios B/A, its 95% confidence interval
+# r_lo to r_hi (order statistics: no assumption on the distribution), and their quartiles
+# r_p25, r_p75 and deciles r_p10, r_p90; d_med, the median of the per-pair B - A (ms), and its
+# interval d_lo to d_hi; the same of the CPU times: ca_med, cb_med (ms), cr_med, cr_lo, cr_hi
+# (B/A per pair), cd_med, cd_lo, cd_hi (B - A per pair, ms).
+pair_stats() {
+	awk '
+	function sort(v, n,   i, j, t) {
+		for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+	}
+	function at(v, n, p,   r) { r = int((n * p + 99) / 100); return v[r < 1 ? 1 : r] }
+	$3 == 0 && $4 == 0 {
+		n++; a[n] = $1; b[n] = $2; r[n] = $2 / $1; d[n] = $2 - $1
+		ca[n] = $5; cb[n] = $6; cr[n] = $5 > 0 ? $6 / $5 : 0; cd[n] = $6 - $5
+	}
+	END {
+		if (n == 0) { print "n=0"; exit }
+		sort(a, n); sort(b, n); sort(r, n); sort(d, n)
+		sort(ca, n); sort(cb, n); sort(cr, n); sort(cd, n)
+		h = 1.96 * sqrt(n) / 2
+		lo = int(n / 2 - h); hi = int(n / 2 + 1 + h + 0.999999)
+		if (lo < 1) lo = 1
+		if (hi > n) hi = n
+		printf "n=%d a_med=%.1f a_p90=%.1f b_med=%.1f b_p90=%.1f", n, at(a, n, 50) / 1000,
+			at(a, n, 90) / 1000, at(b, n, 50) / 1000, at(b, n, 90) / 1000
+		printf " r_med=%.3f r_lo=%.3f r_hi=%.3f r_p25=%.3f r_p75=%.3f r_p10=%.3f r_p90=%.3f",
+			at(r, n, 50), r[lo], r[hi], at(r, n, 25), at(r, n, 75), at(r, n, 10), at(r, n, 90)
+		printf " d_med=%+.2f d_lo=%+.2f d_hi=%+.2f", at(d, n, 50) / 1000, d[lo] / 1000,
+			d[hi] / 1000
+		printf " ca_med=%.2f cb_med=%.2f cr_med=%.3f cr_lo=%.3f cr_hi=%.3f", at(ca, n, 50) / 1000,
+			at(cb, n, 50) / 1000, at(cr, n, 50), cr[lo], cr[hi]
+		printf " cd_med=%+.2f cd_lo=%+.2f cd_hi=%+.2f\n", at(cd, n, 50) / 1000, cd[lo] / 1000,
+			cd[hi] / 1000
+	}' "$1"
+}
+
+# ratio_goal RATIO LOW HIGH GOAL [WHAT]: what this run says of a goal of at most GOAL × for a
+# median ratio and its 95% interval, LOW to HIGH; WHAT is what the ratio measures the cost of
+# ("the module" unless given).
+ratio_goal() {
+	awk -v m="$1" -v lo="$2" -v hi="$3" -v g="$4" -v what="${5:-the module}" 'BEGIN {
+		if (hi <= g) printf "**within the goal of at most %s ×**: so is its whole 95%% interval.\n", g
+		else if (lo > g) printf "**over the goal of at most %s ×**: so is its whole 95%% interval.\n", g
+		else printf "and this run cannot tell that from the goal of at most %s ×: its 95%% interval (%s to %s) has %s inside. The machine'"'"'s noise, the spread below, is wider than what %s costs; more pairs, or a quieter machine, narrow it.\n", g, lo, hi, g, what
+	}'
+}

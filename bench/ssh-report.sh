@@ -26,45 +26,14 @@ for s in $WITH; do
 done
 [ -f "$RAW/counters" ] || fail "$RAW/counters: missing"
 
-# pairs FILE: name=value statistics over the pairs of FILE ("a_us b_us a_failed b_failed ...")
-# in which both logins succeeded: n; a_med, a_p90, b_med, b_p90 (ms); r_med, the median of the
-# per-pair ratios B/A, its 95% confidence interval r_lo to r_hi (order statistics: no
-# assumption on the distribution), and their quartiles r_p25, r_p75 and deciles r_p10, r_p90;
-# d_med, the median of the per-pair B - A (ms), and its interval d_lo to d_hi.
-pairs() {
-	awk '
-	function sort(v, n,   i, j, t) {
-		for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
-	}
-	function at(v, n, p,   r) { r = int((n * p + 99) / 100); return v[r < 1 ? 1 : r] }
-	$3 == 0 && $4 == 0 { n++; a[n] = $1; b[n] = $2; r[n] = $2 / $1; d[n] = $2 - $1 }
-	END {
-		if (n == 0) { print "n=0"; exit }
-		sort(a, n); sort(b, n); sort(r, n); sort(d, n)
-		h = 1.96 * sqrt(n) / 2
-		lo = int(n / 2 - h); hi = int(n / 2 + 1 + h + 0.999999)
-		if (lo < 1) lo = 1
-		if (hi > n) hi = n
-		printf "n=%d a_med=%.1f a_p90=%.1f b_med=%.1f b_p90=%.1f", n, at(a, n, 50) / 1000,
-			at(a, n, 90) / 1000, at(b, n, 50) / 1000, at(b, n, 90) / 1000
-		printf " r_med=%.3f r_lo=%.3f r_hi=%.3f r_p25=%.3f r_p75=%.3f r_p10=%.3f r_p90=%.3f",
-			at(r, n, 50), r[lo], r[hi], at(r, n, 25), at(r, n, 75), at(r, n, 10), at(r, n, 90)
-		printf " d_med=%+.2f d_lo=%+.2f d_hi=%+.2f\n", at(d, n, 50) / 1000, d[lo] / 1000,
-			d[hi] / 1000
-	}' "$RAW/$1"
-}
+# pairs FILE: pair_stats (bench/lib.sh) of FILE in the raw results.
+pairs() { pair_stats "$RAW/$1"; }
 # counted RESULT: the logins the host's counters hold with that result, all keys.
 counted() { awk -v r="result=\"$1\"}" '$1 ~ r { s += $2 } END { print s + 0 }' "$RAW/counters"; }
 # The stack's lines, the module's options as bench/ssh.sh wrote them, the module by name.
 stack() { sed -E 's|^auth |auth    |; s|[^ ]*/([^/ ]*\.so)|\1|g' "$RAW/stack-$1"; }
 # goal RATIO LOW HIGH: what this run says of the goal, at most 1.02 ×.
-goal() {
-	awk -v m="$1" -v lo="$2" -v hi="$3" 'BEGIN {
-		if (hi <= 1.02) print "**within the goal of at most 1.02 ×**: so is its whole 95% interval."
-		else if (lo > 1.02) print "**over the goal of at most 1.02 ×**: so is its whole 95% interval."
-		else printf "and this run cannot tell that from the goal of at most 1.02 ×: its 95%% interval (%s to %s) has 1.02 inside. The machine'"'"'s noise, the spread below, is wider than what the module costs; more pairs, or a quieter machine, narrow it.\n", lo, hi
-	}'
-}
+goal() { ratio_goal "$1" "$2" "$3" 1.02; }
 # cpu NAME: the server's CPU per login, in ms, for sshd NAME's ticks (CPU_TICKS_...).
 cpu() {
 	local v=CPU_TICKS_$1
