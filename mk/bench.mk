@@ -25,7 +25,7 @@
 
 QUICK ?= 0
 BENCH_BINS = build/bench/contend build/bench/stagger build/bench/capacity build/bench/optcost \
-	     build/bench/pairtime build/bench/queuecost
+	     build/bench/pairtime build/bench/queuecost build/bench/lstorecost
 BENCH_COMMON = bench/bench.c bench/bench.h
 
 .PHONY: bench bench-run bench-report
@@ -71,3 +71,10 @@ build/bench/optcost: bench/optcost.c $(BENCH_COMMON) $(LIB_OBJS) $(HEADERS) | bu
 
 build/bench/pairtime: bench/pairtime.c | build/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
+
+# The per-host store's script calls alone (tests/model's lsdrive links the same objects);
+# redis.sha1hex's dlopen of libcrypto counted and timed.
+LSTORECOST_OBJS = build/lstore.o build/lscript.o build/slot.o build/fstime.o
+build/bench/lstorecost: bench/lstorecost.c $(LSTORECOST_OBJS) $(HEADERS) | build/bench
+	$(CC) $(ALL_CFLAGS) -Wl,--wrap=dlopen,--wrap=dlclose $(LDFLAGS) -o $@ $< \
+		$(LSTORECOST_OBJS) $(PAM_LIBS)
