@@ -18,11 +18,11 @@ QUICK=${QUICK:-0}
 BIN=$TOP/build/bench
 if [ "$QUICK" = 1 ]; then
 	M1_REPS=1 M2_PAIRS=50 M3_N=50 M4_SECONDS=1 M4_GET_N=50000 M4_EVAL_N=30000
-	M5_N=100 M5_BASE=5 M5_WINDOW=2 M6_ROUNDS=300
+	M2_COST_ROUNDS=200 M5_N=100 M5_BASE=5 M5_WINDOW=2 M6_ROUNDS=300
 	M7_WAITS=0,3,6 M9_N=9
 else
 	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
-	M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
+	M2_COST_ROUNDS=2000 M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
 	M7_WAITS=0,1,3,5,10,20 M9_N=30
 fi
 # The smoke run's smaller sizes where they save the most time: measurement 1 without N = 200
@@ -38,8 +38,8 @@ CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the m
 RUN_START=$(date +%s)
 
 # The run's parameters and the machine, for the report.
-for v in QUICK M1_REPS M1_NS M2_PAIRS M3_N M4_SECONDS M4_GET_N M4_EVAL_N M5_N M5_BASE \
-	M5_WINDOW M6_ROUNDS M7_WAITS M9_N CONC; do
+for v in QUICK M1_REPS M1_NS M2_PAIRS M2_COST_ROUNDS M3_N M4_SECONDS M4_GET_N M4_EVAL_N M5_N \
+	M5_BASE M5_WINDOW M6_ROUNDS M7_WAITS M9_N CONC; do
 	put values "$v" "${!v}"
 done
 put values COMMAND "${BENCH_COMMAND:-QUICK=$QUICK bash bench/measure.sh}"
@@ -88,9 +88,12 @@ stop_redis m1
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs. Raw:
 # m2-ROW.txt, pairtime's line with the logins that waited and the module's log lines; m2-ROW.raw,
 # its pairs. The rows: the module on each backend, and loaded but never called (in the account
-# stack of an auth login), each against pam_permit alone; and, for the counters file read in
-# part (issue 22), url=local with the module of M2_BEFORE_REV (the counters read whole) against
-# this tree's. state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is.
+# stack of an auth login), each against pam_permit alone; and, for the per-host schedule on
+# slot.lua, url=local with the module of M2_BEFORE_REV (lqueue.c, the queue's rules in C) as A
+# against this tree's (src/slot.lua on the store) as B: "store", measurement 2's login, and
+# "store-host", a login from a remote host with per_host=3, whose HOST the script hashes.
+# state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is. Then one
+# script call's memory and CPU on stores of 0 to 1,000 places (bench/lstorecost.c): m2-cost.txt.
 say "2/13: added latency, $M2_PAIRS pairs per row"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
@@ -102,7 +105,7 @@ else
 	mkdir -m 0700 "$M2_STATE"
 	put values M2_FS "$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
 fi
-M2_BEFORE_REV=5a67a67
+M2_BEFORE_REV=20bae10
 module_at "$M2_BEFORE_REV"
 put values M2_BEFORE_REV "$M2_BEFORE_REV"
 put values M2_BEFORE_BUILT "$MODULE_BUILT"
@@ -114,9 +117,16 @@ service lat-unix "auth required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/u
 service lat-local "auth required @M url=local state_dir=$M2_STATE/local $GATE" "$PERMIT"
 service lat-loaded "$PERMIT" "account required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/loaded $GATE"
 service lat-before "auth required $MODULE_AT url=local state_dir=$M2_STATE/before $GATE" "$PERMIT"
+service lat-before-host "auth required $MODULE_AT url=local state_dir=$M2_STATE/before-host $GATE per_host=3" \
+	"$PERMIT"
+service lat-local-host "auth required @M url=local state_dir=$M2_STATE/local-host $GATE per_host=3" "$PERMIT"
+# pamtester_cmd SERVICE: a login of benchuser; a service named *-host logs in from a remote host
+# (PAM_RHOST), as an ssh login does.
 pamtester_cmd() {
+	local rhost=()
+	case $1 in *-host) rhost=(-I rhost=192.0.2.7) ;; esac
 	echo env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-		pamtester -v "$1" benchuser authenticate
+		pamtester -v "${rhost[@]}" "$1" benchuser authenticate
 }
 # m2_pairs ROW A B: pairtime of the service A against B.
 m2_pairs() {
@@ -131,8 +141,11 @@ m2_pairs() {
 for t in tcp unix local loaded; do
 	m2_pairs "$t" base "lat-$t"
 done
-m2_pairs counters lat-before lat-local
-put values M2_STATS_BYTES "$(stat -c %s "$M2_STATE/local/stats")"
+m2_pairs store lat-before lat-local
+m2_pairs store-host lat-before-host lat-local-host
+# One call on stores of 0, 10, 100 and 1,000 places, M2_COST_ROUNDS times each.
+run "$BIN/lstorecost" "$M2_COST_ROUNDS" 0 10 100 1000 > "$RAW/m2-cost.txt" 2> "$TMP/m2-cost.err" ||
+	fail "lstorecost: $(cat "$RAW/m2-cost.txt" "$TMP/m2-cost.err")"
 # The module in the account stack was loaded, never called: it counted no login.
 put values M2_LOADED_COUNTED "$([ -e "$M2_STATE/loaded" ] && echo yes || echo no)"
 stop_redis m2

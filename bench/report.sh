@@ -94,9 +94,46 @@ for t in tcp unix local loaded; do
 	M2_TABLE="$M2_TABLE| $what | $(field pairs "$line") | $(ms "$(field a_median_us "$line")") | $(ms "$(field b_median_us "$line")") | $(field ratio_median "$line") | $(ms "$(field diff_median_us "$line")") | $(ms "$(field diff_p99_us "$line")") | $(ms "$(field diff_min_us "$line")") to $(ms "$(field diff_max_us "$line")") | $(ms "$(field cpu_diff_median_us "$line")") | $(field waited "$line") | $(field complaints "$line") |
 "
 done
-M2_C=$(cat "$RAW/m2-counters.txt")
 # m2 ROW FIELD: a field of that row's line.
 m2() { field "$2" "$(cat "$RAW/m2-$1.txt")"; }
+# m2_store ROW WHAT: a row of the table of the per-host schedule on slot.lua, its pairs'
+# statistics from m2-ROW.raw (pair_stats).
+m2_store() {
+	local st
+	st=$(pair_stats "$RAW/m2-$1.raw")
+	echo "| $2 | $(field n "$st") of $(m2 "$1" pairs) | $(ms "$(m2 "$1" a_median_us)") | $(ms "$(m2 "$1" b_median_us)") | **$(field r_med "$st")** ($(field r_lo "$st") to $(field r_hi "$st")) | $(field r_p25 "$st") to $(field r_p75 "$st") | $(field d_med "$st") | $(field ca_med "$st") | $(field cb_med "$st") | $(field cr_med "$st") | $(field cd_med "$st") ($(field cd_lo "$st") to $(field cd_hi "$st")) |"
+}
+# m2_ratio ROW: that row's median per-pair ratio; m2_goal ROW: what the run says of the goal of
+# at most 1.05 × for it.
+m2_ratio() { field r_med "$(pair_stats "$RAW/m2-$1.raw")"; }
+m2_goal() {
+	local st
+	st=$(pair_stats "$RAW/m2-$1.raw")
+	ratio_goal "$(field r_med "$st")" "$(field r_lo "$st")" "$(field r_hi "$st")" 1.05 "the change"
+}
+# m2_cost ROW PLACES FIELD: a field of lstorecost's line for that row and store size ("-" for
+# a row of Lua alone).
+m2_cost() {
+	local pat="^row=$1 "
+	[ "$2" = - ] || pat="^row=$1 places=$2 "
+	field "$3" "$(grep "$pat" "$RAW/m2-cost.txt" | head -n 1)"
+}
+# us1 NS: nanoseconds as whole microseconds.
+us1() { awk -v ns="$1" 'BEGIN { printf "%.0f", ns / 1000 }'; }
+# The table of one call's cost, a row per store size.
+M2_COST_TABLE=""
+for n in 0 10 100 1000; do
+	steps=$(m2_cost plain "$n" steps)
+	[ "$steps" = 0 ] && steps="under 1,000"
+	M2_COST_TABLE="$M2_COST_TABLE| $n | $(m2_cost plain "$n" members) | $(m2_cost plain "$n" verdict | sed 's/^1$/admitted/; s/^2$/queued/') | $(m2_cost plain "$n" text_bytes) | $(m2_cost plain "$n" store_bytes) | $(m2_cost plain "$n" write_buf_bytes) | **$(m2_cost plain "$n" memory_peak)** | $steps | **$(us1 "$(m2_cost plain "$n" cpu_ns_median)")** ($(us1 "$(m2_cost plain "$n" cpu_ns_p90)")) | $(us1 "$(m2_cost host "$n" cpu_ns_median)") | $(us1 "$(m2_cost plain "$n" store_ns_median)") |
+"
+done
+M2_COMPILE_US=$(us1 "$(m2_cost compile - load_ns_median)")
+M2_CALL_US=$(us1 "$(m2_cost plain 0 cpu_ns_median)")
+M2_COMPILE_SHARE=$(awk -v c="$(m2_cost compile - load_ns_median)" -v r="$(m2_cost plain 0 cpu_ns_median)" 'BEGIN { printf "%.0f", 100 * c / r }')
+M2_STATE_US=$(us1 "$(m2_cost state - cpu_ns_median)")
+M2_SCRIPT_MEM=$(($(m2_cost compile - memory_peak) - $(m2_cost compile - memory_libs)))
+M2_DL_FIRST=$(ms "$(us1 "$(m2_cost libcrypto - first_dl_ns)")")
 M2_CALL_CPU=$(awk -v a="$(m2 unix cpu_diff_median_us)" -v b="$(m2 loaded cpu_diff_median_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }')
 
 # ---------------------------------------------------------------------------------------------
@@ -322,21 +359,65 @@ cat <<-EOF
 	design rule: a PAM module holds no connection between logins, and links hiredis as Debian
 	ships it, a shared library.
 
-	**The counters file, read in part.** Until commit $M2_BEFORE_REV a login read the whole counters
-	file, $M2_STATS_BYTES bytes, checked all of its records, and wrote back the header and its own record,
-	under the file's lock; now it reads the header and the records in use (one per key template
-	this host has counted, typically one or two) and the shared record of the rest, and writes
-	back only its own record (and the header, for a new template). The file's format is
-	unchanged. The same \`url=local\` login
-	with the module of $M2_BEFORE_REV (built from git in \`build/bench/\` $M2_BEFORE_BUILT) as A and
-	this tree's as B, each with a \`state_dir\` of its own, in $(field pairs "$M2_C") pairs:
+	**The per-host schedule on slot.lua.** Until commit $M2_BEFORE_REV the per-host schedule
+	(\`url=local\`) ran its own C copy of the queue's rules (\`src/lqueue.c\`); now it runs
+	\`src/slot.lua\`, the script Redis runs, through Lua 5.1 (\`src/lscript.c\`: a fresh Lua state
+	for each call, the $(m2_cost compile - script_bytes)-byte script compiled in it, and libcrypto opened for
+	\`redis.sha1hex\` when the script hashes a name) on a sorted set kept in the file
+	(\`src/lstore.c\`). The goal: a \`url=local\` login at most 1.05 × as long as before, B ÷ A
+	per pair. The same \`url=local\` login with the module of $M2_BEFORE_REV (built from git in
+	\`build/bench/\` $M2_BEFORE_BUILT) as A and this tree's as B, each with a \`state_dir\` of its
+	own, in pairs as above. The first row is this section's login (no remote host, so the
+	script hashes nothing); in the second the login comes from a remote host
+	(\`pamtester -I rhost=192.0.2.7\`) with \`per_host=3\`, as an ssh login under a per-host cap:
+	the script then hashes the host to count its places, and opens libcrypto for it (a
+	pamtester process maps none before; sshd links it already). "CPU" is the login process's,
+	as above.
 
-	| | A: module of $M2_BEFORE_REV, median ms | B: this tree's, median ms | B ÷ A per pair, median | B − A, median ms | CPU: A, median ms | CPU: B, median ms | CPU: B − A per pair, median µs |
-	|---|---|---|---|---|---|---|---|
-	| \`url=local\` | $(ms "$(field a_median_us "$M2_C")") | $(ms "$(field b_median_us "$M2_C")") | $(field ratio_median "$M2_C") | $(ms "$(field diff_median_us "$M2_C")") | $(ms "$(field a_cpu_median_us "$M2_C")") | $(ms "$(field b_cpu_median_us "$M2_C")") | **$(field cpu_diff_median_us "$M2_C")** |
+	| \`url=local\` login | pairs (both in) | A: module of $M2_BEFORE_REV (lqueue.c), median ms | B: this tree's (slot.lua on the store), median ms | B ÷ A per pair: median (95% interval) | B ÷ A per pair: quartiles | B − A per pair, median ms | CPU A, median ms | CPU B, median ms | CPU B ÷ A per pair, median | CPU B − A per pair, median ms (95% interval) |
+	|---|---|---|---|---|---|---|---|---|---|---|
+	$(m2_store store "no remote host, \`per_host\` unset (this section's login)")
+	$(m2_store store-host "from a remote host, \`per_host=3\`")
 
-	The two modules also differ by whatever else changed between $M2_BEFORE_REV and this tree;
-	\`url=local\` keeps the script on Redis out of the comparison.
+	**A \`url=local\` login took $(m2_ratio store) × as long with slot.lua on the store as with
+	lqueue.c** (median of the per-pair ratios), $(m2_goal store) From a remote host with
+	\`per_host=3\`, $(m2_ratio store-host) ×, $(m2_goal store-host) The two modules also differ by
+	whatever else changed between $M2_BEFORE_REV and this tree; \`url=local\` keeps Redis out of
+	the comparison.
+
+	**What one call takes** (\`bench/lstorecost.c\`): \`lscript_run\`, the script on the store as
+	\`src/lslot.c\` runs it, without the file, $M2_COST_ROUNDS times per row, each time on a fresh copy
+	of the store read from its text. A store of N places: N logins reserved one after the other
+	on a schedule of one login every 3 s (the first admitted, the others queued: a place, its
+	lease and its host's index each), each with a WHO of its own and one of ten HOSTs; then one
+	more login reserves, as this section's login does (a WHO, no HOST, \`per_host=0\`), and, in
+	the column "with a HOST", as the second row's does. "Lua state at most" is
+	\`lscript_out.memory_peak\`, all that the call's Lua state held at once (the script compiled,
+	its tables and strings); the store in memory (its members' array and names) and its text
+	are the C side's, as is the buffer \`lstore_write\` allocates for the text written back
+	(sized for the longest members). CPU is the process's (\`CLOCK_PROCESS_CPUTIME_ID\`), median
+	of the calls (p90 in brackets).
+
+	| places | members | the login | file text, bytes | store in memory, bytes | write buffer, bytes | Lua state at most, bytes | VM instructions | CPU per call, median µs (p90) | with a HOST and \`per_host=3\`, median µs | reading and writing the store's text, median µs |
+	|---|---|---|---|---|---|---|---|---|---|---|
+EOF
+printf '%s' "$M2_COST_TABLE"
+cat <<-EOF
+
+	**Where a call's CPU goes.** By Lua alone, in the same run: a fresh state with the four
+	libraries, closed again, $M2_STATE_US µs ($(m2_cost state - memory_peak) bytes); compiling the script
+	(\`luaL_loadbuffer\`, in such a state) $M2_COMPILE_US µs, **$M2_COMPILE_SHARE% of the call on the empty
+	store** ($M2_CALL_US µs), and the compiled script holds $M2_SCRIPT_MEM of the call's bytes (the peak comes
+	while it compiles). Running it is the rest: fewer than 1,000 VM instructions (the hook
+	counts them by the thousand), and the commands' answers from the store, which grow with it
+	($M2_CALL_US µs empty, $(us1 "$(m2_cost plain 1000 cpu_ns_median)") µs with 1,000 places): a lookup by name is one pass over the
+	members, and \`FLOWSLOT.GONE\` asks the kernel about each lease's holder. Reading the store's
+	text and writing it back is the C side's, outside \`lscript_run\`, and on a large store it
+	costs more than the script: $(us1 "$(m2_cost plain 1000 store_ns_median)") µs with 1,000 places. Opening libcrypto for \`redis.sha1hex\` cost the
+	process's first call $M2_DL_FIRST ms of CPU (libcrypto mapped before: $([ "$(m2_cost libcrypto - mapped_before)" = 1 ] && echo yes || echo no)); after that OpenSSL
+	keeps itself loaded, and a \`dlopen\` costs $(us1 "$(m2_cost host 0 dl_ns_median)") µs. A pamtester or \`login\`
+	process pays that first call's price in every login that hashes a name; sshd, which links
+	libcrypto, does not.
 
 	## 3. Stagger precision
 
