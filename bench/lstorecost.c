@@ -13,7 +13,9 @@
  * HOST as well, which the script hashes: redis.sha1hex, libcrypto opened for the call; dlopen
  * and dlclose counted and timed through -Wl,--wrap). Then, on the empty store, a peek, and the
  * parts of a call by Lua alone: a fresh state with the four libraries, and the script compiled
- * in it (luaL_loadbuffer), on the same counting allocator as lscript.c's.
+ * in it (luaL_loadbuffer), on the same counting allocator as lscript.c's. The rows take turns,
+ * one call each a round, so that the machine's load falls on all of them alike, and each call
+ * finds the caches as another row left them, nearer a login's one call than a warm loop.
  *
  * One line of name=value pairs per row; times in ns, medians and p90 over the rounds.
  */
@@ -36,6 +38,7 @@
 #include "slot_lua.h"
 
 #define LCOST_ROUNDS_MAX 100000
+#define LCOST_SIZES_MAX 8
 #define LCOST_HOSTS 10
 /* Longer than the commit window, so that every login after the first holds a place. */
 #define LCOST_PLACE_INTERVAL_US 3000000
@@ -185,57 +188,83 @@ static size_t lcost_store_bytes(const char *text, int64_t now_us, size_t *member
 	return bytes;
 }
 
-/* ROUNDS calls of login l on the store text at now_us, each on a fresh copy; one line. */
-static int lcost_row(const char *row, const char *text, int places, int64_t now_us,
-		     const struct lcost_login *l, int rounds)
+/* What is measured, one call a round: a login on a store (LCOST_CALL), or by Lua alone a fresh
+   state (LCOST_STATE) and the script compiled in one (LCOST_COMPILE). */
+enum lcost_kind { LCOST_CALL, LCOST_STATE, LCOST_COMPILE };
+
+struct lcost_row {
+	enum lcost_kind kind;
+	const char *name;
+	int places;
+	const char *text; /* the store's, for LCOST_CALL */
+	int64_t now_us;
+	const struct lcost_login *login;
+	int64_t *cpu, *rest, *dl; /* per round: the call, the rest (the store's text; the load) */
+	struct lscript_out out;
+	size_t memory_peak, memory_libs, after;
+	long steps, dlopens;
+};
+
+/* One call of login on a fresh copy of the row's store, as round i. */
+static int lcost_call_once(struct lcost_row *w, int i)
 {
-	static int64_t run[LCOST_ROUNDS_MAX], rw[LCOST_ROUNDS_MAX], dl[LCOST_ROUNDS_MAX];
-	struct lscript_out out = { 0 };
-	size_t memory_peak = 0, members = 0, store = lcost_store_bytes(text, now_us, &members);
-	long steps = 0, dlopens0 = lcost_dlopens;
-	size_t after = 0;
+	struct lstore s;
+	const char *why;
+	char err[200], *back = NULL;
+	bool old;
+	int64_t t0 = lcost_cpu_ns(), t1, t2, dl0 = lcost_dl_ns;
+	long dlopens0 = lcost_dlopens;
+	int r;
 
-	for (int i = 0; i < rounds; i++) {
-		struct lstore s;
-		const char *why;
-		char err[200], *back = NULL;
-		bool old;
-		int64_t t0 = lcost_cpu_ns(), t1, t2, dl0 = lcost_dl_ns;
-		int r;
+	if (lstore_read(&s, w->text, w->now_us, &old, &why) != 0)
+		return -1;
+	s.pid = getpid();
+	t1 = lcost_cpu_ns();
+	r = lscript_run(&s, "bench:cost", w->login->v, 11, 0, &w->out, err, sizeof(err));
+	t2 = lcost_cpu_ns();
+	if (r != 0)
+		fprintf(stderr, "lstorecost: %s, %d places: %s\n", w->name, w->places, err);
+	else if (s.changed && lstore_write(&s, &back) < 0)
+		r = -1;
+	free(back);
+	w->after = s.n;
+	lstore_free(&s);
+	w->cpu[i] = t2 - t1;
+	w->rest[i] = lcost_cpu_ns() - t0 - w->cpu[i];
+	w->dl[i] = lcost_dl_ns - dl0;
+	w->dlopens += lcost_dlopens - dlopens0;
+	if (w->out.memory_peak > w->memory_peak)
+		w->memory_peak = w->out.memory_peak;
+	w->steps = w->out.steps;
+	return r;
+}
 
-		if (lstore_read(&s, text, now_us, &old, &why) != 0)
-			return -1;
-		s.pid = getpid();
-		t1 = lcost_cpu_ns();
-		r = lscript_run(&s, "bench:cost", l->v, 11, 0, &out, err, sizeof(err));
-		t2 = lcost_cpu_ns();
-		if (r != 0) {
-			fprintf(stderr, "lstorecost: %s, %d places: %s\n", row, places, err);
-			lstore_free(&s);
-			return -1;
-		}
-		if (s.changed && lstore_write(&s, &back) < 0)
-			return -1;
-		free(back);
-		after = s.n;
-		lstore_free(&s);
-		run[i] = t2 - t1;
-		rw[i] = lcost_cpu_ns() - t0 - run[i];
-		dl[i] = lcost_dl_ns - dl0;
-		if (out.memory_peak > memory_peak)
-			memory_peak = out.memory_peak;
-		steps = out.steps;
+/* The row's line, over its rounds. */
+static void lcost_print(struct lcost_row *w, int rounds)
+{
+	size_t members = 0, store;
+
+	if (w->kind != LCOST_CALL) {
+		printf(
+		    "row=%s script_bytes=%zu memory_peak=%zu memory_libs=%zu cpu_ns_median=%" PRId64
+		    " cpu_ns_p90=%" PRId64 " load_ns_median=%" PRId64 "\n",
+		    w->name, sizeof(RSLOT_SCRIPT) - 1, w->memory_peak, w->memory_libs,
+		    lcost_pct(w->cpu, rounds, 50), lcost_pct(w->cpu, rounds, 90),
+		    lcost_pct(w->rest, rounds, 50));
+		return;
 	}
+	store = lcost_store_bytes(w->text, w->now_us, &members);
 	/* lstore_write's buffer, for the members the call leaves, is sized for the longest. */
 	printf("row=%s places=%d members=%zu text_bytes=%zu store_bytes=%zu write_buf_bytes=%zu "
 	       "verdict=%lld position=%lld memory_peak=%zu steps=%ld cpu_ns_median=%" PRId64
 	       " cpu_ns_p90=%" PRId64 " store_ns_median=%" PRId64
 	       " dlopens=%.2f dl_ns_median=%" PRId64 "\n",
-	       row, places, members, strlen(text), store, 64 + after * (LSTORE_MEMBER_MAX + 48),
-	       out.n > 0 ? out.v[0] : -1, out.n > 2 ? out.v[2] : -1, memory_peak, steps,
-	       lcost_pct(run, rounds, 50), lcost_pct(run, rounds, 90), lcost_pct(rw, rounds, 50),
-	       (double)(lcost_dlopens - dlopens0) / rounds, lcost_pct(dl, rounds, 50));
-	return 0;
+	       w->name, w->places, members, strlen(w->text), store,
+	       64 + w->after * (LSTORE_MEMBER_MAX + 48), w->out.n > 0 ? w->out.v[0] : -1,
+	       w->out.n > 2 ? w->out.v[2] : -1, w->memory_peak, w->steps,
+	       lcost_pct(w->cpu, rounds, 50), lcost_pct(w->cpu, rounds, 90),
+	       lcost_pct(w->rest, rounds, 50), (double)w->dlopens / rounds,
+	       lcost_pct(w->dl, rounds, 50));
 }
 
 /* The allocator of lscript.c, counting: bytes held now and at most. */
@@ -274,38 +303,33 @@ static int lcost_libs(lua_State *L)
 	return 0;
 }
 
-/* A fresh state with the four libraries, and with compile the script compiled in it, then
-   closed, ROUNDS times: the CPU of the whole, and of luaL_loadbuffer alone. */
-static int lcost_lua(const char *row, bool compile, int rounds)
+/* A fresh state with the four libraries (and for LCOST_COMPILE the script compiled in it),
+   closed, as round i: the CPU of the whole, and of luaL_loadbuffer alone. */
+static int lcost_lua_once(struct lcost_row *w, int i)
 {
-	static int64_t whole[LCOST_ROUNDS_MAX], load[LCOST_ROUNDS_MAX];
 	struct lcost_mem m = { 0 };
-	size_t libs = 0;
+	int64_t t0 = lcost_cpu_ns(), t1 = 0, t2 = 0;
+	lua_State *L = lua_newstate(lcost_alloc, &m);
 
-	for (int i = 0; i < rounds; i++) {
-		int64_t t0 = lcost_cpu_ns(), t1 = 0, t2 = 0;
-		lua_State *L;
-
-		m = (struct lcost_mem){ 0 };
-		if ((L = lua_newstate(lcost_alloc, &m)) == NULL ||
-		    lua_cpcall(L, lcost_libs, NULL) != 0)
-			return -1;
-		libs = m.now;
-		if (compile) {
-			t1 = lcost_cpu_ns();
-			if (luaL_loadbuffer(L, RSLOT_SCRIPT, sizeof(RSLOT_SCRIPT) - 1,
-					    "=slot.lua") != 0)
-				return -1;
-			t2 = lcost_cpu_ns();
-		}
+	if (L == NULL)
+		return -1;
+	if (lua_cpcall(L, lcost_libs, NULL) != 0) {
 		lua_close(L);
-		whole[i] = lcost_cpu_ns() - t0;
-		load[i] = t2 - t1;
+		return -1;
 	}
-	printf("row=%s script_bytes=%zu memory_peak=%zu memory_libs=%zu cpu_ns_median=%" PRId64
-	       " cpu_ns_p90=%" PRId64 " load_ns_median=%" PRId64 "\n",
-	       row, sizeof(RSLOT_SCRIPT) - 1, m.peak, libs, lcost_pct(whole, rounds, 50),
-	       lcost_pct(whole, rounds, 90), lcost_pct(load, rounds, 50));
+	w->memory_libs = m.now;
+	if (w->kind == LCOST_COMPILE) {
+		t1 = lcost_cpu_ns();
+		if (luaL_loadbuffer(L, RSLOT_SCRIPT, sizeof(RSLOT_SCRIPT) - 1, "=slot.lua") != 0) {
+			lua_close(L);
+			return -1;
+		}
+		t2 = lcost_cpu_ns();
+	}
+	lua_close(L);
+	w->cpu[i] = lcost_cpu_ns() - t0;
+	w->rest[i] = t2 - t1;
+	w->memory_peak = m.peak;
 	return 0;
 }
 
@@ -338,38 +362,77 @@ static int lcost_number(const char *s, int max)
 	return *s != '\0' && *end == '\0' && v >= 0 && v <= max ? (int)v : -1;
 }
 
+/* Adds a row, its arrays for rounds rounds; NULL without memory. */
+static struct lcost_row *lcost_add(struct lcost_row *rows, int *n, enum lcost_kind kind,
+				   const char *name, int rounds)
+{
+	struct lcost_row *w = &rows[(*n)++];
+
+	*w = (struct lcost_row){ .kind = kind, .name = name };
+	w->cpu = calloc((size_t)rounds, sizeof(*w->cpu));
+	w->rest = calloc((size_t)rounds, sizeof(*w->rest));
+	w->dl = calloc((size_t)rounds, sizeof(*w->dl));
+	return w->cpu != NULL && w->rest != NULL && w->dl != NULL ? w : NULL;
+}
+
 int main(int argc, char **argv)
 {
-	int rounds = argc > 2 ? lcost_number(argv[1], LCOST_ROUNDS_MAX) : -1, r = 0;
+	int rounds = argc > 2 ? lcost_number(argv[1], LCOST_ROUNDS_MAX) : -1, n = 0, r = 0;
 	struct lcost_login plain, host, peek;
+	struct lcost_row rows[3 * LCOST_SIZES_MAX + 2], *w;
+	char *texts[LCOST_SIZES_MAX] = { NULL };
 	bool mapped = lcost_crypto_mapped();
 
-	if (rounds < 1) {
-		fprintf(stderr, "usage: lstorecost ROUNDS N...\n");
+	if (rounds < 1 || argc - 2 > LCOST_SIZES_MAX) {
+		fprintf(stderr, "usage: lstorecost ROUNDS N... (at most %d stores)\n",
+			LCOST_SIZES_MAX);
 		return 2;
 	}
 	lcost_login(&plain, "reserve", 1, -1, 0);
 	lcost_login(&host, "reserve", 2, LCOST_HOSTS, 3);
 	lcost_login(&peek, "peek", 3, -1, 0);
-	for (int i = 2; r == 0 && i < argc; i++) {
-		int n = lcost_number(argv[i], LSTORE_PLACES_MAX);
-		int64_t end_us;
-		char *text = n >= 0 ? lcost_store(n, fstime_mono_us(), &end_us) : NULL;
+	for (int i = 0; r == 0 && i < argc - 2; i++) {
+		int places = lcost_number(argv[i + 2], LSTORE_PLACES_MAX);
+		const struct lcost_login *logins[] = { &plain, &host, &peek };
+		const char *const names[] = { "plain", "host", "peek" };
+		int64_t end_us = 0;
 
-		if (n < 0)
-			fprintf(stderr, "lstorecost: not a number of places: %s\n", argv[i]);
-
+		if (places < 0)
+			fprintf(stderr, "lstorecost: not a number of places: %s\n", argv[i + 2]);
+		else
+			texts[i] = lcost_store(places, fstime_mono_us(), &end_us);
+		r = texts[i] == NULL;
 		/* The login comes 1 ms after the last place: every lease is still running. */
-		r = text == NULL ||
-		    lcost_row("plain", text, n, end_us + 1000, &plain, rounds) != 0 ||
-		    lcost_row("host", text, n, end_us + 1000, &host, rounds) != 0 ||
-		    (n == 0 && lcost_row("peek", text, n, end_us + 1000, &peek, rounds) != 0);
-		free(text);
+		for (int k = 0; r == 0 && k < (places == 0 ? 3 : 2); k++) {
+			if ((w = lcost_add(rows, &n, LCOST_CALL, names[k], rounds)) == NULL) {
+				r = 1;
+				break;
+			}
+			w->places = places;
+			w->text = texts[i];
+			w->now_us = end_us + 1000;
+			w->login = logins[k];
+		}
 	}
-	if (r == 0)
-		r = lcost_lua("state", false, rounds) != 0 ||
-		    lcost_lua("compile", true, rounds) != 0;
+	if (r == 0 && (lcost_add(rows, &n, LCOST_STATE, "state", rounds) == NULL ||
+		       lcost_add(rows, &n, LCOST_COMPILE, "compile", rounds) == NULL))
+		r = 1;
+	/* Round by round through every row, so that the machine's load falls on all of them. */
+	for (int i = 0; r == 0 && i < rounds; i++) {
+		for (int k = 0; r == 0 && k < n; k++)
+			r = rows[k].kind == LCOST_CALL ? lcost_call_once(&rows[k], i)
+						       : lcost_lua_once(&rows[k], i);
+	}
+	for (int k = 0; r == 0 && k < n; k++)
+		lcost_print(&rows[k], rounds);
 	printf("row=libcrypto mapped_before=%d first_dl_ns=%" PRId64 "\n", mapped,
 	       lcost_dl_first_ns);
+	for (int k = 0; k < n; k++) {
+		free(rows[k].cpu);
+		free(rows[k].rest);
+		free(rows[k].dl);
+	}
+	for (int i = 0; i < LCOST_SIZES_MAX; i++)
+		free(texts[i]);
 	return r == 0 ? 0 : 1;
 }
