@@ -22,7 +22,7 @@ if [ "$QUICK" = 1 ]; then
 	M7_WAITS=0,3,6 M9_N=9
 else
 	M1_REPS=5 M2_PAIRS=500 M3_N=50 M4_SECONDS=5 M4_GET_N=500000 M4_EVAL_N=300000
-	M2_COST_ROUNDS=2000 M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
+	M2_COST_ROUNDS=1000 M5_N=1000 M5_BASE=10 M5_WINDOW=5 M6_ROUNDS=3000
 	M7_WAITS=0,1,3,5,10,20 M9_N=30
 fi
 # The smoke run's smaller sizes where they save the most time: measurement 1 without N = 200
@@ -91,7 +91,8 @@ stop_redis m1
 # stack of an auth login), each against pam_permit alone; and, for the per-host schedule on
 # slot.lua, url=local with the module of M2_BEFORE_REV (lqueue.c, the queue's rules in C) as A
 # against this tree's (src/slot.lua on the store) as B: "store", measurement 2's login, and
-# "store-host", a login from a remote host with per_host=3, whose HOST the script hashes.
+# "store-host", a login from a remote host with per_host=3, whose HOST the script hashes, and
+# "store-loaded", each module loaded and never called (what linking liblua costs a login).
 # state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is. Then one
 # script call's memory and CPU on stores of 0 to 1,000 places (bench/lstorecost.c): m2-cost.txt.
 say "2/13: added latency, $M2_PAIRS pairs per row"
@@ -120,6 +121,8 @@ service lat-before "auth required $MODULE_AT url=local state_dir=$M2_STATE/befor
 service lat-before-host "auth required $MODULE_AT url=local state_dir=$M2_STATE/before-host $GATE per_host=3" \
 	"$PERMIT"
 service lat-local-host "auth required @M url=local state_dir=$M2_STATE/local-host $GATE per_host=3" "$PERMIT"
+service lat-before-loaded "$PERMIT" "account required $MODULE_AT url=local state_dir=$M2_STATE/before-loaded $GATE"
+service lat-local-loaded "$PERMIT" "account required @M url=local state_dir=$M2_STATE/local-loaded $GATE"
 # pamtester_cmd SERVICE: a login of benchuser; a service named *-host logs in from a remote host
 # (PAM_RHOST), as an ssh login does.
 pamtester_cmd() {
@@ -143,6 +146,7 @@ for t in tcp unix local loaded; do
 done
 m2_pairs store lat-before lat-local
 m2_pairs store-host lat-before-host lat-local-host
+m2_pairs store-loaded lat-before-loaded lat-local-loaded
 # One call on stores of 0, 10, 100 and 1,000 places, M2_COST_ROUNDS times each.
 run "$BIN/lstorecost" "$M2_COST_ROUNDS" 0 10 100 1000 > "$RAW/m2-cost.txt" 2> "$TMP/m2-cost.err" ||
 	fail "lstorecost: $(cat "$RAW/m2-cost.txt" "$TMP/m2-cost.err")"

@@ -378,16 +378,21 @@ cat <<-EOF
 	|---|---|---|---|---|---|---|---|---|---|---|
 	$(m2_store store "no remote host, \`per_host\` unset (this section's login)")
 	$(m2_store store-host "from a remote host, \`per_host=3\`")
+	$(m2_store store-loaded "loaded, never called (in the account stack only)")
 
 	**A \`url=local\` login took $(m2_ratio store) × as long with slot.lua on the store as with
 	lqueue.c** (median of the per-pair ratios), $(m2_goal store) From a remote host with
-	\`per_host=3\`, $(m2_ratio store-host) ×, $(m2_goal store-host) The two modules also differ by
+	\`per_host=3\`, $(m2_ratio store-host) ×, $(m2_goal store-host) The third row has each module
+	in the account stack of a login that only authenticates, as the row "loaded, never called"
+	above: what loading it costs a login, now that it links liblua5.1 (and, through it, libm and
+	libdl), $(field cd_med "$(pair_stats "$RAW/m2-store-loaded.raw")") ms of CPU of the first row's $(field cd_med "$(pair_stats "$RAW/m2-store.raw")"). The two modules also differ by
 	whatever else changed between $M2_BEFORE_REV and this tree; \`url=local\` keeps Redis out of
 	the comparison.
 
 	**What one call takes** (\`bench/lstorecost.c\`): \`lscript_run\`, the script on the store as
 	\`src/lslot.c\` runs it, without the file, $M2_COST_ROUNDS times per row, each time on a fresh copy
-	of the store read from its text. A store of N places: N logins reserved one after the other
+	of the store read from its text, the rows taking turns call by call (so that each call finds
+	the caches as another row left them, nearer a login's one call than a warm loop). A store of N places: N logins reserved one after the other
 	on a schedule of one login every 3 s (the first admitted, the others queued: a place, its
 	lease and its host's index each), each with a WHO of its own and one of ten HOSTs; then one
 	more login reserves, as this section's login does (a WHO, no HOST, \`per_host=0\`), and, in
@@ -409,9 +414,9 @@ cat <<-EOF
 	(\`luaL_loadbuffer\`, in such a state) $M2_COMPILE_US µs, **$M2_COMPILE_SHARE% of the call on the empty
 	store** ($M2_CALL_US µs), and the compiled script holds $M2_SCRIPT_MEM of the call's bytes (the peak comes
 	while it compiles). Running it is the rest: fewer than 1,000 VM instructions (the hook
-	counts them by the thousand), and the commands' answers from the store, which grow with it
-	($M2_CALL_US µs empty, $(us1 "$(m2_cost plain 1000 cpu_ns_median)") µs with 1,000 places): a lookup by name is one pass over the
-	members, and \`FLOWSLOT.GONE\` asks the kernel about each lease's holder. Reading the store's
+	counts them by the thousand), and the commands' answers from the store ($M2_CALL_US µs on the
+	empty store, $(us1 "$(m2_cost plain 1000 cpu_ns_median)") µs with 1,000 places: a lookup by name is one pass over the
+	members, and \`FLOWSLOT.GONE\` asks the kernel about each lease's holder). Reading the store's
 	text and writing it back is the C side's, outside \`lscript_run\`, and on a large store it
 	costs more than the script: $(us1 "$(m2_cost plain 1000 store_ns_median)") µs with 1,000 places. Opening libcrypto for \`redis.sha1hex\` cost the
 	process's first call $M2_DL_FIRST ms of CPU (libcrypto mapped before: $([ "$(m2_cost libcrypto - mapped_before)" = 1 ] && echo yes || echo no)); after that OpenSSL
