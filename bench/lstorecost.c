@@ -189,8 +189,9 @@ static size_t lcost_store_bytes(const char *text, int64_t now_us, size_t *member
 }
 
 /* What is measured, one call a round: a login on a store (LCOST_CALL), or by Lua alone a fresh
-   state (LCOST_STATE) and the script compiled in one (LCOST_COMPILE). */
-enum lcost_kind { LCOST_CALL, LCOST_STATE, LCOST_COMPILE };
+   state (LCOST_STATE), the script compiled in one (LCOST_COMPILE), and its chunk loaded in one,
+   as lscript.c loads it (LCOST_LOAD). */
+enum lcost_kind { LCOST_CALL, LCOST_STATE, LCOST_COMPILE, LCOST_LOAD };
 
 struct lcost_row {
 	enum lcost_kind kind;
@@ -303,8 +304,9 @@ static int lcost_libs(lua_State *L)
 	return 0;
 }
 
-/* A fresh state with the four libraries (and for LCOST_COMPILE the script compiled in it),
-   closed, as round i: the CPU of the whole, and of luaL_loadbuffer alone. */
+/* A fresh state with the four libraries (and for LCOST_COMPILE the script compiled in it, for
+   LCOST_LOAD its chunk loaded), closed, as round i: the CPU of the whole, and of
+   luaL_loadbuffer alone. */
 static int lcost_lua_once(struct lcost_row *w, int i)
 {
 	struct lcost_mem m = { 0 };
@@ -318,9 +320,13 @@ static int lcost_lua_once(struct lcost_row *w, int i)
 		return -1;
 	}
 	w->memory_libs = m.now;
-	if (w->kind == LCOST_COMPILE) {
+	if (w->kind != LCOST_STATE) {
+		const bool chunk = w->kind == LCOST_LOAD;
+
 		t1 = lcost_cpu_ns();
-		if (luaL_loadbuffer(L, RSLOT_SCRIPT, sizeof(RSLOT_SCRIPT) - 1, "=slot.lua") != 0) {
+		if (luaL_loadbuffer(L, chunk ? RSLOT_CHUNK : RSLOT_SCRIPT,
+				    chunk ? sizeof(RSLOT_CHUNK) - 1 : sizeof(RSLOT_SCRIPT) - 1,
+				    "=slot.lua") != 0) {
 			lua_close(L);
 			return -1;
 		}
@@ -415,7 +421,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (r == 0 && (lcost_add(rows, &n, LCOST_STATE, "state", rounds) == NULL ||
-		       lcost_add(rows, &n, LCOST_COMPILE, "compile", rounds) == NULL))
+		       lcost_add(rows, &n, LCOST_COMPILE, "compile", rounds) == NULL ||
+		       lcost_add(rows, &n, LCOST_LOAD, "load", rounds) == NULL))
 		r = 1;
 	/* Round by round through every row, so that the machine's load falls on all of them. */
 	for (int i = 0; r == 0 && i < rounds; i++) {

@@ -129,10 +129,12 @@ for n in 0 10 100 1000; do
 "
 done
 M2_COMPILE_US=$(us1 "$(m2_cost compile - load_ns_median)")
+M2_LOAD_US=$(us1 "$(m2_cost load - load_ns_median)")
 M2_CALL_US=$(us1 "$(m2_cost plain 0 cpu_ns_median)")
-M2_COMPILE_SHARE=$(awk -v c="$(m2_cost compile - load_ns_median)" -v r="$(m2_cost plain 0 cpu_ns_median)" 'BEGIN { printf "%.0f", 100 * c / r }')
+M2_LOAD_SHARE=$(awk -v c="$(m2_cost load - load_ns_median)" -v r="$(m2_cost plain 0 cpu_ns_median)" 'BEGIN { printf "%.0f", 100 * c / r }')
 M2_STATE_US=$(us1 "$(m2_cost state - cpu_ns_median)")
-M2_SCRIPT_MEM=$(($(m2_cost compile - memory_peak) - $(m2_cost compile - memory_libs)))
+M2_SCRIPT_MEM=$(($(m2_cost load - memory_peak) - $(m2_cost load - memory_libs)))
+M2_COMPILE_MEM=$(($(m2_cost compile - memory_peak) - $(m2_cost compile - memory_libs)))
 M2_DL_FIRST=$(ms "$(us1 "$(m2_cost libcrypto - first_dl_ns)")")
 M2_CALL_CPU=$(awk -v a="$(m2 unix cpu_diff_median_us)" -v b="$(m2 loaded cpu_diff_median_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }')
 
@@ -362,7 +364,7 @@ cat <<-EOF
 	**The per-host schedule on slot.lua.** Until commit $M2_BEFORE_REV the per-host schedule
 	(\`url=local\`) ran its own C copy of the queue's rules (\`src/lqueue.c\`); now it runs
 	\`src/slot.lua\`, the script Redis runs, through Lua 5.1 (\`src/lscript.c\`: a fresh Lua state
-	for each call, the $(m2_cost compile - script_bytes)-byte script compiled in it, and libcrypto opened for
+	for each call, the $(m2_cost compile - script_bytes)-byte script loaded in it as compiled at build time, and libcrypto opened for
 	\`redis.sha1hex\` when the script hashes a name) on a sorted set kept in the file
 	(\`src/lstore.c\`). The goal: a \`url=local\` login at most 1.05 × as long as before, B ÷ A
 	per pair. The same \`url=local\` login with the module of $M2_BEFORE_REV (built from git in
@@ -387,7 +389,20 @@ cat <<-EOF
 	above: what loading it costs a login, now that it links liblua5.1 (and, through it, libm and
 	libdl), $(field cd_med "$(pair_stats "$RAW/m2-store-loaded.raw")") ms of CPU of the first row's $(field cd_med "$(pair_stats "$RAW/m2-store.raw")"). The two modules also differ by
 	whatever else changed between $M2_BEFORE_REV and this tree; \`url=local\` keeps Redis out of
-	the comparison.
+	the comparison. A \`url=local\` login makes one call to the script; the rest of what it adds
+	is that call (below).
+
+	**Lua is linked, not opened when the store is first used.** Every login pays for mapping
+	liblua5.1 (the third row), a Redis login too, which never runs the script here. Opening it
+	only for the store would spare those logins that, and spare a \`url=local\` login nothing:
+	it maps the same libraries, later. It would also move the one moment the library must
+	load to the moment Redis has failed and the host's schedule is the fallback, where a
+	library that does not load (a half-done upgrade) would leave the login to the failure
+	policy unqueued; linked, a module that cannot map it fails at once, the same for every
+	login, and \`pam_flowslot.so\`'s dependencies say so to the package manager. Against that: a
+	fraction of a millisecond of a login, which in sshd costs tens of milliseconds. libssl,
+	by contrast, is opened only for \`rediss://\` (src/tls.c), and libcrypto only when the
+	script on the store hashes a name.
 
 	**What one call takes** (\`bench/lstorecost.c\`): \`lscript_run\`, the script on the store as
 	\`src/lslot.c\` runs it, without the file, $M2_COST_ROUNDS times per row, each time on a fresh copy
@@ -397,7 +412,7 @@ cat <<-EOF
 	lease and its host's index each), each with a WHO of its own and one of ten HOSTs; then one
 	more login reserves, as this section's login does (a WHO, no HOST, \`per_host=0\`), and, in
 	the column "with a HOST", as the second row's does. "Lua state at most" is
-	\`lscript_out.memory_peak\`, all that the call's Lua state held at once (the script compiled,
+	\`lscript_out.memory_peak\`, all that the call's Lua state held at once (the script loaded,
 	its tables and strings); the store in memory (its members' array and names) and its text
 	are the C side's, as is the buffer \`lstore_write\` allocates for the text written back
 	(sized for the longest members). CPU is the process's (\`CLOCK_PROCESS_CPUTIME_ID\`), median
@@ -410,19 +425,23 @@ printf '%s' "$M2_COST_TABLE"
 cat <<-EOF
 
 	**Where a call's CPU goes.** By Lua alone, in the same run: a fresh state with the four
-	libraries, closed again, $M2_STATE_US µs ($(m2_cost state - memory_peak) bytes); compiling the script
-	(\`luaL_loadbuffer\`, in such a state) $M2_COMPILE_US µs, **$M2_COMPILE_SHARE% of the call on the empty
-	store** ($M2_CALL_US µs), and the compiled script holds $M2_SCRIPT_MEM of the call's bytes (the peak comes
-	while it compiles). Running it is the rest: fewer than 1,000 VM instructions (the hook
+	libraries, closed again, $M2_STATE_US µs ($(m2_cost state - memory_peak) bytes); loading the script's chunk, compiled
+	at build time (\`build/luadump\`, \`RSLOT_CHUNK\`; \`luaL_loadbuffer\`, in such a state),
+	$M2_LOAD_US µs, **$M2_LOAD_SHARE% of the call on the empty store** ($M2_CALL_US µs), and the loaded script
+	holds $M2_SCRIPT_MEM of the call's bytes. Compiling the source instead, as the store did at
+	each call before it loaded the chunk (and does where the chunk was built for another
+	machine), costs $M2_COMPILE_US µs and $M2_COMPILE_MEM bytes at its peak. Running it is the rest: fewer than 1,000 VM instructions (the hook
 	counts them by the thousand), and the commands' answers from the store ($M2_CALL_US µs on the
 	empty store, $(us1 "$(m2_cost plain 1000 cpu_ns_median)") µs with 1,000 places: a lookup by name is one pass over the
-	members, and \`FLOWSLOT.GONE\` asks the kernel about each lease's holder). Reading the store's
+	members, and \`redis.flowslot_gone\` asks the kernel about each lease's holder). Reading the store's
 	text and writing it back is the C side's, outside \`lscript_run\`, and on a large store it
 	costs more than the script: $(us1 "$(m2_cost plain 1000 store_ns_median)") µs with 1,000 places. Opening libcrypto for \`redis.sha1hex\` cost the
-	process's first call $M2_DL_FIRST ms of CPU (libcrypto mapped before: $([ "$(m2_cost libcrypto - mapped_before)" = 1 ] && echo yes || echo no)); after that OpenSSL
-	keeps itself loaded, and a \`dlopen\` costs $(us1 "$(m2_cost host 0 dl_ns_median)") µs. A pamtester or \`login\`
-	process pays that first call's price in every login that hashes a name; sshd, which links
-	libcrypto, does not.
+	process's first call $M2_DL_FIRST ms of CPU (libcrypto mapped before: $([ "$(m2_cost libcrypto - mapped_before)" = 1 ] && echo yes || echo no)); after that the module
+	keeps it mapped (\`RTLD_NODELETE\`), and a \`dlopen\` costs $(us1 "$(m2_cost host 0 dl_ns_median)") µs. The hash is OpenSSL's
+	low-level SHA-1 (\`SHA1_Init\`, \`SHA1_Update\`, \`SHA1_Final\`): \`SHA1()\` would first read
+	openssl.cnf and load the default provider, about 1 ms more. A pamtester or \`login\`
+	process pays that first call's price once in every login that hashes a name; sshd, which
+	links libcrypto, does not.
 
 	## 3. Stagger precision
 

@@ -16,13 +16,18 @@
 #include <lua.h>
 #include <lualib.h>
 #include <openssl/opensslv.h>
+#include <openssl/sha.h>
 
 #include "flowslot/fstime.h"
 #include "slot_lua.h"
 
 /* redis.sha1hex, as Redis computes it, from OpenSSL's libcrypto: opened for the call that
    needs it, as src/tls.c opens libssl, so that a module that never runs the script maps
-   none of it. */
+   none of it. Its low-level SHA-1 (8 us), not SHA1(), which in OpenSSL 3 fetches the digest
+   from a provider and so reads openssl.cnf and loads the default provider first (1 ms of CPU
+   in a process that had not, such as login or pamtester: bench/lstorecost). Kept mapped once
+   opened (RTLD_NODELETE), as OpenSSL keeps itself once initialised: mapping it again for
+   each call would cost each 0.7 ms. */
 #define LSCRIPT_LIBCRYPTO "libcrypto.so." OPENSSL_MSTR(OPENSSL_VERSION_MAJOR)
 /* The most arguments one command of the script's takes (its ZADD: the head, a place, its
    lease and its host's index, as pairs). */
@@ -30,7 +35,9 @@
 /* The hook runs every so many VM instructions. */
 #define LSCRIPT_HOOK_EVERY 1000
 
-typedef unsigned char *lscript_sha1_fn(const unsigned char *, size_t, unsigned char *);
+typedef int lscript_sha1_init_fn(SHA_CTX *);
+typedef int lscript_sha1_update_fn(SHA_CTX *, const void *, size_t);
+typedef int lscript_sha1_final_fn(unsigned char *, SHA_CTX *);
 
 struct lscript_ctx {
 	struct lstore *s;
@@ -40,7 +47,9 @@ struct lscript_ctx {
 	int64_t deadline_us;
 	bool late; /* stopped at deadline_us */
 	void *crypto;
-	lscript_sha1_fn *sha1;
+	lscript_sha1_init_fn *sha1_init;
+	lscript_sha1_update_fn *sha1_update;
+	lscript_sha1_final_fn *sha1_final;
 	char err[200]; /* a command's error reply */
 };
 
@@ -566,8 +575,9 @@ static int lscript_flowslot_gone(lua_State *L)
 static int lscript_sha1hex(lua_State *L)
 {
 	struct lscript_ctx *c = lscript_of(L);
-	unsigned char md[20];
-	char hex[41];
+	unsigned char md[SHA_DIGEST_LENGTH];
+	char hex[2 * SHA_DIGEST_LENGTH + 1];
+	SHA_CTX sha;
 	size_t len;
 	const char *s;
 
@@ -577,12 +587,19 @@ static int lscript_sha1hex(lua_State *L)
 	if (s == NULL)
 		return luaL_error(L, "redis.sha1hex: not a string");
 	if (c->crypto == NULL) {
-		if ((c->crypto = dlopen(LSCRIPT_LIBCRYPTO, RTLD_NOW | RTLD_LOCAL)) == NULL)
+		c->crypto = dlopen(LSCRIPT_LIBCRYPTO, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+		if (c->crypto == NULL)
 			return luaL_error(L, "cannot load %s", LSCRIPT_LIBCRYPTO);
-		if ((*(void **)&c->sha1 = dlsym(c->crypto, "SHA1")) == NULL)
-			return luaL_error(L, "%s has no SHA1", LSCRIPT_LIBCRYPTO);
+		*(void **)&c->sha1_init = dlsym(c->crypto, "SHA1_Init");
+		*(void **)&c->sha1_update = dlsym(c->crypto, "SHA1_Update");
+		*(void **)&c->sha1_final = dlsym(c->crypto, "SHA1_Final");
+		if (c->sha1_init == NULL || c->sha1_update == NULL || c->sha1_final == NULL)
+			return luaL_error(L, "%s has no SHA1_Init, SHA1_Update or SHA1_Final",
+					  LSCRIPT_LIBCRYPTO);
 	}
-	c->sha1((const unsigned char *)s, len, md);
+	if (c->sha1_init(&sha) != 1 || c->sha1_update(&sha, s, len) != 1 ||
+	    c->sha1_final(md, &sha) != 1)
+		return luaL_error(L, "redis.sha1hex: SHA-1 failed");
 	for (size_t i = 0; i < sizeof(md); i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	lua_pushstring(L, hex);
