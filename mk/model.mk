@@ -15,7 +15,7 @@ build/model/slot_clock.lua: src/slot.lua tests/model/clock.sed
 	[ "$$(grep -c "ARGV\[12\]" $@.tmp)" = 2 ] && mv $@.tmp $@
 
 # The per-host store running the script (src/lscript.c on src/lstore.c), on the test's clock.
-LSDRIVE_OBJS = build/lstore.o build/lscript.o build/slot.o build/fstime.o
+LSDRIVE_OBJS = build/lstore.o build/lscript.o build/slot.o build/fstime.o build/str.o
 build/model/lsdrive: tests/model/lsdrive.c $(LSDRIVE_OBJS) $(HEADERS)
 	mkdir -p build/model
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LSDRIVE_OBJS) $(PAM_LIBS)

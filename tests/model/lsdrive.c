@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "flowslot/lscript.h"
+#include "flowslot/str.h"
 #include "flowslot/lstore.h"
 
 #define DRIVE_FIELDS 16
@@ -52,10 +53,12 @@ static int drive_call(char *line, char **text)
 	struct lscript_out res;
 	const char *why;
 	bool old;
+	long long now_ll;
 	int64_t now_us;
 
-	if (n < 2 || sscanf(f[1], "%" SCNd64, &now_us) != 1)
+	if (n < 2 || str_parse_int(f[1], INT64_MIN, INT64_MAX, &now_ll) != 0)
 		return -1;
+	now_us = now_ll;
 	if (lstore_read(&s, *text, now_us, &old, &why) != 0) {
 		fprintf(stderr, "lsdrive: the store's own text does not read back: %s\n", why);
 		return -1;
@@ -72,7 +75,14 @@ static int drive_call(char *line, char **text)
 			printf("err %s\n", err);
 		}
 	} else if (strcmp(f[0], "zadd") == 0 && n == 4) {
-		printf("ok %d\n", lstore_add(&s, strtod(f[2], NULL), f[3], strlen(f[3])));
+		char *end;
+		const double score = strtod(f[2], &end);
+
+		if (end == f[2] || *end != '\0') {
+			lstore_free(&s);
+			return -1;
+		}
+		printf("ok %d\n", lstore_add(&s, score, f[3], strlen(f[3])));
 	} else {
 		lstore_free(&s);
 		return -1;
