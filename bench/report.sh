@@ -397,9 +397,9 @@ cat <<-EOF
 	only for the store would spare those logins that, and spare a \`url=local\` login nothing:
 	it maps the same libraries, later. It would also move the one moment the library must
 	load to the moment Redis has failed and the host's schedule is the fallback, where a
-	library that does not load (a half-done upgrade) would leave the login to the failure
-	policy unqueued; linked, a module that cannot map it fails at once, the same for every
-	login, and \`pam_flowslot.so\`'s dependencies say so to the package manager. Against that: a
+	library that does not load would leave the login to the failure policy, unqueued, just
+	when the queue matters. Linked, as libhiredis is, liblua5.1-0 is one of the package's
+	dependencies, which the package manager keeps installed as long as the module is. Against that: a
 	fraction of a millisecond of a login, which in sshd costs tens of milliseconds. libssl,
 	by contrast, is opened only for \`rediss://\` (src/tls.c), and libcrypto only when the
 	script on the store hashes a name.
