@@ -109,6 +109,9 @@ static void check_opt(const struct opt *o)
 	FUZZ_CHECK(o->state_dir[0] == '/');
 	FUZZ_CHECK(fuzz_terminated(o->password_file, sizeof(o->password_file)));
 	FUZZ_CHECK(o->password_file[0] == '\0' || o->password_file[0] == '/');
+	/* A server name never accepts a subdomain nor holds an empty label. */
+	FUZZ_CHECK(o->tls.server_name[0] != '.');
+	FUZZ_CHECK(strstr(o->tls.server_name, "..") == NULL);
 	FUZZ_CHECK(o->origin == NULL); /* only set while a file's line is applied */
 	FUZZ_CHECK(o->errors >= 0);
 }
@@ -249,9 +252,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		expected_errors = seq.errors;
 		if (seq.url.user[0] != '\0' && !seq.url.has_password)
 			expected_errors++;
-		/* opt_check's other rules: a client certificate with its key, and tls_* options
-		   only with a TLS url. */
+		/* opt_check's other rules: a client certificate with its key, tls_verify=ca
+		   only with a CA named, and tls_* options only with a TLS url. */
 		if ((seq.tls.cert_file[0] == '\0') != (seq.tls.key_file[0] == '\0'))
+			expected_errors++;
+		if (seq.tls.verify == OPT_TLS_VERIFY_CA && seq.tls.ca_file[0] == '\0' &&
+		    seq.tls.ca_dir[0] == '\0')
 			expected_errors++;
 		if (seq.tls.set && !seq.url.tls)
 			expected_errors++;

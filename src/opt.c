@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "flowslot/opt.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -340,15 +342,29 @@ static int opt_set_tls_key_file(struct opt *o, const char *v, const char **why)
 	return opt_tls_set(o, opt_set_path(o->tls.key_file, v, why));
 }
 
-/* A DNS name or an IP address, as a certificate names it: no wildcard, no port. */
+/* A DNS name or an IP address, as a certificate names it: no wildcard; no port; no leading
+   '.', which OpenSSL takes for any name under it. */
 static int opt_set_tls_server_name(struct opt *o, const char *v, const char **why)
 {
+	unsigned char addr[sizeof(struct in6_addr)];
 	size_t n = strlen(v);
 
 	if (n == 0 || n > 253 ||
 	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != n) {
 		*why = "must be a DNS name or an IP address (letters, digits, '.', '-', ':'), at "
 		       "most 253 bytes";
+		return -1;
+	}
+	if (v[0] == '.') {
+		*why = "a leading '.' would accept any name under it: name the server itself";
+		return -1;
+	}
+	if (strstr(v, "..") != NULL) {
+		*why = "an empty label ('..')";
+		return -1;
+	}
+	if (strchr(v, ':') != NULL && inet_pton(AF_INET6, v, addr) != 1) {
+		*why = "a ':' outside an IPv6 address: a port goes in url=, not here";
 		return -1;
 	}
 	strcpy(o->tls.server_name, v);
@@ -569,6 +585,15 @@ void opt_check(struct opt *o, const pam_handle_t *pamh)
 	if ((o->tls.cert_file[0] == '\0') != (o->tls.key_file[0] == '\0')) {
 		o->errors++;
 		log_msg(pamh, LOG_ERR, "tls_cert_file and tls_key_file go together: one is missing");
+	}
+	/* On the system's trust store, the chain alone is any certificate that any public CA
+	   issued, for any name: no check at all. */
+	if (o->tls.verify == OPT_TLS_VERIFY_CA && o->tls.ca_file[0] == '\0' &&
+	    o->tls.ca_dir[0] == '\0') {
+		o->errors++;
+		log_msg(pamh, LOG_ERR,
+			"tls_verify=ca needs tls_ca_file= or tls_ca_dir=: on the system's trust "
+			"store it would accept a certificate from any public CA, for any name");
 	}
 	/* Whoever set them expects TLS: saying nothing would send the password in clear. */
 	if (o->tls.set && !o->url.tls) {

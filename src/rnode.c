@@ -171,7 +171,7 @@ void rnode_cap_reader(redisReader *r, struct rnode_cap *cap)
 
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why)
 {
-	char shown[160];
+	char shown[TLS_WHY_MAX + sizeof("...")]; /* a cause from TLS, whole */
 
 	log_msg(call->pamh, LOG_ERR, "%s: %s: %s", call->where, what,
 		log_escape(why, shown, sizeof(shown)));

@@ -28,7 +28,10 @@
    itself in memory once initialised, so closing the handle unloads nothing that registered an
    exit handler. */
 #define TLS_LIBSSL "libssl.so." OPENSSL_MSTR(OPENSSL_VERSION_MAJOR)
-#define TLS_KEY_MAX 65536  /* bytes of tls_key_file= */
+#define TLS_KEY_MAX 65536 /* bytes of tls_key_file= */
+#define TLS_PEM_MAX                                                                                \
+	(1 << 20)	   /* of tls_ca_file= or tls_cert_file= (Debian's bundle of every          \
+			      public CA: 220 KB) */
 #define TLS_PAIR_BUF 34000 /* each way of the BIO pair: two TLS records */
 
 /* The OpenSSL functions used, each with its type. */
@@ -39,9 +42,13 @@
 	X(long, SSL_CTX_ctrl, (SSL_CTX *, int, long, void *))                                      \
 	X(void, SSL_CTX_set_verify, (SSL_CTX *, int, SSL_verify_cb))                               \
 	X(int, SSL_CTX_set_default_verify_paths, (SSL_CTX *))                                      \
-	X(int, SSL_CTX_load_verify_file, (SSL_CTX *, const char *))                                \
 	X(int, SSL_CTX_load_verify_dir, (SSL_CTX *, const char *))                                 \
-	X(int, SSL_CTX_use_certificate_chain_file, (SSL_CTX *, const char *))                      \
+	X(X509_STORE *, SSL_CTX_get_cert_store, (const SSL_CTX *))                                 \
+	X(int, X509_STORE_add_cert, (X509_STORE *, X509 *))                                        \
+	X(int, SSL_CTX_use_certificate, (SSL_CTX *, X509 *))                                       \
+	X(X509 *, PEM_read_bio_X509, (BIO *, X509 **, pem_password_cb *, void *))                  \
+	X(X509 *, PEM_read_bio_X509_AUX, (BIO *, X509 **, pem_password_cb *, void *))              \
+	X(void, X509_free, (X509 *))                                                               \
 	X(int, SSL_CTX_use_PrivateKey, (SSL_CTX *, EVP_PKEY *))                                    \
 	X(int, SSL_CTX_check_private_key, (const SSL_CTX *))                                       \
 	X(SSL *, SSL_new, (SSL_CTX *))                                                             \
@@ -58,7 +65,8 @@
 	X(void, X509_VERIFY_PARAM_set_hostflags, (X509_VERIFY_PARAM *, unsigned int))              \
 	X(int, X509_VERIFY_PARAM_set1_ip_asc, (X509_VERIFY_PARAM *, const char *))                 \
 	X(const char *, X509_verify_cert_error_string, (long))                                     \
-	X(unsigned long, ERR_peek_last_error, (void))                                              \
+	X(unsigned long, ERR_get_error, (void))                                                    \
+	X(unsigned long, ERR_peek_error, (void))                                                   \
 	X(const char *, ERR_reason_error_string, (unsigned long))                                  \
 	X(void, ERR_clear_error, (void))                                                           \
 	X(int, BIO_new_bio_pair, (BIO **, size_t, BIO **, size_t))                                 \
@@ -109,14 +117,59 @@ static void tls_why(struct tls_conn *t, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Why OpenSSL failed: its last error's reason, or what; the queue is left empty. */
+/* Why OpenSSL failed: the reason of the first error it queued (those after it say where the
+   failure was passed up: "system lib" for a file that could not be opened), a system error as
+   strerror says it, or what; the queue is left empty. */
 static const char *tls_ssl_reason(struct tls_conn *t, const char *what)
 {
-	unsigned long e = t->fn.ERR_peek_last_error();
-	const char *r = e != 0 ? t->fn.ERR_reason_error_string(e) : NULL;
+	const char *r = NULL;
+	unsigned long e;
 
+	while (r == NULL && (e = t->fn.ERR_get_error()) != 0)
+		r = ERR_SYSTEM_ERROR(e) ? strerror(ERR_GET_REASON(e))
+					: t->fn.ERR_reason_error_string(e);
 	t->fn.ERR_clear_error();
 	return r != NULL ? r : what;
+}
+
+/* s as a cause shows it, in out (outsz bytes, 8 at least): bytes the log would escape become
+   '?', and a longer s loses its middle to "...", so that what follows it in the cause is never
+   cut off. */
+static const char *tls_shown(const char *s, char *out, size_t outsz)
+{
+	size_t n = strlen(s), head = n, tail = 0;
+	size_t o = 0;
+
+	if (n >= outsz) {
+		tail = (outsz - 4) * 2 / 3; /* a path's end names the file */
+		head = outsz - 4 - tail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i == head && tail > 0) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			i = n - tail;
+			c = (unsigned char)s[i];
+		}
+		out[o++] = c >= 0x20 && c < 0x7f && c != '\\' ? (char)c : '?';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* "option: cannot use path: cause", path shortened as need be for all of it to fit in
+   t->why. */
+static void tls_why_file(struct tls_conn *t, const char *option, const char *path,
+			 const char *cause)
+{
+	char shown[OPT_DIR_MAX + 1];
+	size_t fixed = sizeof(": cannot use : ") - 1 + strlen(option) + strlen(cause);
+	size_t room = t->whysz > fixed + 8 ? t->whysz - fixed : 8; /* the path's, with a NUL */
+
+	tls_why(t, "%s: cannot use %s: %s", option,
+		tls_shown(path, shown, room < sizeof(shown) ? room : sizeof(shown)), cause);
 }
 
 static int tls_load(struct tls_conn *t)
@@ -157,15 +210,13 @@ static void tls_last_words(struct tls_conn *t)
 	unsigned char buf[4096];
 	size_t room = t->fn.BIO_ctrl_get_write_guarantee(t->net);
 	ssize_t n = recv(t->fd, buf, room < sizeof(buf) ? room : sizeof(buf), MSG_DONTWAIT);
-	unsigned long e;
+	const char *r;
 
 	if (n <= 0 || t->fn.BIO_write(t->net, buf, (int)n) != (int)n)
 		return;
 	t->fn.ERR_clear_error();
-	if (t->fn.SSL_read(t->ssl, buf, 1) <= 0 && (e = t->fn.ERR_peek_last_error()) != 0 &&
-	    t->fn.ERR_reason_error_string(e) != NULL)
-		tls_why(t, "the server closed the connection: %s",
-			t->fn.ERR_reason_error_string(e));
+	if (t->fn.SSL_read(t->ssl, buf, 1) <= 0 && (r = tls_ssl_reason(t, NULL)) != NULL)
+		tls_why(t, "the server closed the connection: %s", r);
 	t->fn.ERR_clear_error();
 }
 
@@ -266,52 +317,177 @@ static int tls_step(struct tls_conn *t, int rc)
 	}
 }
 
-/* A key file never asks for a passphrase: OpenSSL's own prompt would read the terminal. */
+/* A PEM file never asks for a passphrase: OpenSSL's own prompt would read the terminal. */
 static int tls_no_passphrase(char *buf, int size, int rwflag, void *u)
 {
 	(void)buf, (void)size, (void)rwflag, (void)u;
 	return -1;
 }
 
-/* Loads tls_key_file=, which must pass password_file='s checks: root's, read by no one else. */
-static int tls_use_key(struct tls_conn *t, const char *path)
+/* Reads option's file path into memory, at most max bytes, if it passes trust_open_root_file
+   (secret: readable by root alone): a link, a FIFO or a device, a file someone else can write,
+   are refused before anything is read, never waited on. Returns the bytes, *len of them and a
+   NUL, for the caller to free (and wipe, when secret), or NULL with the cause in t->why. */
+static char *tls_read_file(struct tls_conn *t, const char *option, const char *path, bool secret,
+			   size_t max, size_t *len)
 {
 	struct stat st;
 	const char *why = NULL;
-	char *pem = NULL;
-	BIO *bio = NULL;
-	EVP_PKEY *key = NULL;
-	ssize_t n = -1;
-	int fd = trust_open_root_file(path, true, &st, &why);
-	int rc = -1;
+	char *buf = NULL;
+	size_t n = 0, size = 0;
+	int fd = trust_open_root_file(path, secret, &st, &why);
 
 	if (fd < 0) {
-		tls_why(t, "tls_key_file: cannot use %s: %s", path, why);
+		tls_why_file(t, option, path, why);
+		return NULL;
+	}
+	if (st.st_size > (off_t)max) {
+		why = max == TLS_KEY_MAX ? "larger than 64 KiB" : "larger than 1 MiB";
+	} else if ((buf = malloc((size = (size_t)st.st_size + 1))) == NULL) {
+		why = "out of memory";
+	} else {
+		/* One byte more than the file had: a file that grows is not taken half read. */
+		for (ssize_t r; n < size; n += (size_t)r) {
+			r = read(fd, buf + n, size - n);
+			if (r == 0)
+				break;
+			if (r < 0 && errno == EINTR) {
+				r = 0;
+			} else if (r < 0) {
+				why = strerror(errno);
+				break;
+			}
+		}
+		if (why == NULL && n == 0)
+			why = "empty";
+		else if (why == NULL && n == size)
+			why = "changed while it was read";
+	}
+	close(fd);
+	if (why != NULL) {
+		tls_why_file(t, option, path, why);
+		if (buf != NULL && secret)
+			explicit_bzero(buf, size);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* Takes the n-th certificate read from a file, x, which it frees: into the trust store, or,
+   for chain, as the client certificate (the first) or its chain (the others). */
+static int tls_take_cert(struct tls_conn *t, bool chain, int n, X509 *x)
+{
+	int ok;
+
+	if (!chain)
+		ok = t->fn.X509_STORE_add_cert(t->fn.SSL_CTX_get_cert_store(t->ctx), x) == 1;
+	else if (n == 0)
+		ok = t->fn.SSL_CTX_use_certificate(t->ctx, x) == 1;
+	else if (t->fn.SSL_CTX_ctrl(t->ctx, SSL_CTRL_CHAIN_CERT, 0, x) == 1)
+		return 0; /* SSL_CTX_add0_chain_cert: the context owns x now */
+	else
+		ok = 0;
+	t->fn.X509_free(x);
+	return ok ? 0 : -1;
+}
+
+/* Loads the PEM certificates of option's file path, as SSL_CTX_load_verify_file (chain
+   false: each a trust anchor) or SSL_CTX_use_certificate_chain_file (chain: the client
+   certificate, then its chain) would, but from the file tls_read_file read. */
+static int tls_load_certs(struct tls_conn *t, const char *option, const char *path, bool chain)
+{
+	size_t len = 0;
+	char *pem = tls_read_file(t, option, path, false, TLS_PEM_MAX, &len);
+	BIO *bio = NULL;
+	unsigned long e;
+	X509 *x;
+	bool refused = false; /* a certificate read, but not taken */
+	int n = 0, rc = -1;
+
+	if (pem == NULL)
+		return -1;
+	t->fn.ERR_clear_error();
+	if ((bio = t->fn.BIO_new_mem_buf(pem, (int)len)) == NULL) {
+		tls_why_file(t, option, path, tls_ssl_reason(t, "out of memory"));
+		free(pem);
 		return -1;
 	}
-	if (st.st_size <= TLS_KEY_MAX && (pem = malloc(TLS_KEY_MAX)) != NULL)
-		n = read(fd, pem, TLS_KEY_MAX);
-	close(fd);
-	if (n <= 0) {
-		tls_why(t, "tls_key_file: cannot read %s (empty, or over 64 KiB?)", path);
-	} else if ((bio = t->fn.BIO_new_mem_buf(pem, (int)n)) == NULL ||
-		   (key = t->fn.PEM_read_bio_PrivateKey(bio, NULL, tls_no_passphrase, NULL)) ==
-		       NULL) {
-		tls_why(t, "tls_key_file: %s: %s", path,
-			tls_ssl_reason(t, "no private key (one without a passphrase)"));
+	/* The first with its trust settings (TRUSTED CERTIFICATE), as OpenSSL reads either. */
+	while ((x = (n == 0 || !chain ? t->fn.PEM_read_bio_X509_AUX : t->fn.PEM_read_bio_X509)(
+		    bio, NULL, tls_no_passphrase, NULL)) != NULL) {
+		if (tls_take_cert(t, chain, n, x) != 0) {
+			refused = true;
+			break;
+		}
+		n++;
+	}
+	/* The end of the file: no PEM block left is the one error. */
+	e = t->fn.ERR_peek_error();
+	if (!refused && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+		t->fn.ERR_clear_error();
+	if (refused || t->fn.ERR_peek_error() != 0)
+		tls_why_file(t, option, path, tls_ssl_reason(t, "failed"));
+	else if (n == 0)
+		tls_why_file(t, option, path, "no certificate in it (PEM)");
+	else
+		rc = 0;
+	t->fn.BIO_free(bio);
+	free(pem);
+	return rc;
+}
+
+/* Loads tls_key_file=, which must pass password_file='s checks: root's, read by no one else. */
+static int tls_use_key(struct tls_conn *t, const char *path)
+{
+	size_t len = 0;
+	char *pem = tls_read_file(t, "tls_key_file", path, true, TLS_KEY_MAX, &len);
+	BIO *bio = NULL;
+	EVP_PKEY *key = NULL;
+	int rc = -1;
+
+	if (pem == NULL)
+		return -1;
+	t->fn.ERR_clear_error();
+	if ((bio = t->fn.BIO_new_mem_buf(pem, (int)len)) == NULL ||
+	    (key = t->fn.PEM_read_bio_PrivateKey(bio, NULL, tls_no_passphrase, NULL)) == NULL) {
+		tls_why_file(t, "tls_key_file", path,
+			     tls_ssl_reason(t, "no private key (one without a passphrase)"));
 	} else if (t->fn.SSL_CTX_use_PrivateKey(t->ctx, key) != 1 ||
 		   t->fn.SSL_CTX_check_private_key(t->ctx) != 1) {
-		tls_why(t, "tls_key_file: %s: %s", path,
-			tls_ssl_reason(t, "does not match tls_cert_file"));
+		tls_why_file(t, "tls_key_file", path,
+			     tls_ssl_reason(t, "does not match tls_cert_file"));
 	} else {
 		rc = 0;
 	}
 	t->fn.EVP_PKEY_free(key);
 	t->fn.BIO_free(bio);
-	if (pem != NULL)
-		explicit_bzero(pem, TLS_KEY_MAX);
+	explicit_bzero(pem, len);
 	free(pem);
 	return rc;
+}
+
+/* tls_ca_dir=: the directory itself must pass trust_open_root_dir. Its files are opened by
+   OpenSSL, by hashed name, when it looks for an issuer. */
+static int tls_use_ca_dir(struct tls_conn *t, const char *dir)
+{
+	struct stat st;
+	const char *why = NULL;
+	int fd = trust_open_root_dir(dir, &st, &why);
+
+	if (fd < 0) {
+		tls_why_file(t, "tls_ca_dir", dir, why);
+		return -1;
+	}
+	close(fd);
+	t->fn.ERR_clear_error();
+	if (t->fn.SSL_CTX_load_verify_dir(t->ctx, dir) != 1) {
+		tls_why_file(t, "tls_ca_dir", dir, tls_ssl_reason(t, "failed"));
+		return -1;
+	}
+	return 0;
 }
 
 /* The context: TLS 1.2 at least, the trust anchors, the client certificate. */
@@ -334,38 +510,25 @@ static int tls_context(struct tls_conn *t, const struct opt_tls *o)
 		tls_why(t, "cannot load the system's trust store: %s", tls_ssl_reason(t, "failed"));
 		return -1;
 	}
-	if (o->ca_file[0] != '\0' && t->fn.SSL_CTX_load_verify_file(ctx, o->ca_file) != 1) {
-		tls_why(t, "tls_ca_file: cannot load %s: %s", o->ca_file,
-			tls_ssl_reason(t, "failed"));
+	if (o->ca_file[0] != '\0' && tls_load_certs(t, "tls_ca_file", o->ca_file, false) != 0)
 		return -1;
-	}
-	if (o->ca_dir[0] != '\0' && t->fn.SSL_CTX_load_verify_dir(ctx, o->ca_dir) != 1) {
-		tls_why(t, "tls_ca_dir: cannot use %s: %s", o->ca_dir, tls_ssl_reason(t, "failed"));
+	if (o->ca_dir[0] != '\0' && tls_use_ca_dir(t, o->ca_dir) != 0)
 		return -1;
-	}
 	if (o->cert_file[0] == '\0')
 		return 0;
-	if (t->fn.SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1) {
-		tls_why(t, "tls_cert_file: cannot load %s: %s", o->cert_file,
-			tls_ssl_reason(t, "failed"));
+	if (tls_load_certs(t, "tls_cert_file", o->cert_file, true) != 0)
 		return -1;
-	}
 	return tls_use_key(t, o->key_file);
 }
 
-static bool tls_is_ip(const char *name)
-{
-	unsigned char addr[sizeof(struct in6_addr)];
-
-	return inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1;
-}
-
-/* The connection: the pair, the name to check, SNI. */
+/* The connection: the pair, the name to check, SNI. name is checked as an IP address when the
+   connection reads it as one (url_host_address: 127.1 is 127.0.0.1), and then never sent. */
 static int tls_session(struct tls_conn *t, enum opt_tls_verify verify, const char *name)
 {
 	X509_VERIFY_PARAM *param;
 	BIO *inner = NULL;
-	bool ip = tls_is_ip(name);
+	char addr[URL_ADDRESS_MAX], shown[64];
+	bool ip = url_host_address(name, addr, sizeof(addr));
 
 	t->ssl = t->fn.SSL_new(t->ctx);
 	if (t->ssl == NULL ||
@@ -376,10 +539,14 @@ static int tls_session(struct tls_conn *t, enum opt_tls_verify verify, const cha
 	t->fn.SSL_set_bio(t->ssl, inner, inner);
 	param = t->fn.SSL_get0_param(t->ssl);
 	if (verify == OPT_TLS_VERIFY_NAME) {
-		t->fn.X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-		if ((ip ? t->fn.X509_VERIFY_PARAM_set1_ip_asc(param, name)
+		/* As browsers do: a name is in subjectAltName or nowhere, never the CN. */
+		t->fn.X509_VERIFY_PARAM_set_hostflags(param,
+						      X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+							  X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+		if ((ip ? t->fn.X509_VERIFY_PARAM_set1_ip_asc(param, addr)
 			: t->fn.X509_VERIFY_PARAM_set1_host(param, name, 0)) != 1) {
-			tls_why(t, "cannot check the name \"%s\": %s", name,
+			tls_why(t, "cannot check the name \"%s\": %s",
+				tls_shown(ip ? addr : name, shown, sizeof(shown)),
 				tls_ssl_reason(t, "failed"));
 			return -1;
 		}
@@ -387,7 +554,8 @@ static int tls_session(struct tls_conn *t, enum opt_tls_verify verify, const cha
 	/* RFC 6066: SNI carries DNS names, never addresses. */
 	if (!ip && t->fn.SSL_ctrl(t->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
 				  (void *)(uintptr_t)name) != 1) {
-		tls_why(t, "cannot send the name \"%s\": %s", name, tls_ssl_reason(t, "failed"));
+		tls_why(t, "cannot send the name \"%s\": %s", tls_shown(name, shown, sizeof(shown)),
+			tls_ssl_reason(t, "failed"));
 		return -1;
 	}
 	return 0;

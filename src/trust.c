@@ -55,7 +55,10 @@ bool trust_own_file(const struct stat *st, mode_t forbidden)
 	       (st->st_mode & forbidden) == 0;
 }
 
-int trust_open_root_file(const char *path, bool secret, struct stat *st, const char **why)
+/* Opens path read-only, and checks what trust_open_root_file promises of it; a directory when
+   dir, else a regular file. O_NONBLOCK: a FIFO is refused, never waited on for a writer. */
+static int trust_open_root(const char *path, bool dir, bool secret, struct stat *st,
+			   const char **why)
 {
 	int fd;
 
@@ -69,8 +72,8 @@ int trust_open_root_file(const char *path, bool secret, struct stat *st, const c
 		*why = errno == ELOOP ? "a symbolic link" : strerror(errno);
 		return -1;
 	}
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		*why = "not a regular file";
+	if (fstat(fd, st) != 0 || (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))) {
+		*why = dir ? "not a directory" : "not a regular file";
 	} else if (st->st_uid != 0) {
 		*why = "not owned by root";
 	} else if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
@@ -83,6 +86,16 @@ int trust_open_root_file(const char *path, bool secret, struct stat *st, const c
 	close(fd);
 	errno = EPERM;
 	return -1;
+}
+
+int trust_open_root_file(const char *path, bool secret, struct stat *st, const char **why)
+{
+	return trust_open_root(path, false, secret, st, why);
+}
+
+int trust_open_root_dir(const char *path, struct stat *st, const char **why)
+{
+	return trust_open_root(path, true, false, st, why);
 }
 
 /* What can be seen of who holds a file's lock without taking it: the FLOCK holders of its

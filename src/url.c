@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -352,4 +354,34 @@ int url_parse(const char *s, struct url *u, const char **why)
 		*u = parsed;
 	explicit_bzero(&parsed, sizeof(parsed));
 	return rc;
+}
+
+bool url_host_address(const char *host, char *addr, size_t addrsz)
+{
+	static const int families[] = { AF_INET, AF_INET6 };
+
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		const struct addrinfo hints = { .ai_family = families[i],
+						.ai_socktype = SOCK_STREAM,
+						.ai_flags = AI_NUMERICHOST };
+		struct addrinfo *res = NULL;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+		const void *a = NULL;
+		bool ok;
+
+		if (getaddrinfo(host, NULL, &hints, &res) != 0)
+			continue;
+		if (res->ai_family == AF_INET && res->ai_addrlen >= sizeof(in4)) {
+			memcpy(&in4, res->ai_addr, sizeof(in4));
+			a = &in4.sin_addr;
+		} else if (res->ai_family == AF_INET6 && res->ai_addrlen >= sizeof(in6)) {
+			memcpy(&in6, res->ai_addr, sizeof(in6));
+			a = &in6.sin6_addr;
+		}
+		ok = a != NULL && inet_ntop(res->ai_family, a, addr, (socklen_t)addrsz) != NULL;
+		freeaddrinfo(res);
+		return ok;
+	}
+	return false;
 }

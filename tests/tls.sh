@@ -12,7 +12,10 @@
 # Part two: the module's own TLS (rediss://, rediss-sentinel://, rediss-cluster://), against
 # redis-servers with --tls-port: staggered logins; each bad server refused within timeout with
 # one LOG_ERR line naming the cause; tls_verify=ca; client certificates; an ACL user;
-# Sentinel naming its master by IP; a Cluster redirecting; and the wire recorded.
+# Sentinel naming its master by IP; a Cluster redirecting; and the wire recorded. Then the
+# files: CA and certificate files of another owner, writable by others, links or FIFOs, each
+# refused at once and named; tls_ca_dir=; causes named whole; a CN that subjectAltName does not
+# back; options that would check less than they say; short IPv4 forms checked as addresses.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -507,6 +510,113 @@ if relay capnat "$NAT"; then
 		sh -c "! grep -qaE '$PW|AUTH|EVAL|redis\\.call|reserve' '$TMP/capnat.c2s'"
 else
 	not_ok "the capture of rediss://: the relay did not start"
+fi
+
+# 13. Every TLS file is opened as tls_key_file= is (trust_open_root_file): root's, writable by
+# no one else, a regular file, not a symbolic link; tls_ca_dir= the same, as a directory. A bad
+# one is refused before anything of it is read, with one LOG_ERR line naming the option, the
+# file and why; a good one is read whole, and refused for what it holds.
+NATURL="rediss://:$PW@127.0.0.1:$NAT"
+F=$TMP/files
+mkdir "$F"
+cp "$TMP/pki/ca.crt" "$F/ca-0666.crt" && chmod 0666 "$F/ca-0666.crt"
+nbad cawritable "a tls_ca_file= of mode 0666, where anyone could add a CA" \
+	"tls_ca_file: cannot use $F/ca-0666.crt: writable by group or others" \
+	"$NATURL" "tls_ca_file=$F/ca-0666.crt $NAME"
+cp "$TMP/pki/ca.crt" "$F/ca-nobody.crt" && chown 65534 "$F/ca-nobody.crt"
+nbad canotroot "a tls_ca_file= owned by another user" \
+	"tls_ca_file: cannot use $F/ca-nobody.crt: not owned by root" \
+	"$NATURL" "tls_ca_file=$F/ca-nobody.crt $NAME"
+ln -s ../pki/ca.crt "$F/ca-link.crt"
+nbad calink "a tls_ca_file= that is a symbolic link" \
+	"tls_ca_file: cannot use $F/ca-link.crt: a symbolic link" "$NATURL" "tls_ca_file=$F/ca-link.crt $NAME"
+printf 'not a certificate\n' > "$F/ca-text.crt"
+nbad catext "a tls_ca_file= with no certificate in it" \
+	"tls_ca_file: cannot use $F/ca-text.crt: no certificate in it (PEM)" \
+	"$NATURL" "tls_ca_file=$F/ca-text.crt $NAME"
+cp "$TMP/pki/client.crt" "$F/client-0666.crt" && chmod 0666 "$F/client-0666.crt"
+nbad certwritable "a tls_cert_file= of mode 0666" \
+	"tls_cert_file: cannot use $F/client-0666.crt: writable by group or others" \
+	"rediss://:$PW@127.0.0.1:$TLS_PORT" "$CA $NAME tls_cert_file=$F/client-0666.crt tls_key_file=$TMP/pki/client.key"
+# A FIFO: a module that opened one would wait for a writer for ever. This one's writer comes
+# a few seconds past the timeout, so that such a module fails the time bound, not hangs.
+mkfifo "$F/ca.fifo" "$F/cert.fifo"
+fifo_writer() { (sleep $((TO + 3)) && exec 3<> "$1" && sleep 1) & PIDS="$PIDS $!"; }
+fifo_writer "$F/ca.fifo"
+nbad cafifo "a FIFO as tls_ca_file=: refused at once, not waited on" \
+	"tls_ca_file: cannot use $F/ca.fifo: not a regular file" "$NATURL" "tls_ca_file=$F/ca.fifo $NAME"
+fifo_writer "$F/cert.fifo"
+nbad certfifo "a FIFO as tls_cert_file=: refused at once, not waited on" \
+	"tls_cert_file: cannot use $F/cert.fifo: not a regular file" \
+	"rediss://:$PW@127.0.0.1:$TLS_PORT" "$CA $NAME tls_cert_file=$F/cert.fifo tls_key_file=$TMP/pki/client.key"
+
+# 14. tls_ca_dir=, a hashed directory (openssl rehash): used, and refused when it is not
+# root's alone, a link, or missing, each named.
+mkdir "$TMP/cadir" && cp "$TMP/pki/ca.crt" "$TMP/cadir/" && openssl rehash "$TMP/cadir" 2> /dev/null
+native cadir "$NATURL" "tls_ca_dir=$TMP/cadir $NAME"
+login cadir cadir alice
+check "tls_ca_dir= of root's, hashed: admitted" admitted cadir
+chmod 0777 "$TMP/cadir"
+nbad cadirwritable "a tls_ca_dir= of mode 0777" \
+	"tls_ca_dir: cannot use $TMP/cadir: writable by group or others" "$NATURL" "tls_ca_dir=$TMP/cadir $NAME"
+chmod 0755 "$TMP/cadir"
+ln -s cadir "$TMP/cadir-link"
+nbad cadirlink "a tls_ca_dir= that is a symbolic link" \
+	"tls_ca_dir: cannot use $TMP/cadir-link: a symbolic link" "$NATURL" "tls_ca_dir=$TMP/cadir-link $NAME"
+nbad cadirmissing "a missing tls_ca_dir=: named as missing, not as an unknown issuer" \
+	"tls_ca_dir: cannot use $TMP/no-such-dir: No such file or directory" \
+	"$NATURL" "tls_ca_dir=$TMP/no-such-dir $NAME"
+
+# 15. The cause is the first thing OpenSSL or the file said, and it is logged whole: a path
+# too long for the line loses its middle, never the cause.
+nbad camissing "a missing tls_ca_file=: named as missing, not as \"system lib\"" \
+	"tls_ca_file: cannot use $F/no-such.crt: No such file or directory" \
+	"$NATURL" "tls_ca_file=$F/no-such.crt $NAME"
+long=$TMP/$(printf 'd%.0s' $(seq 200))
+mkdir "$long"
+nbad calong "a missing tls_ca_file= of ${#long} bytes and more: the cause still named" \
+	"No such file or directory" "$NATURL" "tls_ca_file=$long/ca.crt $NAME"
+check "... the option and the path's ends shown, its middle cut ($(shown calong | cut -c1-60)...)" \
+	grep -q "tls_ca_file: cannot use $TMP/d*\.\.\.d*/ca\.crt: No such file or directory" "$TMP/calong.err"
+
+# 16. A name in a certificate is in its subjectAltName or nowhere: a certificate that names
+# redis.example.net only as its CN is refused by name (its chain is good: tls_verify=ca takes it).
+issue cnonly redis.example.net ca "extendedKeyUsage=serverAuth" && chmod 0600 "$TMP/pki/cnonly.key"
+if on_free_port CNONLY native_redis cnonly cnonly; then
+	nbad cnonly "a certificate naming the host in its CN, not its subjectAltName" \
+		"certificate verify failed: hostname mismatch" "rediss://127.0.0.1:$CNONLY" "$CA $NAME"
+	native cnonlyca "rediss://127.0.0.1:$CNONLY" "$CA tls_verify=ca"
+	login cnonlyca cnonlyca alice
+	check "... its chain alone (tls_verify=ca): admitted" admitted cnonlyca
+else
+	not_ok "the server with a CN-only certificate did not start"
+fi
+
+# 17. Options that would check less than they say, refused as bad values: the login follows
+# fallback (closed here), one LOG_ERR line naming why.
+nbad verifycanoca "tls_verify=ca with no CA named (any public CA's certificate would do)" \
+	"tls_verify=ca needs tls_ca_file= or tls_ca_dir=" "rediss://127.0.0.1:$IPONLY" "tls_verify=ca"
+nbad dotname "tls_server_name=.example.net (OpenSSL's any subdomain)" \
+	"bad value for tls_server_name: \".example.net\": a leading '.'" "$NATURL" "$CA tls_server_name=.example.net"
+nbad portname "tls_server_name= with a port" \
+	"bad value for tls_server_name: \"redis.example.net:6380\": a ':' outside an IPv6 address" \
+	"$NATURL" "$CA tls_server_name=redis.example.net:6380"
+
+# 18. Short forms of an IPv4 address (127.1, 2130706433) are the address the connection dials:
+# checked as that address, 127.0.0.1 here, and never sent as SNI.
+if on_free_port LOOP native_redis loopsrv loop && relay capshort "$LOOP"; then
+	n=0
+	for host in 127.1 2130706433; do
+		n=$((n + 1))
+		native "short$n" "rediss://$host:$port" "$CA"
+		login "short$n" "short$n" alice
+		check "rediss://$host, a certificate for IP:127.0.0.1: admitted, on that server" \
+			sh -c "[ $(rc_of "short$n") = 0 ] && [ \"\$(redis-cli -s '$TMP/loopsrv.sock' exists nat-short$n)\" = 1 ]"
+	done
+	check "... and no SNI: neither 127.1 nor 2130706433 in the client's bytes" \
+		sh -c "! grep -qaE '127\\.1|2130706433' '$TMP/capshort.c2s'"
+else
+	not_ok "the short IPv4 forms: the server or the relay did not start"
 fi
 
 finish

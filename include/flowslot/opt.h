@@ -120,7 +120,8 @@ void opt_parse_args(struct opt *o, const pam_handle_t *pamh, int argc, const cha
 void opt_password_text(struct opt *o, const pam_handle_t *pamh, const char *text, size_t n);
 
 /* Counts and logs a user named without a password, a client certificate without its key (or
-   a key without its certificate), and tls_* options on a url without TLS. */
+   a key without its certificate), tls_verify=ca with no CA named, and tls_* options on a url
+   without TLS. */
 void opt_check(struct opt *o, const pam_handle_t *pamh);
 
 /* A DURATION: digits with an optional decimal part and an optional unit ms, s or m (a bare

@@ -11,15 +11,19 @@
 
 #include "flowslot/opt.h"
 
-#define TLS_WHY_MAX 200 /* the longest cause a failure gives */
+/* The longest cause a failure gives, with its NUL. A path or a name in it is cut short, in
+   the middle, so that the cause after it always fits; rnode_fail logs all of it. */
+#define TLS_WHY_MAX 200
 
 struct tls_conn;
 
 /* Shakes hands over the connected socket fd (left as it is: the caller closes it) by
    deadline_us, with o's trust anchors and client certificate, and checks the server's
-   certificate: its chain, and unless o->verify is OPT_TLS_VERIFY_CA, name (a DNS name, or an
-   IP address checked as one; a DNS name also goes as SNI). Returns the connection, or NULL
-   with the cause in why. */
+   certificate: its chain, and unless o->verify is OPT_TLS_VERIFY_CA, name (a DNS name, in
+   subjectAltName only, or an IP address as the connection reads one, url_host_address, checked
+   as one; a DNS name also goes as SNI). o's files are read only if trust_open_root_file (or,
+   for o->ca_dir, trust_open_root_dir) lets them be. Returns the connection, or NULL with the
+   cause in why. */
 struct tls_conn *tls_open(int fd, const struct opt_tls *o, const char *name, int64_t deadline_us,
 			  char *why, size_t whysz);
 

@@ -27,6 +27,11 @@ bool trust_own_file(const struct stat *st, mode_t forbidden);
    *why; errno is ENOENT for a missing file, EPERM for one refused. */
 int trust_open_root_file(const char *path, bool secret, struct stat *st, const char **why);
 
+/* Opens the directory path read-only under the same rules: an absolute path, not a symbolic
+   link, a directory owned by root and writable by no one else. Returns an O_CLOEXEC
+   descriptor and its stat, or -1 with *why; errno as trust_open_root_file's. */
+int trust_open_root_dir(const char *path, struct stat *st, const char **why);
+
 /* Takes fd's flock (op: LOCK_EX or LOCK_SH), waiting at most wait_us: a holder that is
    stopped, or a hung file system, must not hold every login with it. Returns 0, or -1 with
    errno (ETIMEDOUT when the wait ran out). */

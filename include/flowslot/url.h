@@ -11,8 +11,9 @@
 #define URL_SOCKET_MAX 107 /* sun_path, less its NUL */
 #define URL_USER_MAX 255
 #define URL_PASSWORD_MAX 511
-#define URL_NODES_MAX 8	  /* sentinels, or cluster seeds, in one url */
-#define URL_MASTER_MAX 64 /* a Sentinel master name */
+#define URL_NODES_MAX 8	   /* sentinels, or cluster seeds, in one url */
+#define URL_MASTER_MAX 64  /* a Sentinel master name */
+#define URL_ADDRESS_MAX 46 /* INET6_ADDRSTRLEN: an address, written out, with its NUL */
 
 enum url_backend {
 	URL_BACKEND_TCP,
@@ -50,5 +51,10 @@ int url_parse(const char *s, struct url *u, const char **why);
    brackets), as a server names a node in MOVED, ASK or a sentinel's answer. The address must
    be IPv4 or IPv6, not a host name. Returns 0, or -1. */
 int url_parse_endpoint(const char *s, size_t n, struct url_node *node);
+
+/* Whether host is an IP address as the connection reads it (getaddrinfo with AI_NUMERICHOST,
+   IPv4 first, as hiredis dials: "127.1" and "2130706433" are 127.0.0.1), never resolving a
+   name; if so, the address as inet_ntop writes it in addr (URL_ADDRESS_MAX bytes). */
+bool url_host_address(const char *host, char *addr, size_t addrsz);
 
 #endif

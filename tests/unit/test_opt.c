@@ -331,6 +331,12 @@ static void test_parse_tls(void **state)
 	static const char *lone_key[] = { "url=rediss-cluster://h", "tls_key_file=/k.pem" };
 	static const char *ip_name[] = { "url=rediss-sentinel://s/m", "tls_server_name=10.0.0.7",
 					 "tls_verify=name" };
+	static const char *ip6_name[] = { "url=rediss://h", "tls_server_name=fe80::1:6380" };
+	static const char *ca_only[] = { "url=rediss://h", "tls_verify=ca" };
+	static const char *ca_dir[] = { "url=rediss://h", "tls_verify=ca",
+					"tls_ca_dir=/etc/ssl/certs" };
+	static const char *ca_file[] = { "url=rediss://h", "tls_ca_file=/etc/ssl/flowslot/ca.pem",
+					 "tls_verify=ca" };
 	struct capture c;
 	struct opt o;
 	char msg[1024];
@@ -350,6 +356,10 @@ static void test_parse_tls(void **state)
 	assert_int_equal(o.errors, 0);
 	assert_string_equal(o.tls.server_name, "10.0.0.7");
 	assert_int_equal(o.tls.verify, OPT_TLS_VERIFY_NAME);
+	/* An IPv6 address holds ':', and its last group may look like a port. */
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(ip6_name), ip6_name);
+	assert_int_equal(o.errors, 0);
+	assert_string_equal(o.tls.server_name, "fe80::1:6380");
 
 	/* TLS options on a plaintext url: the password would go in clear. */
 	capture_begin(&c);
@@ -358,6 +368,21 @@ static void test_parse_tls(void **state)
 	assert_int_equal(o.errors, 1);
 	if (strstr(msg, "the url does not use TLS") == NULL)
 		fail_msg("message: %s", msg);
+
+	/* tls_verify=ca on the system's trust store would take any public CA's certificate, for
+	   any name: refused, and why; with a CA named, file or directory, it is the chain alone. */
+	capture_begin(&c);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(ca_only), ca_only);
+	capture_end(&c, msg, sizeof(msg));
+	assert_int_equal(o.errors, 1);
+	if (strstr(msg, "tls_verify=ca needs tls_ca_file= or tls_ca_dir=") == NULL ||
+	    strstr(msg, "any public CA") == NULL)
+		fail_msg("message: %s", msg);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(ca_dir), ca_dir);
+	assert_int_equal(o.errors, 0);
+	assert_int_equal(o.tls.verify, OPT_TLS_VERIFY_CA);
+	opt_parse(&o, NULL, (int)ARRAY_SIZE(ca_file), ca_file);
+	assert_int_equal(o.errors, 0);
 
 	/* A certificate without its key, and a key without its certificate. */
 	capture_begin(&c);
@@ -411,6 +436,12 @@ static void test_set_bad_values(void **state)
 		"tls_server_name=*.example.net",
 		"tls_server_name=host:6380/x",
 		"tls_server_name=a b",
+		"tls_server_name=.example.net",
+		"tls_server_name=.",
+		"tls_server_name=redis.example.net:6380",
+		"tls_server_name=10.0.0.7:6380",
+		"tls_server_name=redis..example.net",
+		"tls_server_name=::1:6380:x",
 		"burst=0",
 		"burst=1001",
 		"burst=abc",
@@ -591,11 +622,21 @@ static void test_messages(void **state)
 	if (strstr(msg, "s3cret") != NULL || strstr(msg, "%73%33cret") != NULL)
 		fail_msg("the password leaked: %s", msg);
 
+	/* A name that would accept any subdomain, or one with a port: each says why. */
+	assert_int_equal(set_captured(&o, "tls_server_name=.example.net", msg, sizeof(msg)), -1);
+	if (strstr(msg, "bad value for tls_server_name: \".example.net\"") == NULL ||
+	    strstr(msg, "leading '.'") == NULL)
+		fail_msg("message: %s", msg);
+	assert_int_equal(
+	    set_captured(&o, "tls_server_name=redis.example.net:6380", msg, sizeof(msg)), -1);
+	if (strstr(msg, "a port goes in url=") == NULL)
+		fail_msg("message: %s", msg);
+
 	/* Untrusted bytes are escaped, never written raw. */
 	assert_int_equal(set_captured(&o, "key=a\nb", msg, sizeof(msg)), -1);
 	if (strstr(msg, "a\\x0ab") == NULL)
 		fail_msg("message: %s", msg);
-	assert_int_equal(o.errors, 7);
+	assert_int_equal(o.errors, 9);
 }
 
 int main(void)

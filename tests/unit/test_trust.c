@@ -216,6 +216,55 @@ static void test_root_file(void **state)
 	assert_int_equal(errno, EPERM);
 }
 
+/* trust_open_root_dir's answer for p: its why, or "" when it opened it. */
+static const char *root_dir(const char *p)
+{
+	struct stat st;
+	const char *why = "";
+	int fd = trust_open_root_dir(p, &st, &why);
+
+	if (fd >= 0) {
+		assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+		assert_true(S_ISDIR(st.st_mode));
+		close(fd);
+		return "";
+	}
+	assert_non_null(why);
+	return why;
+}
+
+/* The rules of trust_open_root_file, on a directory (tls_ca_dir=). */
+static void test_root_dir(void **state)
+{
+	char sub[sizeof(path)];
+
+	(void)state;
+	need_root();
+	snprintf(sub, sizeof(sub), "%s", at("certs"));
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_string_equal(root_dir(sub), "");
+	assert_int_equal(chmod(sub, 0775), 0);
+	assert_string_equal(root_dir(sub), "writable by group or others");
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(chmod(sub, 0757), 0);
+	assert_string_equal(root_dir(sub), "writable by group or others");
+	assert_int_equal(chmod(sub, 0755), 0);
+	assert_int_equal(chown(sub, NOBODY, (gid_t)-1), 0);
+	assert_string_equal(root_dir(sub), "not owned by root");
+	assert_int_equal(chown(sub, 0, (gid_t)-1), 0);
+	assert_int_equal(symlink("certs", at("certs-link")), 0);
+	assert_string_equal(root_dir(path), "a symbolic link");
+	assert_string_equal(root_dir(make_file("conf", 0644, 0)), "not a directory");
+	assert_int_equal(mkfifo(at("dir-fifo"), 0600), 0);
+	assert_string_equal(root_dir(path), "not a directory");
+	assert_string_equal(root_dir("certs"), "not an absolute path");
+	assert_string_equal(root_dir(at("missing-dir")), strerror(ENOENT));
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(unlink(at("certs-link")), 0);
+	assert_int_equal(unlink(at("dir-fifo")), 0);
+	assert_int_equal(rmdir(sub), 0);
+}
+
 /* The stopped holder of the test running, killed at its teardown should the test fail before
    it ends it (else it would hold the lock, and make's pipe, for ever). */
 static pid_t holder;
@@ -394,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_own_file),
 		cmocka_unit_test(test_own_file_other_uid),
 		cmocka_unit_test(test_root_file),
+		cmocka_unit_test(test_root_dir),
 		cmocka_unit_test_teardown(test_lock_stuck, end_holder),
 		cmocka_unit_test_teardown(test_lock_stuck_short_wait, end_holder),
 		cmocka_unit_test(test_lock_busy_costs_the_host_nothing),

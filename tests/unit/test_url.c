@@ -257,6 +257,40 @@ static void test_endpoint(void **state)
 			fail_msg("\"%s\" accepted", bad[i]);
 }
 
+/* An address as the connection reads it (getaddrinfo, as hiredis dials), written out; a name
+   is no address, and is never resolved. */
+static void test_host_address(void **state)
+{
+	static const struct {
+		const char *host, *addr; /* addr NULL: not an address */
+	} cases[] = {
+		{ "127.0.0.1", "127.0.0.1" },
+		{ "127.1", "127.0.0.1" },
+		{ "2130706433", "127.0.0.1" },
+		{ "0x7f.1", "127.0.0.1" },
+		{ "10.1.2", "10.1.0.2" },
+		{ "::1", "::1" },
+		{ "FE80:0:0::1", "fe80::1" },
+		{ "::ffff:10.0.0.7", "10.0.0.7" }, /* IPv4 first: dialled over IPv4 too */
+		{ "localhost", NULL },
+		{ "redis.example.net", NULL },
+		{ "127.0.0.1.example.net", NULL },
+		{ "1.2.3.4.5", NULL },
+		{ "", NULL },
+	};
+	char addr[URL_ADDRESS_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool ip = url_host_address(cases[i].host, addr, sizeof(addr));
+
+		if (ip != (cases[i].addr != NULL))
+			fail_msg("\"%s\": %s an address", cases[i].host, ip ? "is" : "is not");
+		if (ip && strcmp(addr, cases[i].addr) != 0)
+			fail_msg("\"%s\": %s, want %s", cases[i].host, addr, cases[i].addr);
+	}
+}
+
 static void test_url_limits(void **state)
 {
 	char s[1024], part[600];
@@ -411,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_url_sentinel_cluster),
 		cmocka_unit_test(test_url_tls),
 		cmocka_unit_test(test_endpoint),
+		cmocka_unit_test(test_host_address),
 		cmocka_unit_test(test_url_limits),
 		cmocka_unit_test(test_url_bad),
 	};
