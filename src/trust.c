@@ -25,6 +25,8 @@
    stuck one by the file alone: each read of /proc/locks takes the kernel's lock of every file
    lock for writing, which every flock and fcntl lock on the host then waits for. */
 #define TRUST_HOLDERS_AFTER(stuck_us) ((stuck_us) / 8)
+/* Bytes of /proc/locks read at once: some 1,300 locks on the host (trust_lock_holders). */
+#define TRUST_LOCKS_READ 65536
 
 int trust_open_dir(const char *dir, bool create, const char **why)
 {
@@ -138,6 +140,9 @@ static void trust_lock_line(char *line, const struct stat *st, struct trust_hold
 	if (errno != 0 || *end != '\0' || maj != major(st->st_dev) || min != minor(st->st_dev) ||
 	    ino != (unsigned long long)st->st_ino)
 		return;
+	/* The same holder twice: a file read in pieces (trust_lock_holders) repeated its line. */
+	if (h->n > 0 && (pid == h->low || pid == h->high))
+		return;
 	if (h->n == 0 || pid < h->low)
 		h->low = (pid_t)pid;
 	if (h->n == 0 || pid > h->high)
@@ -145,17 +150,25 @@ static void trust_lock_line(char *line, const struct stat *st, struct trust_hold
 	h->n++;
 }
 
-/* Reads /proc/locks for the holders of st's inode; none where it cannot be read. */
+/* Reads /proc/locks for the holders of st's inode; none where it cannot be read. The kernel
+   makes each read() of it under the locks' own lock, so a read that takes the whole file sees
+   one moment; read by the page, a file that outgrows one (a host with a few hundred locks
+   held) comes in pieces of different moments, which can leave out or repeat a holder that
+   never moved. */
 static void trust_lock_holders(const struct stat *st, struct trust_holder *h)
 {
-	char buf[4096];
+	char *buf;
 	size_t have = 0;
 	ssize_t r;
 	int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return;
-	while ((r = read(fd, buf + have, sizeof(buf) - 1 - have)) != 0) {
+	if ((buf = malloc(TRUST_LOCKS_READ)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((r = read(fd, buf + have, TRUST_LOCKS_READ - 1 - have)) != 0) {
 		char *line = buf, *nl;
 
 		if (r < 0 && errno == EINTR)
@@ -170,9 +183,10 @@ static void trust_lock_holders(const struct stat *st, struct trust_holder *h)
 		}
 		have -= (size_t)(line - buf);
 		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1) /* no lock line is that long */
+		if (have == TRUST_LOCKS_READ - 1) /* no lock line is that long */
 			have = 0;
 	}
+	free(buf);
 	close(fd);
 }
 
@@ -246,6 +260,13 @@ enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w)
 				now.n = 0;
 				now.low = now.high = 0;
 				trust_lock_holders(&st, &now);
+				/* No holder of a lock just refused: a read in pieces left it out
+				   (trust_lock_holders). The holders stand as last seen. */
+				if (now.n == 0) {
+					now.n = seen.n;
+					now.low = seen.low;
+					now.high = seen.high;
+				}
 				w->looks++;
 			}
 			if (since_us < 0 || !trust_same_holder(&seen, &now)) {
