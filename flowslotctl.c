@@ -3,14 +3,16 @@
  * flowslotctl: looks at and operates a pam_flowslot schedule, with the module's own option
  * parser and backends (cf. faillock(8)).
  *
- *   flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] COMMAND [KEY]
+ *   flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] COMMAND [KEY] [OPTION...]
  *
- * Each OPTION is a module argument, read as the module reads its own. A tool may take signals
- * and write to the terminal: the module may not, so all of that stays here.
+ * Each OPTION is a module argument, read as the module reads its own, wherever it stands. A
+ * tool may take signals and write to the terminal: the module may not, so all of that stays
+ * here.
  */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -231,14 +233,42 @@ static enum slot_verdict ctl_call(struct ctl *c, enum slot_op op, const struct s
 	return v;
 }
 
+/* The kinds of problem (opt.h), one and more. */
+static const char *const ctl_problem_words[OPT_PROBLEM_N][2] = {
+	[OPT_PROBLEM_UNKNOWN] = { "unknown option", "unknown options" },
+	[OPT_PROBLEM_VALUE] = { "bad value", "bad values" },
+	[OPT_PROBLEM_LINE] = { "line of the configuration file that is no option",
+			       "lines of the configuration file that are no option" },
+	[OPT_PROBLEM_UNSAFE] = { "file with unsafe permissions", "files with unsafe permissions" },
+	[OPT_PROBLEM_FILE] = { "file that cannot be used", "files that cannot be used" },
+	[OPT_PROBLEM_CONFLICT] = { "missing or conflicting option",
+				   "missing or conflicting options" },
+};
+
+/* Says what is wrong with the options, each named above, by kind ("1 unknown option, 2 bad
+   values"); then, if not NULL, what a login would do. */
+static void ctl_say_problems(const struct opt *o, const char *then)
+{
+	const char *sep = "";
+
+	fputs("flowslotctl: ", stderr);
+	for (int p = 0; p < OPT_PROBLEM_N; p++) {
+		if (o->problems[p] == 0)
+			continue;
+		fprintf(stderr, "%s%d %s", sep, o->problems[p],
+			ctl_problem_words[p][o->problems[p] != 1]);
+		sep = ", ";
+	}
+	fprintf(stderr, " (named above)%s%s\n", then != NULL ? "; " : "", then != NULL ? then : "");
+}
+
 /* A call that must reach the configured backend; says why not, and what a login would do. */
 static int ctl_call_or_say(struct ctl *c, enum slot_op op, struct slot_result *res)
 {
 	const struct slot_place none = { .id = "flowslotctl" };
 
 	if (c->o.errors > 0) {
-		fprintf(stderr, "flowslotctl: %d bad option%s (named above); %s\n", c->o.errors,
-			c->o.errors == 1 ? "" : "s", ctl_fallback(&c->o));
+		ctl_say_problems(&c->o, ctl_fallback(&c->o));
 		return 2;
 	}
 	if (ctl_call(c, op, &none, res) == SLOT_UNAVAILABLE) {
@@ -366,6 +396,13 @@ static int ctl_check(struct ctl *c)
 	if (rc == 0)
 		printf("ok: a login would queue on %s (schedule %s, %" PRId64 " waiting)\n",
 		       c->where, c->key, res.waiting);
+	/* Not an error, as for a login; but a typo that check passes over would be missed. */
+	if (rc == 0 && c->o.n_unknown > 0)
+		fprintf(stderr,
+			"flowslotctl: %d unknown option%s in the configuration file (named above), "
+			"ignored as a login ignores %s\n",
+			c->o.n_unknown, c->o.n_unknown == 1 ? "" : "s",
+			c->o.n_unknown == 1 ? "it" : "them");
 	return rc;
 }
 
@@ -380,8 +417,7 @@ static int ctl_metrics(struct ctl *c)
 	bool up;
 
 	if (c->o.errors > 0) {
-		fprintf(stderr, "flowslotctl: %d bad option%s (named above)\n", c->o.errors,
-			c->o.errors == 1 ? "" : "s");
+		ctl_say_problems(&c->o, NULL);
 		return 2;
 	}
 	/* --service: that stack's schedules only; without it, the host's all. */
@@ -638,10 +674,14 @@ static const struct ctl_command ctl_commands[] = {
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f, "usage: flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] "
-		   "COMMAND [KEY]\n"
-		   "OPTION: a pam_flowslot module argument (url=..., key=..., conf=...)\n"
-		   "commands:\n");
+	fprintf(f,
+		"usage: flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] "
+		"COMMAND [KEY] [OPTION...]\n"
+		"OPTION: a pam_flowslot module argument, NAME=VALUE or a flag (url=..., key=..., "
+		"conf=..., debug),\n"
+		"        before or after COMMAND; after --, words are COMMAND and KEY as they "
+		"are\n"
+		"commands:\n");
 	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
 		fprintf(f, "  %s\n", ctl_commands[i].usage);
 }
@@ -654,6 +694,97 @@ static const struct ctl_command *ctl_find(const char *name)
 	return NULL;
 }
 
+/* Whether a word of the command line is a module option: NAME=VALUE (a NAME the module does
+   not know included, for opt_parse to name), or a flag. So it is wherever it stands, before
+   the command or after it: "check url=..." must check that url, not a KEY of that name. */
+static bool ctl_module_option(const char *w)
+{
+	size_t n = opt_name_len(w);
+
+	return n > 0 && (w[n] == '=' || opt_is_flag(w));
+}
+
+/* A word that is no option: the command, then its KEY. Says why not, and returns -1. */
+static int ctl_word(const char *w, const struct ctl_command **cmd, const char **key)
+{
+	char shown[CTL_ESCAPED(64)];
+
+	if (*cmd == NULL && (*cmd = ctl_find(w)) != NULL)
+		return 0;
+	if (*cmd == NULL) {
+		fprintf(stderr, "flowslotctl: \"%s\" is neither a command (",
+			log_escape(w, shown, sizeof(shown)));
+		for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+			fprintf(stderr, "%s%s", i > 0 ? ", " : "", ctl_commands[i].name);
+		fprintf(stderr, ") nor a module option (NAME=VALUE, or a flag)\n");
+		return -1;
+	}
+	if (*key == NULL) {
+		*key = w;
+		return 0;
+	}
+	fprintf(stderr, "flowslotctl: %s: too many arguments (\"%s\")\n", (*cmd)->name,
+		log_escape(w, shown, sizeof(shown)));
+	return -1;
+}
+
+static const struct option ctl_options[] = {
+	{ "service", required_argument, NULL, 's' }, { "pam-dir", required_argument, NULL, 'p' },
+	{ "json", no_argument, NULL, 'j' },	     { "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },	     { NULL, 0, NULL, 0 },
+};
+
+/* Reads the command line into c, its module options into line; returns 0, 1 when done
+   (--help, --version), or -1 on an error, said. */
+static int ctl_read_words(struct ctl *c, int argc, char **argv, struct ctl_args *line,
+			  const char **pam_dir, const struct ctl_command **cmd, const char **key)
+{
+	int ch;
+
+	opterr = 0; /* said here, in our words */
+	/* "-": every other word comes back in its place (1), so that options stand anywhere
+	   and the words keep their order; "--" ends the options. */
+	while ((ch = getopt_long(argc, argv, "-:", ctl_options, NULL)) != -1) {
+		switch (ch) {
+		case 1:
+			if (ctl_module_option(optarg) ? ctl_add_arg(line, optarg) != 0
+						      : ctl_word(optarg, cmd, key) != 0)
+				return -1;
+			break;
+		case 's':
+			c->service = optarg;
+			break;
+		case 'p':
+			*pam_dir = optarg;
+			break;
+		case 'j':
+			c->json = true;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return 1;
+		case 'V':
+			printf("flowslotctl %s\n", FLOWSLOT_VERSION);
+			return 1;
+		case ':':
+			fprintf(stderr, "flowslotctl: %s needs a value\n", argv[optind - 1]);
+			return -1;
+		default:
+			if (optopt != 0)
+				fprintf(stderr, "flowslotctl: unknown option -%c\n", optopt);
+			else
+				fprintf(stderr, "flowslotctl: unknown option %s\n",
+					argv[optind - 1]);
+			return -1;
+		}
+	}
+	/* After "--": the command and the KEY, whatever they look like. */
+	for (; optind < argc; optind++)
+		if (ctl_word(argv[optind], cmd, key) != 0)
+			return -1;
+	return 0;
+}
+
 /* Reads the command line into c; returns the command, or NULL with rc set. */
 static const struct ctl_command *ctl_read_args(struct ctl *c, int argc, char **argv,
 					       const char **key, int *rc)
@@ -661,45 +792,16 @@ static const struct ctl_command *ctl_read_args(struct ctl *c, int argc, char **a
 	const char *pam_dir = CTL_PAM_DIR;
 	struct ctl_args line = { .n = 0 };
 	const struct ctl_command *cmd = NULL;
-	int i = 1;
+	int got = ctl_read_words(c, argc, argv, &line, &pam_dir, &cmd, key);
 
-	*rc = 2;
-	for (; i < argc && cmd == NULL; i++) {
-		if (strcmp(argv[i], "--version") == 0) {
-			printf("flowslotctl %s\n", FLOWSLOT_VERSION);
-			*rc = 0;
-			goto out;
-		} else if (strcmp(argv[i], "--help") == 0) {
-			ctl_usage(stdout);
-			*rc = 0;
-			goto out;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			c->json = true;
-		} else if ((strcmp(argv[i], "--service") == 0 ||
-			    strcmp(argv[i], "--pam-dir") == 0)) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "flowslotctl: %s needs a value\n", argv[i]);
-				goto out;
-			}
-			if (argv[i][2] == 's')
-				c->service = argv[++i];
-			else
-				pam_dir = argv[++i];
-		} else if (strncmp(argv[i], "--", 2) == 0) {
-			fprintf(stderr, "flowslotctl: unknown option %s\n", argv[i]);
-			goto out;
-		} else if ((cmd = ctl_find(argv[i])) == NULL && ctl_add_arg(&line, argv[i]) != 0) {
-			goto out;
-		}
-	}
-	if (cmd == NULL) {
-		ctl_usage(stderr);
+	*rc = got > 0 ? 0 : 2;
+	if (got != 0) {
+		cmd = NULL;
 		goto out;
 	}
-	*key = i < argc ? argv[i++] : NULL;
-	if (i < argc) {
-		fprintf(stderr, "flowslotctl: %s: too many arguments\n", cmd->name);
-		cmd = NULL;
+	*rc = 2;
+	if (cmd == NULL) {
+		ctl_usage(stderr);
 		goto out;
 	}
 	if (c->service != NULL) {
@@ -758,6 +860,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	opt_parse(&c.o, NULL, c.args.n, (const char **)c.args.v);
+	opt_warn_unknown(&c.o, NULL, false);
 	if (key != NULL && ctl_check_key(key) != 0) {
 		rc = 2;
 	} else if (key != NULL) {

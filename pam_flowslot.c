@@ -561,6 +561,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	int rc;
 
 	opt_parse(&o, pamh, argc, argv);
+	opt_warn_unknown(&o, pamh, true);
 	if (o.debug)
 		log_msg(pamh, LOG_DEBUG, "version %s: %s", FLOWSLOT_VERSION, gate_phase_name[phase]);
 	admitted_in = gate_admitted_in(pamh, o.slot.dry_run);

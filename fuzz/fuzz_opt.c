@@ -61,7 +61,7 @@ static void parse(struct opt *o, int argc, const char **argv)
 			      input_size > 0 && input[0] == '#' ? 0644 : 0600);
 		free(text);
 	} else if (conf != NULL) { /* refused, as opt_parse refuses it: relative, or too large */
-		o->errors++;
+		opt_count_problem(o, OPT_PROBLEM_FILE);
 	}
 	opt_parse_args(o, NULL, argc, argv);
 	if (o->password_file[0] != '\0') {
@@ -92,6 +92,7 @@ static void check_line(void *ctx, const char *where, const char *line)
 static void check_opt(const struct opt *o)
 {
 	const char *why = NULL;
+	int kinds = 0;
 
 	fuzz_check_url(&o->url);
 	FUZZ_CHECK(fuzz_terminated(o->key, sizeof(o->key)));
@@ -114,6 +115,11 @@ static void check_opt(const struct opt *o)
 	FUZZ_CHECK(strstr(o->tls.server_name, "..") == NULL);
 	FUZZ_CHECK(o->origin == NULL); /* only set while a file's line is applied */
 	FUZZ_CHECK(o->errors >= 0);
+	/* Every error has its kind, and an unknown option of the file is none. */
+	for (int p = 0; p < OPT_PROBLEM_N; p++)
+		kinds += o->problems[p];
+	FUZZ_CHECK(kinds == o->errors);
+	FUZZ_CHECK(o->n_unknown >= 0);
 }
 
 static bool url_equal(const struct url *a, const struct url *b)

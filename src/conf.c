@@ -12,9 +12,6 @@
 #include "flowslot/log.h"
 #include "flowslot/trust.h"
 
-/* "file:line" for a path of up to 255 bytes. */
-#define CONF_WHERE_MAX (255 + 32)
-
 /* Opens path as trust_open_root_file does, and refuses a file larger than CONF_SIZE_MAX. */
 static int conf_open(const char *path, bool secret, struct stat *st, const char **why)
 {
@@ -23,7 +20,7 @@ static int conf_open(const char *path, bool secret, struct stat *st, const char 
 	if (fd >= 0 && st->st_size > CONF_SIZE_MAX) {
 		close(fd);
 		*why = "larger than 64 KiB";
-		errno = EPERM;
+		errno = EFBIG;
 		return -1;
 	}
 	return fd;
@@ -129,20 +126,23 @@ int conf_read(const pam_handle_t *pamh, const char *path, bool required, conf_li
 	const char *why = NULL;
 	size_t len = 0;
 	char *text;
-	int problems, fd = conf_open(path, false, &st, &why);
+	int problems, saved, fd = conf_open(path, false, &st, &why);
 
 	*mode = 0;
 	if (fd < 0) {
 		if (errno == ENOENT && !required)
 			return 0;
+		saved = errno;
 		log_msg(pamh, LOG_ERR, "conf: cannot use %s: %s", path, why);
-		return 1;
+		errno = saved;
+		return -1;
 	}
 	text = conf_slurp(fd, &len);
 	close(fd);
 	if (text == NULL) {
 		log_msg(pamh, LOG_ERR, "conf: cannot read %s", path);
-		return 1;
+		errno = EIO;
+		return -1;
 	}
 	*mode = st.st_mode;
 	problems = conf_parse(pamh, path, text, len, fn, ctx);
@@ -181,10 +181,13 @@ int conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why
 	close(fd);
 	if (n < 0) {
 		*why = "cannot read it";
+		errno = EIO;
 		return -1;
 	}
 	line[n] = '\0';
 	rc = conf_parse_secret(line, (size_t)n, buf, bufsz, why);
 	explicit_bzero(line, sizeof(line));
+	if (rc != 0)
+		errno = EINVAL;
 	return rc;
 }

@@ -2,6 +2,7 @@
 #include "flowslot/opt.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "flowslot/conf.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
+#include "flowslot/once.h"
 #include "flowslot/str.h"
 
 #define US_PER_S INT64_C(1000000)
@@ -427,15 +429,22 @@ static const struct opt_setter {
 	{ "tls_verify=", opt_set_tls_verify, false },
 };
 
-static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void opt_count_problem(struct opt *o, enum opt_problem p)
+{
+	o->errors++;
+	o->problems[p]++;
+}
 
-static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...)
+static int opt_bad(struct opt *o, const pam_handle_t *pamh, enum opt_problem p, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+
+static int opt_bad(struct opt *o, const pam_handle_t *pamh, enum opt_problem p, const char *fmt,
+		   ...)
 {
 	char msg[512];
 	va_list ap;
 
-	o->errors++;
+	opt_count_problem(o, p);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -446,21 +455,84 @@ static int opt_bad(struct opt *o, const pam_handle_t *pamh, const char *fmt, ...
 	return -1;
 }
 
+/* The flag arg names: 0 quiet, 1 debug, 2 dry_run; -1 for none. */
+static int opt_flag(const char *arg)
+{
+	if (strcmp(arg, "quiet") == 0)
+		return 0;
+	if (strcmp(arg, "debug") == 0)
+		return 1;
+	if (strcmp(arg, "dry_run") == 0)
+		return 2;
+	return -1;
+}
+
+bool opt_is_flag(const char *arg)
+{
+	return opt_flag(arg) >= 0;
+}
+
+size_t opt_name_len(const char *arg)
+{
+	size_t n = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+
+	return n <= OPT_NAME_MAX && (arg[n] == '=' || arg[n] == '\0') ? n : 0;
+}
+
+bool opt_known_name(const char *name, size_t len)
+{
+	char flag[OPT_NAME_MAX + 1];
+
+	if (len == 0 || len > OPT_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < sizeof(opt_setters) / sizeof(opt_setters[0]); i++)
+		if (strlen(opt_setters[i].name) == len + 1 &&
+		    strncmp(opt_setters[i].name, name, len) == 0)
+			return true;
+	memcpy(flag, name, len);
+	flag[len] = '\0';
+	return opt_is_flag(flag);
+}
+
+/* arg, which no setter nor flag takes: a known name used wrong, or an unknown option (in the
+   configuration file, a line that is no option at all: opt_conf_line takes the others). */
+static int opt_set_unknown(struct opt *o, const pam_handle_t *pamh, const char *arg)
+{
+	const enum opt_problem p = o->origin != NULL ? OPT_PROBLEM_LINE : OPT_PROBLEM_UNKNOWN;
+	size_t n = opt_name_len(arg);
+	char shown[128];
+
+	if (n > 0 && arg[n] == '=' && opt_known_name(arg, n))
+		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "bad value for %.*s: a flag takes none",
+			       (int)n, arg);
+	if (n > 0 && opt_known_name(arg, n))
+		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "no value for %.*s (%.*s=VALUE)", (int)n,
+			       arg, (int)n, arg);
+	/* Only a name: "url redis://:pw@h", or a password pasted alone on a line of the
+	   configuration file, would otherwise reach the log. */
+	log_escape(arg, shown, sizeof(shown));
+	shown[strspn(shown, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")] = '\0';
+	if (shown[0] == '\0')
+		return opt_bad(o, pamh, p, "unknown option (not shown: it is not a name)");
+	return opt_bad(o, pamh, p, "unknown option \"%s\"", shown);
+}
+
 int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 {
 	char shown[128];
 
-	if (strcmp(arg, "quiet") == 0) {
+	switch (opt_flag(arg)) {
+	case 0:
 		o->quiet = true;
 		return 0;
-	}
-	if (strcmp(arg, "debug") == 0) {
+	case 1:
 		o->debug = true;
 		return 0;
-	}
-	if (strcmp(arg, "dry_run") == 0) {
+	case 2:
 		o->slot.dry_run = true;
 		return 0;
+	default:
+		break;
 	}
 	for (size_t i = 0; i < sizeof(opt_setters) / sizeof(opt_setters[0]); i++) {
 		const struct opt_setter *s = &opt_setters[i];
@@ -473,18 +545,13 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 			return 0;
 		/* A url may hold a password: name what is wrong, never echo it. */
 		if (s->secret)
-			return opt_bad(o, pamh, "bad value for %.*s: %s", (int)namelen - 1, arg,
-				       why);
-		return opt_bad(o, pamh, "bad value for %.*s: \"%s\": %s", (int)namelen - 1, arg,
+			return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "bad value for %.*s: %s",
+				       (int)namelen - 1, arg, why);
+		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "bad value for %.*s: \"%s\": %s",
+			       (int)namelen - 1, arg,
 			       log_escape(arg + namelen, shown, sizeof(shown)), why);
 	}
-	/* Only a name: "url redis://:pw@h", or a password pasted alone on a line of the
-	   configuration file, would otherwise reach the log. */
-	log_escape(arg, shown, sizeof(shown));
-	shown[strspn(shown, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")] = '\0';
-	if (shown[0] == '\0')
-		return opt_bad(o, pamh, "unknown option (not shown: it is not a name)");
-	return opt_bad(o, pamh, "unknown option \"%s\"", shown);
+	return opt_set_unknown(o, pamh, arg);
 }
 
 /* conf_parse's callback: a line of the file goes through the same setter as an argument. */
@@ -493,13 +560,63 @@ struct opt_conf {
 	const pam_handle_t *pamh;
 };
 
+/* Notes the unknown option name (n bytes) at where, for opt_warn_unknown. */
+static void opt_note_unknown(struct opt *o, const char *where, const char *name, size_t n)
+{
+	struct opt_unknown *u;
+	const char *colon = strrchr(where, ':');
+
+	if (o->n_unknown++ >= OPT_UNKNOWN_MAX)
+		return;
+	u = &o->unknown[o->n_unknown - 1];
+	snprintf(u->where, sizeof(u->where), "%s", where);
+	u->file_len = colon != NULL ? (size_t)(colon - where) : strlen(u->where);
+	if (u->file_len > strlen(u->where))
+		u->file_len = strlen(u->where);
+	memcpy(u->name, name, n);
+	u->name[n] = '\0';
+}
+
+/* An unknown NAME=VALUE or NAME in the file is ignored, as faillock.conf's are: a typo, or an
+   option of a newer module read by an older one, must not throw away the rest of the file. */
 static void opt_conf_line(void *ctx, const char *where, const char *line)
 {
 	struct opt_conf *c = ctx;
+	size_t n = opt_name_len(line);
 
+	if (n > 0 && !opt_known_name(line, n)) {
+		opt_note_unknown(c->o, where, line, n);
+		return;
+	}
 	c->o->origin = where;
 	opt_set(c->o, c->pamh, line);
 	c->o->origin = NULL;
+}
+
+void opt_warn_unknown(const struct opt *o, const pam_handle_t *pamh, bool limited)
+{
+	static const char once[] = " (said at most once an hour)";
+	char what[CONF_WHERE_MAX + OPT_NAME_MAX + 16];
+	const int named = o->n_unknown < OPT_UNKNOWN_MAX ? o->n_unknown : OPT_UNKNOWN_MAX;
+	const struct opt_unknown *u;
+
+	for (int i = 0; i < named; i++) {
+		u = &o->unknown[i];
+		/* By file and name: a line moved by an edit is the same typo. */
+		snprintf(what, sizeof(what), "unknown option %s in %.*s", u->name, (int)u->file_len,
+			 u->where);
+		if (limited && !once_due(o->state_dir, what, OPT_UNKNOWN_PERIOD_S))
+			continue;
+		log_msg(pamh, LOG_WARNING, "%s: unknown option \"%s\": ignored%s", u->where,
+			u->name, limited ? once : "");
+	}
+	if (o->n_unknown <= named)
+		return;
+	u = &o->unknown[0];
+	snprintf(what, sizeof(what), "more unknown options in %.*s", (int)u->file_len, u->where);
+	if (!limited || once_due(o->state_dir, what, OPT_UNKNOWN_PERIOD_S))
+		log_msg(pamh, LOG_WARNING, "%.*s: %d more unknown options, not named: ignored%s",
+			(int)u->file_len, u->where, o->n_unknown - named, limited ? once : "");
 }
 
 /* A password that a file readable by others gave is not used. */
@@ -509,7 +626,7 @@ static void opt_conf_done(struct opt *o, const pam_handle_t *pamh, const char *n
 	if (had_password || !(o->url.has_password || o->has_sentinel_password) ||
 	    (mode & S_IROTH) == 0)
 		return;
-	o->errors++;
+	opt_count_problem(o, OPT_PROBLEM_UNSAFE);
 	opt_wipe(o);
 	o->url.has_password = false;
 	o->has_sentinel_password = false;
@@ -524,9 +641,17 @@ void opt_conf_text(struct opt *o, const pam_handle_t *pamh, const char *name, ch
 {
 	struct opt_conf c = { o, pamh };
 	bool had_password = o->url.has_password || o->has_sentinel_password;
+	int bad = conf_parse(pamh, name, text, len, opt_conf_line, &c);
 
-	o->errors += conf_parse(pamh, name, text, len, opt_conf_line, &c);
+	o->errors += bad;
+	o->problems[OPT_PROBLEM_LINE] += bad;
 	opt_conf_done(o, pamh, name, had_password, mode);
+}
+
+/* The kind of problem a file refused with errno is. */
+static enum opt_problem opt_file_problem(int err)
+{
+	return err == EPERM || err == ELOOP ? OPT_PROBLEM_UNSAFE : OPT_PROBLEM_FILE;
 }
 
 static void opt_read_conf(struct opt *o, const pam_handle_t *pamh, const char *path, bool required)
@@ -534,8 +659,14 @@ static void opt_read_conf(struct opt *o, const pam_handle_t *pamh, const char *p
 	struct opt_conf c = { o, pamh };
 	bool had_password = o->url.has_password || o->has_sentinel_password;
 	mode_t mode;
+	int bad = conf_read(pamh, path, required, opt_conf_line, &c, &mode);
 
-	o->errors += conf_read(pamh, path, required, opt_conf_line, &c, &mode);
+	if (bad < 0) {
+		opt_count_problem(o, opt_file_problem(errno));
+	} else {
+		o->errors += bad;
+		o->problems[OPT_PROBLEM_LINE] += bad;
+	}
 	opt_conf_done(o, pamh, path, had_password, mode);
 }
 
@@ -556,14 +687,15 @@ void opt_parse_args(struct opt *o, const pam_handle_t *pamh, int argc, const cha
 	}
 }
 
-/* The outcome of reading password_file=. */
-static void opt_take_password(struct opt *o, const pam_handle_t *pamh, int rc, const char *why)
+/* The outcome of reading password_file=: rc, and the problem p if it failed. */
+static void opt_take_password(struct opt *o, const pam_handle_t *pamh, int rc, enum opt_problem p,
+			      const char *why)
 {
 	if (rc == 0) {
 		o->url.has_password = true;
 		return;
 	}
-	o->errors++;
+	opt_count_problem(o, p);
 	log_msg(pamh, LOG_ERR, "password_file: cannot use %s: %s", o->password_file, why);
 }
 
@@ -572,32 +704,32 @@ void opt_password_text(struct opt *o, const pam_handle_t *pamh, const char *text
 	const char *why = NULL;
 	int rc = conf_parse_secret(text, n, o->url.password, sizeof(o->url.password), &why);
 
-	opt_take_password(o, pamh, rc, why);
+	opt_take_password(o, pamh, rc, OPT_PROBLEM_FILE, why);
 }
 
 void opt_check(struct opt *o, const pam_handle_t *pamh)
 {
 	if (o->url.user[0] != '\0' && !o->url.has_password) {
-		o->errors++;
+		opt_count_problem(o, OPT_PROBLEM_CONFLICT);
 		log_msg(pamh, LOG_ERR, "url names the user \"%s\" but no password is given",
 			o->url.user);
 	}
 	if ((o->tls.cert_file[0] == '\0') != (o->tls.key_file[0] == '\0')) {
-		o->errors++;
+		opt_count_problem(o, OPT_PROBLEM_CONFLICT);
 		log_msg(pamh, LOG_ERR, "tls_cert_file and tls_key_file go together: one is missing");
 	}
 	/* On the system's trust store, the chain alone is any certificate that any public CA
 	   issued, for any name: no check at all. */
 	if (o->tls.verify == OPT_TLS_VERIFY_CA && o->tls.ca_file[0] == '\0' &&
 	    o->tls.ca_dir[0] == '\0') {
-		o->errors++;
+		opt_count_problem(o, OPT_PROBLEM_CONFLICT);
 		log_msg(pamh, LOG_ERR,
 			"tls_verify=ca needs tls_ca_file= or tls_ca_dir=: on the system's trust "
 			"store it would accept a certificate from any public CA, for any name");
 	}
 	/* Whoever set them expects TLS: saying nothing would send the password in clear. */
 	if (o->tls.set && !o->url.tls) {
-		o->errors++;
+		opt_count_problem(o, OPT_PROBLEM_CONFLICT);
 		log_msg(pamh, LOG_ERR,
 			"tls_* options are given but the url does not use TLS (rediss://, "
 			"rediss-sentinel://, rediss-cluster://)");
@@ -620,7 +752,7 @@ void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **a
 		int rc = conf_read_secret(o->password_file, o->url.password,
 					  sizeof(o->url.password), &why);
 
-		opt_take_password(o, pamh, rc, why);
+		opt_take_password(o, pamh, rc, opt_file_problem(errno), why);
 	}
 	opt_check(o, pamh);
 }

@@ -161,11 +161,12 @@ check "a backend named with a newline is logged escaped, on one line (exit $rc: 
 "$CTL" "$C" "$R" key=c3 check > "$TMP/check.out" 2>&1
 check "check, a good configuration: exit 0, 'ok'" \
 	sh -c "[ $? = 0 ] && grep -q '^ok: a login would queue on redis unix:' '$TMP/check.out'"
-"$CTL" "$C" "$R" interval=7x bogus check > "$TMP/check-bad.out" 2>&1
+"$CTL" "$C" "$R" interval=7x bogus=1 check > "$TMP/check-bad.out" 2>&1
 rc=$?
-check "check, two bad options: exit $rc, each named" \
-	sh -c "[ $rc != 0 ] && grep -q 'bad value for interval: \"7x\"' '$TMP/check-bad.out' &&
-		grep -q 'unknown option \"bogus\"' '$TMP/check-bad.out' && grep -q '2 bad options' '$TMP/check-bad.out'"
+check "check, two bad options: exit $rc, each named, and summed up by kind ($(tail -1 "$TMP/check-bad.out"))" \
+	sh -c "[ $rc = 2 ] && grep -q 'bad value for interval: \"7x\"' '$TMP/check-bad.out' &&
+		grep -q 'unknown option \"bogus\"' '$TMP/check-bad.out' &&
+		grep -q '^flowslotctl: 1 unknown option, 1 bad value (named above)' '$TMP/check-bad.out'"
 down=$(free_port)
 "$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=500ms check > "$TMP/check-down.out" 2>&1
 rc=$?
@@ -175,6 +176,65 @@ check "check, Redis down: exit $rc, names 127.0.0.1:$down, the error and fallbac
 "$CTL" "$C" "url=redis://127.0.0.1:$down" timeout=500ms fallback=closed check > "$TMP/check-closed.out" 2>&1
 check "... and fallback=closed when so configured" \
 	sh -c "[ $? = 1 ] && grep -q 'fallback=closed: a login would be refused' '$TMP/check-closed.out'"
+
+# 3b. Options after the command (issue 30): options wherever they stand, for every command; a
+# KEY that looks like one goes after --. Before, "check url=..." took the url for the KEY and
+# checked the default backend: "ok", exit 0.
+"$CTL" "$C" check "url=redis://127.0.0.1:$down" > "$TMP/check-after.out" 2>&1
+rc=$?
+check "check url=redis://127.0.0.1:$down (after the command): exit $rc, no 'ok', the server named unreachable" \
+	sh -c "[ $rc = 1 ] && ! grep -q '^ok' '$TMP/check-after.out' &&
+		grep -q '127.0.0.1:$down: cannot connect: Connection refused' '$TMP/check-after.out'"
+"$CTL" check "$C" intervall=3s > "$TMP/check-typo.out" 2>&1
+rc=$?
+check "check intervall=3s (after the command): exit $rc, an unknown option, not a KEY" \
+	sh -c "[ $rc = 2 ] && ! grep -q '^ok' '$TMP/check-typo.out' && grep -q 'unknown option \"intervall\"' '$TMP/check-typo.out'"
+"$CTL" status "$C" "$R" key=c3b --json > "$TMP/status-after.json" 2> "$TMP/status-after.err"
+rc=$?
+got=$(json_field "['key']" < "$TMP/status-after.json" 2> /dev/null)
+check "status OPTION... --json, all after the command: exit $rc, the options' schedule, as JSON ($got)" \
+	sh -c "[ $rc = 0 ] && [ '$got' = c3b ]"
+"$CTL" "$C" "$R" status c3c debug > "$TMP/status-flag.out" 2>&1
+check "... a flag after the KEY is a flag: the KEY stands (rc $?)" grep -q '^schedule: *c3c$' "$TMP/status-flag.out"
+"$CTL" "$C" "$R" status -- c3=x > "$TMP/status-dd.out" 2>&1
+check "... and after --, a KEY that looks like an option is the KEY (rc $?)" \
+	grep -q '^schedule: *c3=x$' "$TMP/status-dd.out"
+"$CTL" "$C" "$R" bogus check > "$TMP/check-word.out" 2>&1
+rc=$?
+check "a word that is neither a command nor an option: exit $rc, said so" \
+	sh -c "[ $rc = 2 ] && grep -q '\"bogus\" is neither a command (status, reset, check, wait, metrics) nor a module option' '$TMP/check-word.out'"
+"$CTL" "$C" "$R" status c3d c3e > "$TMP/status-many.out" 2>&1
+rc=$?
+check "... and a second KEY: exit $rc, too many arguments" \
+	sh -c "[ $rc = 2 ] && grep -q 'status: too many arguments (\"c3e\")' '$TMP/status-many.out'"
+"$CTL" --help > "$TMP/help.out" 2>&1
+check "--help says options stand before or after the command, and what -- does" \
+	sh -c "grep -q 'before or after COMMAND' '$TMP/help.out' && grep -q 'after --, words are COMMAND and KEY' '$TMP/help.out'"
+
+# 3c. The configuration file (issue 28): check says what is wrong for what it is. An unknown
+# option is named and ignored, as a login ignores it: the file's url stands, exit 0. A bad value
+# is a bad value; a file writable by others has unsafe permissions (it was "1 bad option").
+printf 'url=unix://%s/r.sock\nintervall=3s\n' "$TMP" > "$TMP/typo.conf"
+"$CTL" "conf=$TMP/typo.conf" key=c3f check > "$TMP/check-conf-typo.out" 2>&1
+rc=$?
+check "check, a typo in the configuration file: exit $rc, 'ok' on the file's Redis, the option named and ignored" \
+	sh -c "[ $rc = 0 ] && grep -q '^ok: a login would queue on redis unix:$TMP/r.sock' '$TMP/check-conf-typo.out' &&
+		grep -q '$TMP/typo.conf:2: unknown option \"intervall\": ignored' '$TMP/check-conf-typo.out' &&
+		grep -q '1 unknown option in the configuration file (named above), ignored as a login ignores it' '$TMP/check-conf-typo.out'"
+printf 'url=unix://%s/r.sock\ninterval=3x\n' "$TMP" > "$TMP/badval.conf"
+"$CTL" "conf=$TMP/badval.conf" key=c3f check > "$TMP/check-conf-bad.out" 2>&1
+rc=$?
+check "check, a bad value in the configuration file: exit $rc, '1 bad value' and the fallback ($(tail -1 "$TMP/check-conf-bad.out"))" \
+	sh -c "[ $rc = 2 ] && grep -q '$TMP/badval.conf:2: bad value for interval' '$TMP/check-conf-bad.out' &&
+		grep -q '^flowslotctl: 1 bad value (named above); fallback=local' '$TMP/check-conf-bad.out'"
+printf 'url=unix://%s/r.sock\n' "$TMP" > "$TMP/unsafe.conf"
+chmod 0666 "$TMP/unsafe.conf"
+"$CTL" "conf=$TMP/unsafe.conf" key=c3f check > "$TMP/check-conf-unsafe.out" 2>&1
+rc=$?
+check "check, a configuration file writable by others: exit $rc, 'unsafe permissions', not 'bad option' ($(tail -1 "$TMP/check-conf-unsafe.out"))" \
+	sh -c "[ $rc = 2 ] && grep -q 'writable by group or others' '$TMP/check-conf-unsafe.out' &&
+		grep -q '^flowslotctl: 1 file with unsafe permissions (named above)' '$TMP/check-conf-unsafe.out' &&
+		! grep -q 'bad option' '$TMP/check-conf-unsafe.out'"
 
 # 4. wait in tmux: one line rewritten in place, the turn, and Ctrl-C giving the place back.
 W="$C $R key=c4 interval=5s"

@@ -349,6 +349,32 @@ login cf1 conf alice
 check "etc/security/pam_flowslot.conf, uncommented: no error, admitted through Redis" \
 	sh -c "[ $(rc_of cf1) = 0 ] && ! grep -q 'SYSLOG(3)' '$TMP/cf1.err' && [ \$(redis-cli -s '$TMP/r.sock' exists confexample) = 1 ]"
 
+# A typo in the configuration file (issue 28): the unknown option is ignored with one
+# LOG_WARNING naming file, line and option, at most once an hour on the host (a stamp in
+# state_dir); the rest of the file stands, url= included, and no login takes the fallback. The
+# second login is refused by the file's max_wait on the file's interval, through Redis.
+printf '%s\n' "url=unix://$TMP/r.sock" key=typo intervall=3s interval=5s max_wait=1s \
+	"state_dir=$TMP/typostate" > "$TMP/typo.conf"
+service typo "auth required @M conf=$TMP/typo.conf" "$permit_line"
+login ty1 typo alice
+login ty2 typo bob
+warned() { grep -ac "SYSLOG(4): .*$TMP/typo.conf:3: unknown option \"intervall\": ignored" "$TMP/$1.err"; }
+check "a typo in the configuration file: one LOG_WARNING naming file, line and option, in two logins ($(warned ty1) + $(warned ty2))" \
+	[ "$(warned ty1)$(warned ty2)" = 10 ]
+check "... no error, no fallback: the file's url, interval and max_wait apply ($(rc_of ty1) $(rc_of ty2))" \
+	sh -c "[ $(rc_of ty1)$(rc_of ty2) = 01 ] && ! grep -aq 'SYSLOG(3)\|fallback' '$TMP/ty1.err' '$TMP/ty2.err' &&
+		grep -q 'refused: .*via=redis' '$TMP/ty2.err' && [ \$(redis-cli -s '$TMP/r.sock' exists typo) = 1 ]"
+touch -d '61 minutes ago' "$TMP"/typostate/once.*
+login ty3 typo carol
+check "... said again once the last warning is over an hour old ($(warned ty3))" [ "$(warned ty3)" = 1 ]
+# A bad value in the file still follows the failure policy.
+printf '%s\n' "url=unix://$TMP/r.sock" key=typo2 interval=3x fallback=closed > "$TMP/badval.conf"
+service badval "auth required @M conf=$TMP/badval.conf" "$permit_line"
+login bv1 badval alice
+check "a bad value in the configuration file: LOG_ERR by file and line, and fallback=closed" \
+	sh -c "[ $(rc_of bv1) != 0 ] && grep -aq 'SYSLOG(3): $TMP/badval.conf:3: bad value for interval' '$TMP/bv1.err' &&
+		grep -q 'fallback=closed: refusing' '$TMP/bv1.err'"
+
 # max_wait's default: 45 s in auth (under LOGIN_TIMEOUT and LoginGraceTime), 5 min in session.
 service mwauth "auth required @M url=unix://$TMP/r.sock key=mwa interval=50s" "$permit_line"
 login mwa1 mwauth alice

@@ -12,6 +12,8 @@
 
 #define CONF_SIZE_MAX 65536
 #define CONF_SECRET_MAX 511 /* a password's bytes */
+/* "file:line" for a path of up to 255 bytes. */
+#define CONF_WHERE_MAX (255 + 32)
 
 /* Takes one "name=value" (or flag) line, blanks around its '=' removed; where is "file:line". */
 typedef void conf_line_fn(void *ctx, const char *where, const char *line);
@@ -22,7 +24,9 @@ int conf_parse(const pam_handle_t *pamh, const char *name, char *text, size_t le
 	       void *ctx);
 
 /* Reads path through conf_parse. A missing file is fine unless required. Returns how many
-   problems it logged, and in *mode the file's mode (0 when it was not read). */
+   lines had problems (logged), or -1 when the file could not be used (logged), errno EPERM or
+   ELOOP if that was for its owner, mode, type or a symbolic link; and in *mode the file's mode
+   (0 when it was not read). */
 int conf_read(const pam_handle_t *pamh, const char *path, bool required, conf_line_fn *fn,
 	      void *ctx, mode_t *mode);
 
@@ -30,7 +34,8 @@ int conf_read(const pam_handle_t *pamh, const char *path, bool required, conf_li
    NUL) into buf. Returns 0, or -1 with *why. */
 int conf_parse_secret(const char *text, size_t n, char *buf, size_t bufsz, const char **why);
 
-/* Reads the password in the first line of path into buf. Returns 0, or -1 with *why. */
+/* Reads the password in the first line of path into buf. Returns 0, or -1 with *why, errno
+   EPERM or ELOOP if the file was refused for its owner, mode, type or a symbolic link. */
 int conf_read_secret(const char *path, char *buf, size_t bufsz, const char **why);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <security/pam_modules.h>
 
+#include "flowslot/conf.h"
 #include "flowslot/pressure.h"
 #include "flowslot/slot.h"
 #include "flowslot/url.h"
@@ -19,6 +20,11 @@
 #define OPT_SYNC_REPLICAS_MAX 16
 #define OPT_PER_HOST_MAX 1000
 #define OPT_CONF_DEFAULT "/etc/security/pam_flowslot.conf"
+#define OPT_NAME_MAX 64 /* an option's name, known or not */
+/* Unknown options of the configuration file named one by one; those past are counted. */
+#define OPT_UNKNOWN_MAX 8
+/* Each is warned of at most once in this long on a host (opt_warn_unknown). */
+#define OPT_UNKNOWN_PERIOD_S 3600
 /* Default max_wait in the session phase, which has no deadline: long enough to queue the
    storm we exist for, 20 logins at once 7 s apart (the last waits 133 s), with room to spare. */
 #define OPT_MAX_WAIT_SESSION_US INT64_C(300000000)
@@ -65,6 +71,24 @@ struct opt_pressure {
 	bool refuse; /* pressure_timeout=refuse */
 };
 
+/* What is wrong with an option or a file, by kind: each counts as an error (errors). */
+enum opt_problem {
+	OPT_PROBLEM_UNKNOWN,  /* an unknown module argument */
+	OPT_PROBLEM_VALUE,    /* a bad value for a known option */
+	OPT_PROBLEM_LINE,     /* a line of the configuration file that is no NAME=VALUE nor flag */
+	OPT_PROBLEM_UNSAFE,   /* a file refused for its owner, mode or type, or a symbolic link */
+	OPT_PROBLEM_FILE,     /* a file missing, unreadable, too large, or without a password */
+	OPT_PROBLEM_CONFLICT, /* options that do not go together (opt_check) */
+	OPT_PROBLEM_N,
+};
+
+/* An unknown option of the configuration file: not an error, but ignored with a warning. */
+struct opt_unknown {
+	char where[CONF_WHERE_MAX]; /* "file:line" */
+	size_t file_len;	    /* the file's part of where */
+	char name[OPT_NAME_MAX + 1];
+};
+
 struct opt {
 	struct url url;
 	char key[OPT_KEY_MAX + 1]; /* the template, before expansion */
@@ -85,6 +109,9 @@ struct opt {
 	bool quiet;
 	bool debug;
 	int errors;	    /* bad options seen; any sends the login to the fallback */
+	int problems[OPT_PROBLEM_N]; /* the errors by kind */
+	int n_unknown; /* unknown options in the configuration file: ignored, not errors */
+	struct opt_unknown unknown[OPT_UNKNOWN_MAX]; /* the first of them */
 	int64_t until_us;   /* not an option: when a decision on Redis must be over at the latest
 			       (CLOCK_MONOTONIC; 0: its own bound), the wait's try before a slot */
 	const char *origin; /* "file:line" of the option being set; NULL: a module argument */
@@ -100,15 +127,35 @@ void opt_defaults(struct opt *o);
    leaves the option as it was. Returns 0, or -1 for a bad one. pamh may be NULL. */
 int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg);
 
+/* Counts an error of kind p. */
+void opt_count_problem(struct opt *o, enum opt_problem p);
+
+/* The length of the name arg starts with: 1 to OPT_NAME_MAX letters and '_', then '=' or the
+   end of arg; 0 when arg starts with no such name. */
+size_t opt_name_len(const char *arg);
+
+/* Whether the module knows the option named by the first len bytes of name. */
+bool opt_known_name(const char *name, size_t len);
+
+/* Whether arg is one of the flags (quiet, debug, dry_run). */
+bool opt_is_flag(const char *arg);
+
+/* Logs each unknown option of the configuration file (o->unknown) at LOG_WARNING, by file,
+   line and name. With limited, each file and name at most once in OPT_UNKNOWN_PERIOD_S on
+   the host, by a stamp in o->state_dir (once_due); else every one. */
+void opt_warn_unknown(const struct opt *o, const pam_handle_t *pamh, bool limited);
+
 /* Defaults, then the configuration file (conf=, or OPT_CONF_DEFAULT if it exists), then every
-   module argument in order, then password_file=, then opt_check. */
+   module argument in order, then password_file=, then opt_check. The file's unknown options
+   are only noted: the caller warns of them (opt_warn_unknown), once state_dir is known. */
 void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
 
 /* The steps of opt_parse, for a caller that holds the files' text itself (fuzz/fuzz_opt.c). */
 
 /* Applies the text of the configuration file name (len bytes and a NUL, changed in place) as
-   opt_parse applies the file: each line through opt_set, and a password it gives refused
-   when mode lets others read it. */
+   opt_parse applies the file: each line through opt_set, but for an unknown NAME=VALUE or
+   NAME, noted in o->unknown and ignored; and a password it gives refused when mode lets
+   others read it. */
 void opt_conf_text(struct opt *o, const pam_handle_t *pamh, const char *name, char *text,
 		   size_t len, mode_t mode);
 

@@ -77,6 +77,15 @@ static void expect_error(const struct opt *o, const char *needle)
 		fail_msg("errors %d, expected \"%s\" in: %s", o->errors, needle, logged);
 }
 
+/* expect_error, and one error of kind p. */
+static void expect_kind(const struct opt *o, enum opt_problem p, const char *needle)
+{
+	expect_error(o, needle);
+	if (o->problems[p] != 1)
+		fail_msg("errors %d, %d of kind %d, for \"%s\": %s", o->errors, o->problems[p],
+			 (int)p, needle, logged);
+}
+
 static void no_line(void *ctx, const char *where, const char *line)
 {
 	(void)ctx;
@@ -95,7 +104,7 @@ static void test_missing(void **state)
 	assert_int_equal(problems, 0);
 	assert_int_equal(mode, 0);
 	parse_conf(&o, "/nonexistent/pam_flowslot.conf", NULL);
-	expect_error(&o, "cannot use /nonexistent/pam_flowslot.conf");
+	expect_kind(&o, OPT_PROBLEM_FILE, "cannot use /nonexistent/pam_flowslot.conf");
 	parse_conf(&o, "relative.conf", NULL);
 	expect_error(&o, "conf");
 }
@@ -141,24 +150,25 @@ static void test_unsafe_files(void **state)
 	unlink(link);
 	assert_int_equal(symlink(path, link), 0);
 	parse_conf(&o, link, NULL);
-	expect_error(&o, "symbolic link");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "symbolic link");
 	assert_int_equal(o.slot.interval_us, 7000000);
 
+	/* Each an error of unsafe permissions, which flowslotctl check says as such. */
 	parse_conf(&o, text("gw.conf", "interval=3s\n", 0664), NULL);
-	expect_error(&o, "writable by group or others");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "writable by group or others");
 	parse_conf(&o, text("ow.conf", "interval=3s\n", 0646), NULL);
-	expect_error(&o, "writable by group or others");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "writable by group or others");
 	parse_conf(&o, file("nobody.conf", "interval=3s\n", 12, 0644, 65534), NULL);
-	expect_error(&o, "not owned by root");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "not owned by root");
 	assert_int_equal(o.slot.interval_us, 7000000);
 
 	memset(big, '#', sizeof(big));
 	parse_conf(&o, file("big.conf", big, sizeof(big), 0644, 0), NULL);
-	expect_error(&o, "larger than 64 KiB");
+	expect_kind(&o, OPT_PROBLEM_FILE, "larger than 64 KiB");
 	parse_conf(&o, dir, NULL);
-	expect_error(&o, "not a regular file");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "not a regular file");
 	parse_conf(&o, file("nul.conf", "interval=3s\0quiet\n", 18, 0644, 0), NULL);
-	expect_error(&o, "NUL");
+	expect_kind(&o, OPT_PROBLEM_LINE, "NUL");
 }
 
 static void test_bad_lines(void **state)
@@ -170,6 +180,7 @@ static void test_bad_lines(void **state)
 	(void)state;
 	parse_conf(&o, path, NULL);
 	assert_int_equal(o.errors, 2);
+	assert_int_equal(o.problems[OPT_PROBLEM_VALUE], 2);
 	snprintf(where, sizeof(where), "%s:3: bad value for interval: \"7x\"", path);
 	if (strstr(logged, where) == NULL)
 		fail_msg("no \"%s\" in: %s", where, logged);
@@ -177,6 +188,52 @@ static void test_bad_lines(void **state)
 	if (strstr(logged, where) == NULL)
 		fail_msg("no \"%s\" in: %s", where, logged);
 	assert_int_equal(o.slot.burst, 2);
+}
+
+/* Issue 28: a typo in the file (an unknown option) is ignored, and the rest of the file stands,
+   url= included: no error, so no fallback. It is noted for opt_warn_unknown, and opt_parse
+   itself says nothing of it. A bad value in the file is still an error. */
+static void test_unknown_ignored(void **state)
+{
+	struct opt o;
+	const char *path = text("typo.conf",
+				"url=unix:///run/redis/redis.sock\n"
+				"intervall=3s\n"
+				"burst = 4\n"
+				"quite\n"
+				"Future_Option = x y\n"
+				"max_wait=20s\n",
+				0644);
+	char where[300];
+
+	(void)state;
+	parse_conf(&o, path, NULL);
+	if (o.errors != 0)
+		fail_msg("%d errors: %s", o.errors, logged);
+	assert_string_equal(logged, "");
+	assert_int_equal(o.url.backend, URL_BACKEND_UNIX);
+	assert_int_equal(o.slot.burst, 4);
+	assert_int_equal(o.slot.max_wait_us, 20000000);
+	assert_int_equal(o.slot.interval_us, 7000000);
+	assert_false(o.quiet);
+	assert_int_equal(o.n_unknown, 3);
+	snprintf(where, sizeof(where), "%s:2", path);
+	assert_string_equal(o.unknown[0].where, where);
+	assert_string_equal(o.unknown[0].name, "intervall");
+	assert_int_equal(o.unknown[0].file_len, strlen(path));
+	assert_string_equal(o.unknown[1].name, "quite");
+	assert_string_equal(o.unknown[2].name, "Future_Option");
+
+	/* A known name used wrong, and a bad value, are errors still. */
+	parse_conf(&o, text("typo2.conf", "intervall=3s\nquiet=yes\n", 0644), NULL);
+	expect_kind(&o, OPT_PROBLEM_VALUE, "typo2.conf:2: bad value for quiet");
+	assert_int_equal(o.n_unknown, 1);
+	parse_conf(&o, text("typo3.conf", "intervall=3s\ninterval=3\"\n", 0644), NULL);
+	expect_kind(&o, OPT_PROBLEM_VALUE, "typo3.conf:2: bad value for interval");
+	/* On the module's line, an unknown option is an error, as pam_flowslot(8) says. */
+	parse_conf(&o, text("clean.conf", "burst=2\n", 0644), "intervall=3s");
+	expect_kind(&o, OPT_PROBLEM_UNKNOWN, "unknown option \"intervall\"");
+	assert_int_equal(o.n_unknown, 0);
 }
 
 /* Blanks around '=' are fine, as in faillock.conf. */
@@ -243,8 +300,11 @@ static void test_blanks_refused(void **state)
 
 	(void)state;
 	parse_conf(&o, path, NULL);
-	if (o.errors != 7)
-		fail_msg("%d errors: %s", o.errors, logged);
+	if (o.errors != 7 || o.problems[OPT_PROBLEM_LINE] != 4 ||
+	    o.problems[OPT_PROBLEM_VALUE] != 3)
+		fail_msg("%d errors, %d lines, %d values: %s", o.errors,
+			 o.problems[OPT_PROBLEM_LINE], o.problems[OPT_PROBLEM_VALUE], logged);
+	assert_int_equal(o.n_unknown, 0);
 	for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
 		snprintf(where, sizeof(where), "%s%s", path, expected[i]);
 		if (strstr(logged, where) == NULL)
@@ -267,13 +327,15 @@ static void test_password_in_conf(void **state)
 					 "S3cretPW\n$3cretPW=x\n", 0600),
 		   NULL);
 	assert_int_equal(o.errors, 4);
+	assert_int_equal(o.problems[OPT_PROBLEM_LINE], 4);
+	assert_int_equal(o.n_unknown, 0);
 	assert_null(strstr(logged, "3cretPW"));
 	assert_non_null(strstr(logged, "unknown option \"url\""));
 	assert_non_null(strstr(logged, "not a name"));
 
 	/* Readable by others: not used, and said why, without the password. */
 	parse_conf(&o, text("pw644.conf", "url=redis://:s3cret@10.0.0.5\n", 0644), NULL);
-	expect_error(&o, "readable by others");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "readable by others");
 	assert_false(o.url.has_password);
 	assert_string_equal(o.url.password, "");
 	assert_null(strstr(logged, "s3cret"));
@@ -303,10 +365,10 @@ static void test_password_file(void **state)
 
 	snprintf(arg, sizeof(arg), "password_file=%s", text("secret644", "pw\n", 0644));
 	parse(&o, 2, argv);
-	expect_error(&o, "readable by group or others");
+	expect_kind(&o, OPT_PROBLEM_UNSAFE, "readable by group or others");
 	snprintf(arg, sizeof(arg), "password_file=%s", text("empty", "\n", 0600));
 	parse(&o, 2, argv);
-	expect_error(&o, "first line");
+	expect_kind(&o, OPT_PROBLEM_FILE, "first line");
 	/* A password given where its file belongs is not echoed. */
 	argv[1] = "password_file=hunter2";
 	parse(&o, 2, argv);
@@ -315,7 +377,7 @@ static void test_password_file(void **state)
 	argv[1] = arg;
 	snprintf(arg, sizeof(arg), "password_file=%s", "/nonexistent/secret");
 	parse(&o, 2, argv);
-	expect_error(&o, "password_file: cannot use /nonexistent/secret");
+	expect_kind(&o, OPT_PROBLEM_FILE, "password_file: cannot use /nonexistent/secret");
 
 	/* A user with no password at all is an error. */
 	parse(&o, 1, argv);
@@ -356,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_lines_and_override),
 		cmocka_unit_test(test_unsafe_files),
 		cmocka_unit_test(test_bad_lines),
+		cmocka_unit_test(test_unknown_ignored),
 		cmocka_unit_test(test_blanks_accepted),
 		cmocka_unit_test(test_blanks_refused),
 		cmocka_unit_test(test_password_in_conf),

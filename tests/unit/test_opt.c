@@ -553,6 +553,7 @@ static void test_set_bad_values(void **state)
 		if (strstr(msg, "pam_flowslot: ") == NULL)
 			fail_msg("\"%.60s\": nothing logged", cases[i]);
 		before.errors = o.errors;
+		memcpy(before.problems, o.problems, sizeof(o.problems));
 		if (memcmp(&o, &before, sizeof(o)) != 0)
 			fail_msg("\"%.60s\" changed an option", cases[i]);
 	}
@@ -586,6 +587,72 @@ static void test_parse_counts_errors(void **state)
 		fail_msg("messages: %s", msg);
 }
 
+/* Each error has its kind (flowslotctl says them apart); a name used wrong is said so. */
+static void test_problem_kinds(void **state)
+{
+	static const struct {
+		const char *arg;
+		enum opt_problem kind;
+		const char *says;
+	} cases[] = {
+		{ "foo=1", OPT_PROBLEM_UNKNOWN, "unknown option \"foo\"" },
+		{ "intervall=3s", OPT_PROBLEM_UNKNOWN, "unknown option \"intervall\"" },
+		{ "quite", OPT_PROBLEM_UNKNOWN, "unknown option \"quite\"" },
+		{ "interval=7x", OPT_PROBLEM_VALUE, "bad value for interval: \"7x\"" },
+		{ "quiet=1", OPT_PROBLEM_VALUE, "bad value for quiet: a flag takes none" },
+		{ "url", OPT_PROBLEM_VALUE, "no value for url (url=VALUE)" },
+		{ "dry_run=yes", OPT_PROBLEM_VALUE, "bad value for dry_run: a flag takes none" },
+	};
+	struct opt o;
+	char msg[1024];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		opt_defaults(&o);
+		assert_int_equal(set_captured(&o, cases[i].arg, msg, sizeof(msg)), -1);
+		assert_int_equal(o.errors, 1);
+		if (o.problems[cases[i].kind] != 1 || strstr(msg, cases[i].says) == NULL)
+			fail_msg("\"%s\": kind %d not counted, or no \"%s\" in: %s", cases[i].arg,
+				 (int)cases[i].kind, cases[i].says, msg);
+	}
+	/* opt_check's rules are of their own kind. */
+	opt_defaults(&o);
+	assert_int_equal(opt_set(&o, NULL, "url=redis://gate@h"), 0);
+	set_captured(&o, "tls_ca_file=/x", msg, sizeof(msg));
+	opt_check(&o, NULL);
+	assert_int_equal(o.errors, 2);
+	assert_int_equal(o.problems[OPT_PROBLEM_CONFLICT], 2);
+}
+
+/* Names as the configuration file and flowslotctl tell an option from other words. */
+static void test_names(void **state)
+{
+	(void)state;
+	assert_int_equal(opt_name_len("interval=7s"), 8);
+	assert_int_equal(opt_name_len("intervall=3s"), 9);
+	assert_int_equal(opt_name_len("quiet"), 5);
+	assert_int_equal(opt_name_len("Future_Thing="), 12);
+	assert_int_equal(opt_name_len("=7s"), 0);
+	assert_int_equal(opt_name_len(""), 0);
+	assert_int_equal(opt_name_len("interval 7s"), 0);
+	assert_int_equal(opt_name_len("S3cretPW"), 0);
+	assert_int_equal(opt_name_len("$3cret=x"), 0);
+	assert_int_equal(opt_name_len("redis://h:1"), 0);
+	assert_int_equal(opt_name_len("c1:x=y"), 0);
+	assert_int_equal(
+	    opt_name_len("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=1"),
+	    0); /* 65 letters */
+	assert_true(opt_known_name("url=x", 3));
+	assert_true(opt_known_name("tls_verify", 10));
+	assert_true(opt_known_name("dry_run", 7));
+	assert_false(opt_known_name("ur", 2));
+	assert_false(opt_known_name("intervall", 9));
+	assert_false(opt_known_name("url", 0));
+	assert_true(opt_is_flag("debug"));
+	assert_false(opt_is_flag("debug=1"));
+	assert_false(opt_is_flag("url"));
+}
+
 static void test_messages(void **state)
 {
 	struct opt o;
@@ -602,9 +669,11 @@ static void test_messages(void **state)
 	if (strstr(msg, "unknown option") == NULL || strstr(msg, "frobnicate") == NULL)
 		fail_msg("message: %s", msg);
 
-	/* An unknown option is named without its value: a mistyped url= holds a password. */
-	assert_int_equal(set_captured(&o, "quiet=1", msg, sizeof(msg)), -1);
-	if (strstr(msg, "unknown option \"quiet\"") == NULL)
+	/* An unknown option is named without its value: a mistyped url= holds a password. A
+	   flag given a value is named as one, its value not shown either. */
+	assert_int_equal(set_captured(&o, "quiet=s3cret", msg, sizeof(msg)), -1);
+	if (strstr(msg, "bad value for quiet: a flag takes none") == NULL ||
+	    strstr(msg, "s3cret") != NULL)
 		fail_msg("message: %s", msg);
 	assert_int_equal(set_captured(&o, "URL=redis://:hunter2@host", msg, sizeof(msg)), -1);
 	if (strstr(msg, "unknown option \"URL\"") == NULL || strstr(msg, "hunter2") != NULL)
@@ -642,16 +711,12 @@ static void test_messages(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_duration_good),
-		cmocka_unit_test(test_duration_bad),
-		cmocka_unit_test(test_duration_huge),
-		cmocka_unit_test(test_duration_locale),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_parse_every_option),
-		cmocka_unit_test(test_parse_tls),
-		cmocka_unit_test(test_set_limits),
-		cmocka_unit_test(test_set_bad_values),
-		cmocka_unit_test(test_parse_counts_errors),
+		cmocka_unit_test(test_duration_good),  cmocka_unit_test(test_duration_bad),
+		cmocka_unit_test(test_duration_huge),  cmocka_unit_test(test_duration_locale),
+		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_parse_every_option),
+		cmocka_unit_test(test_parse_tls),      cmocka_unit_test(test_set_limits),
+		cmocka_unit_test(test_set_bad_values), cmocka_unit_test(test_parse_counts_errors),
+		cmocka_unit_test(test_problem_kinds),  cmocka_unit_test(test_names),
 		cmocka_unit_test(test_messages),
 	};
 
