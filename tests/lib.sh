@@ -17,6 +17,9 @@ mkdir "$TMP/svc"
 TREE=$TMP/tree
 ln -s "$(cd "$TOP" && pwd -P)" "$TREE"
 MODULE=$TREE/pam_flowslot.so
+# OWN_STATE: a sed command that gives a pam_flowslot.so line without state_dir= the suite's
+# own, $TMP/state: the module's default is the host's /run/pam_flowslot.
+OWN_STATE="/pam_flowslot\.so/{/state_dir=/!s#pam_flowslot\.so\( \|\$\)#pam_flowslot.so state_dir=$TMP/state\1#}"
 PIDS=""
 PASSED=0
 FAILED=0
@@ -184,12 +187,14 @@ on_free_port() {
 }
 
 # service NAME LINE...: a PAM service file for pam_wrapper; "@M" stands for the module path.
+# A line of the module without state_dir= gets the suite's (OWN_STATE), but with OWN_STATE=""
+# (a test of the default in a private /run).
 service() {
 	name=$1
 	shift
 	: > "$TMP/svc/$name"
 	for line in "$@"; do
-		printf '%s\n' "$line" | sed "s|@M|$MODULE|g; s|@P|$PAM_DIR|g" >> "$TMP/svc/$name"
+		printf '%s\n' "$line" | sed "s|@M|$MODULE|g; s|@P|$PAM_DIR|g; $OWN_STATE" >> "$TMP/svc/$name"
 	done
 	[ -e "$TMP/svc/other" ] ||
 		printf 'auth required %s/pam_deny.so\naccount required %s/pam_deny.so\n' \
@@ -283,7 +288,8 @@ in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
 # the tests: the module by its path, on URL, with OPTIONS added to its line.
 example() {
 	grep -v '^#' "$TOP/etc/pam.d/$1" | grep . |
-		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|" |
+		sed "$OWN_STATE"
 }
 
 # cluster_port VAR: a free port whose cluster bus (port + 10000) is free too, and clear of the
