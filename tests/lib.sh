@@ -17,6 +17,11 @@ mkdir "$TMP/svc"
 TREE=$TMP/tree
 ln -s "$(cd "$TOP" && pwd -P)" "$TREE"
 MODULE=$TREE/pam_flowslot.so
+# The suite leaves the host's /run/pam_flowslot and /etc/pam.d as it found them (finish checks).
+# shellcheck source=tests/untouched.sh
+. "$TOP/tests/untouched.sh"
+untouched_snap > "$TMP/untouched"
+UNTOUCHED_DONE=""
 # OWN_STATE: a sed command that gives a pam_flowslot.so line without state_dir= the suite's
 # own, $TMP/state: the module's default is the host's /run/pam_flowslot.
 OWN_STATE="/pam_flowslot\.so/{/state_dir=/!s#pam_flowslot\.so\( \|\$\)#pam_flowslot.so state_dir=$TMP/state\1#}"
@@ -31,6 +36,13 @@ if [ "${FLOWSLOT_VALGRIND:-0}" = 1 ]; then
 	VG="valgrind --quiet --error-exitcode=97 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no --suppressions=$TREE/tests/valgrind.supp"
 fi
 
+# untouched SUITE: fails the suite (once) if it changed the host's directories of untouched.sh.
+untouched() {
+	[ -z "$UNTOUCHED_DONE" ] || return 0
+	UNTOUCHED_DONE=1
+	untouched_check "$TMP/untouched" "$1"
+}
+
 cleanup() {
 	for pid in $PIDS; do
 		kill -CONT "$pid" 2>/dev/null
@@ -39,6 +51,9 @@ cleanup() {
 	for pid in $PIDS; do
 		wait "$pid" 2>/dev/null
 	done
+	# A script that does not end in finish (bench/, tests/campaign/, the demo) is named here;
+	# what runs it fails (bash tests/untouched.sh, in the Makefile and .ci/run).
+	untouched "$0"
 	# FLOWSLOT_KEEP=1 keeps the logins' logs and the servers' files, to look at a failure.
 	if [ -n "${FLOWSLOT_KEEP:-}" ]; then
 		echo "kept $TMP" >&2
@@ -93,6 +108,9 @@ finish() {
 	if [ -s "$TMP/sanitizer" ]; then # SANITIZE=1: see login()
 		not_ok "sanitizer reports in the logins: $(sort -u "$TMP/sanitizer" | tr '\n' ' ')"
 		sed -n '/^==[0-9]*==ERROR\|runtime error: /,$p' "$TMP/$(head -1 "$TMP/sanitizer").err" >&2
+	fi
+	if ! untouched "$0" 2> "$TMP/untouched.err"; then
+		not_ok "$(cat "$TMP/untouched.err")"
 	fi
 	echo "1..$TESTNO"
 	echo "# $PASSED passed, $FAILED failed"
