@@ -4,9 +4,10 @@
 # counters, node caches and schedules that flowslotctl metrics would later show as the host's.
 # Sourced (tests/lib.sh: each suite checks itself), or run around a whole run (the Makefile,
 # .ci/run): "bash tests/untouched.sh COMMAND...", which fails if COMMAND changed them.
+# UNTOUCHED_DIRS= (empty) checks nothing: on a host whose real logins go through the module.
 # shellcheck shell=bash
 
-UNTOUCHED_DIRS=${UNTOUCHED_DIRS:-/etc/pam.d /run/pam_flowslot}
+UNTOUCHED_DIRS=${UNTOUCHED_DIRS-/etc/pam.d /run/pam_flowslot}
 
 # untouched_snap: each file under $UNTOUCHED_DIRS, one line with its type, size, inode and
 # mtime; a directory that does not exist is a state too.
