@@ -139,8 +139,12 @@ build/locale/de_DE.UTF-8: | build
 	mkdir -p build/locale
 	localedef -i de_DE -f UTF-8 $@
 
+# Each run, like each suite, leaves the host's /run/pam_flowslot and /etc/pam.d as it found them
+# (tests/untouched.sh names what it changed).
+UNTOUCHED = bash tests/untouched.sh
+
 unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
-	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(call shq,$(CURDIR)/build/locale) ./$$t || exit 1; done
+	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(call shq,$(CURDIR)/build/locale) $(UNTOUCHED) ./$$t || exit 1; done
 
 # The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
 # The suites time their logins, so they never run side by side: check-run is made with -j1
@@ -148,7 +152,7 @@ unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
 # which would serialise the build too).
 check:
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory -j1 check-run
+	@$(UNTOUCHED) $(MAKE) --no-print-directory -j1 check-run
 
 # The further suites and targets, one file each, named by what it checks; a suite adds itself
 # to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.

@@ -39,7 +39,7 @@ bench:
 	@$(MAKE) --no-print-directory -j1 bench-run
 
 bench-run: all $(BENCH_BINS)
-	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) BENCH_RAW=$(BENCH_RAW) bash bench/run.sh
+	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) BENCH_RAW=$(BENCH_RAW) $(UNTOUCHED) bash bench/run.sh
 endif
 
 bench-report:

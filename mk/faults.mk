@@ -14,8 +14,8 @@ FAULTS ?=
 
 check-faults: pam_flowslot.so
 	@sh tests/deps.sh
-	bash tests/campaign/run.sh short $(FAULTS)
+	$(UNTOUCHED) bash tests/campaign/run.sh short $(FAULTS)
 
 faults: pam_flowslot.so
 	@sh tests/deps.sh
-	FAULTS_BENCH=$(call shq,$(CURDIR)/bench/faults.md) bash tests/campaign/run.sh long $(FAULTS)
+	FAULTS_BENCH=$(call shq,$(CURDIR)/bench/faults.md) $(UNTOUCHED) bash tests/campaign/run.sh long $(FAULTS)

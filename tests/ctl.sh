@@ -13,9 +13,10 @@ trap 'tmux_ kill-server 2> /dev/null; cleanup' EXIT
 
 start_redis r || exit 1
 R="url=unix://$TMP/r.sock"
-# No configuration file of the host's: every run names its own (empty) one.
-: > "$TMP/empty.conf"
-C="conf=$TMP/empty.conf"
+# No configuration file of the host's: every run names the suite's, which holds only the suite's
+# state_dir (below the --service line's and the command line's), not the host's /run/pam_flowslot.
+echo "state_dir=$TMP/state" > "$TMP/ctl.conf"
+C="conf=$TMP/ctl.conf"
 
 bg_login() {
 	login "$1" "$2" "$3" 2> /dev/null &

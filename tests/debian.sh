@@ -47,7 +47,7 @@ start_redis q || exit 1
 now_us=$(rcli q time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
 rcli q set pam_flowslot "$((now_us + 100000000)) $now_us" px 100000 > /dev/null
 printf '%s\n' "$block" | sed -E "s|^session[[:space:]]+||; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|;
-	s|pam_flowslot.so|$MODULE url=unix://$TMP/q.sock max_wait=1s|; s|^|session |" > "$TMP/svc/pau"
+	s|pam_flowslot.so|$MODULE url=unix://$TMP/q.sock max_wait=1s|; s|^|session |" | sed "$OWN_STATE" > "$TMP/svc/pau"
 echo "session optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps" >> "$TMP/svc/pau"
 echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/pau"
 login pau-root pau root open_session

@@ -127,7 +127,7 @@ check "make uninstall removes every file it installed" [ "$(find "$dest" -type f
 # and sed's | and &.
 copy=$(mktemp -d "/tmp/flowslot docs 'q' \"\$x|&.XXXXXX")
 trap 'rm -rf "$copy"; cleanup' EXIT
-cp --parents pam_flowslot.so tests/lib.sh tests/demo.sh tests/stamp.sh "$copy/"
+cp --parents pam_flowslot.so tests/lib.sh tests/untouched.sh tests/demo.sh tests/stamp.sh "$copy/"
 bash "$copy/tests/demo.sh" > "$TMP/demo.log" 2>&1
 demo_rc=$?
 check "make demo from a checkout at '$copy': $(grep -o '^[0-9]* logins, [0-9]* failed' "$TMP/demo.log")" \

@@ -17,6 +17,14 @@ mkdir "$TMP/svc"
 TREE=$TMP/tree
 ln -s "$(cd "$TOP" && pwd -P)" "$TREE"
 MODULE=$TREE/pam_flowslot.so
+# The suite leaves the host's /run/pam_flowslot and /etc/pam.d as it found them (finish checks).
+# shellcheck source=tests/untouched.sh
+. "$TOP/tests/untouched.sh"
+untouched_snap > "$TMP/untouched"
+UNTOUCHED_DONE=""
+# OWN_STATE: a sed command that gives a pam_flowslot.so line without state_dir= the suite's
+# own, $TMP/state: the module's default is the host's /run/pam_flowslot.
+OWN_STATE="/pam_flowslot\.so/{/state_dir=/!s#pam_flowslot\.so\( \|\$\)#pam_flowslot.so state_dir=$TMP/state\1#}"
 PIDS=""
 PASSED=0
 FAILED=0
@@ -28,6 +36,13 @@ if [ "${FLOWSLOT_VALGRIND:-0}" = 1 ]; then
 	VG="valgrind --quiet --error-exitcode=97 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no --suppressions=$TREE/tests/valgrind.supp"
 fi
 
+# untouched SUITE: fails the suite (once) if it changed the host's directories of untouched.sh.
+untouched() {
+	[ -z "$UNTOUCHED_DONE" ] || return 0
+	UNTOUCHED_DONE=1
+	untouched_check "$TMP/untouched" "$1"
+}
+
 cleanup() {
 	for pid in $PIDS; do
 		kill -CONT "$pid" 2>/dev/null
@@ -36,6 +51,9 @@ cleanup() {
 	for pid in $PIDS; do
 		wait "$pid" 2>/dev/null
 	done
+	# A script that does not end in finish (bench/, tests/campaign/, the demo) is named here;
+	# what runs it fails (bash tests/untouched.sh, in the Makefile and .ci/run).
+	untouched "$0"
 	# FLOWSLOT_KEEP=1 keeps the logins' logs and the servers' files, to look at a failure.
 	if [ -n "${FLOWSLOT_KEEP:-}" ]; then
 		echo "kept $TMP" >&2
@@ -90,6 +108,9 @@ finish() {
 	if [ -s "$TMP/sanitizer" ]; then # SANITIZE=1: see login()
 		not_ok "sanitizer reports in the logins: $(sort -u "$TMP/sanitizer" | tr '\n' ' ')"
 		sed -n '/^==[0-9]*==ERROR\|runtime error: /,$p' "$TMP/$(head -1 "$TMP/sanitizer").err" >&2
+	fi
+	if ! untouched "$0" 2> "$TMP/untouched.err"; then
+		not_ok "$(cat "$TMP/untouched.err")"
 	fi
 	echo "1..$TESTNO"
 	echo "# $PASSED passed, $FAILED failed"
@@ -184,12 +205,14 @@ on_free_port() {
 }
 
 # service NAME LINE...: a PAM service file for pam_wrapper; "@M" stands for the module path.
+# A line of the module without state_dir= gets the suite's (OWN_STATE), but with OWN_STATE=""
+# (a test of the default in a private /run).
 service() {
 	name=$1
 	shift
 	: > "$TMP/svc/$name"
 	for line in "$@"; do
-		printf '%s\n' "$line" | sed "s|@M|$MODULE|g; s|@P|$PAM_DIR|g" >> "$TMP/svc/$name"
+		printf '%s\n' "$line" | sed "s|@M|$MODULE|g; s|@P|$PAM_DIR|g; $OWN_STATE" >> "$TMP/svc/$name"
 	done
 	[ -e "$TMP/svc/other" ] ||
 		printf 'auth required %s/pam_deny.so\naccount required %s/pam_deny.so\n' \
@@ -283,7 +306,8 @@ in_range() { [ "$1" -gt "$2" ] && [ "$1" -le "$3" ]; }
 # the tests: the module by its path, on URL, with OPTIONS added to its line.
 example() {
 	grep -v '^#' "$TOP/etc/pam.d/$1" | grep . |
-		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
+		sed -E "s|pam_flowslot.so( url=[^ ]*)?|$MODULE url=$2|; /pam_flowslot/s|\$| ${3:-}|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|" |
+		sed "$OWN_STATE"
 }
 
 # cluster_port VAR: a free port whose cluster bus (port + 10000) is free too, and clear of the

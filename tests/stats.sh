@@ -154,7 +154,7 @@ login sh2 shr b &
 sh2pid=$!
 wait_for 10 grep -q 'queued: ' "$TMP/sh2.err"
 login sh3 shrdry c
-"$CTL" "$R" key=shr interval=10s status > "$TMP/shr.status" 2>&1
+"$CTL" "$R" key=shr interval=10s state_dir="$TMP/st-shr" status > "$TMP/shr.status" 2>&1
 check "dry_run behind a real waiter: let in at once, and leaves one waiter, not two ($(grep waiting: "$TMP/shr.status"))" \
 	sh -c "[ $(rc_of sh3) = 0 ] && grep -q '^waiting: *1\$' '$TMP/shr.status'"
 wait $sh2pid
