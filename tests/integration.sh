@@ -354,8 +354,8 @@ check "etc/security/pam_flowslot.conf, uncommented: no error, admitted through R
 # state_dir); the rest of the file stands, url= included, and no login takes the fallback. The
 # second login is refused by the file's max_wait on the file's interval, through Redis.
 printf '%s\n' "url=unix://$TMP/r.sock" key=typo intervall=3s interval=5s max_wait=1s \
-	"state_dir=$TMP/typostate" > "$TMP/typo.conf"
-service typo "auth required @M conf=$TMP/typo.conf" "$permit_line"
+	> "$TMP/typo.conf"
+service typo "auth required @M conf=$TMP/typo.conf state_dir=$TMP/typostate" "$permit_line"
 login ty1 typo alice
 login ty2 typo bob
 warned() { grep -ac "SYSLOG(4): .*$TMP/typo.conf:3: unknown option \"intervall\": ignored" "$TMP/$1.err"; }
