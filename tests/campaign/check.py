@@ -542,14 +542,28 @@ def evaluate(fault, d, eps, base):
     # Each at the earliest against the latest (bound_times): every other answer that may have
     # come before it (its call begun, at the earliest, before this one's reply at the latest),
     # their slots at the latest.
+    # A waiter that goes in late, its admission's reply after the slot it was last told (woken
+    # late on a busy machine; the reply's stamp, the call's start being known only loosely), is
+    # admitted then, and the schedule moves on from then
+    # (P1: admissions an interval apart): every slot behind it moves back as much, which those
+    # waiting learn at their next renewal. So each such lateness before a slot, of a slot no
+    # later than those it is held to, is added to its bound.
     for s in set(schedule_of(r, meta) for r in logins) - {None}:
         given = [(lb, ub, w, r["id"], k) for r in logins if schedule_of(r, meta) == s
                  for lb, ub, k, w in r["chain"] if k != "renewed-refused"]
+        lates = []
+        for r in logins:
+            if schedule_of(r, meta) != s:
+                continue
+            for (_, pu, _, pw), (_, u, k, w) in zip(r["chain"], r["chain"][1:]):
+                if k.endswith("admitted") and w == 0 and u > pu + pw:
+                    lates.append((u, pu + pw, u - (pu + pw)))
         for lb, ub, w, lid, kind in given:
             before = [u + x for l, u, x, i, _ in given if l < ub and (i, l) != (lid, lb)]
             if not before:
                 continue
-            due = max(ub, max(before) + T)
+            late = sum(d for u, told, d in lates if u < ub and told <= max(before))
+            due = max(ub, max(before) + T + late)
             check("P7", lb + w - due, "%s's slot (%s) %s past the latest slot granted + "
                   "interval" % (lid, kind, ms(lb + w - due)))
 
