@@ -24,6 +24,8 @@
 
 #define LSLOT_PREFIX "slot."
 #define LSLOT_EMPTY_S 10
+/* A file pruned between its open and its lock is opened again: at least this many times, and
+   for as long as the lock may be waited for, since each removal is another caller's progress. */
 #define LSLOT_OPEN_TRIES 4
 /* The longest the script may run on one call, the file locked: ten thousand times its work, so
    that a slow process (valgrind, a loaded machine) is not stopped; the instruction cap bounds its
@@ -341,8 +343,10 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 	const int64_t start_us = fstime_mono_us();
 	bool cut;
 	const int64_t wait_us = lslot_lock_wait_us(f->call, start_us, &cut);
+	int tries;
 
-	for (int tries = 0; tries < LSLOT_OPEN_TRIES; tries++) {
+	for (tries = 0; tries < LSLOT_OPEN_TRIES || fstime_mono_us() - start_us < wait_us;
+	     tries++) {
 		struct trust_lock_wait w = { .wait_us = start_us + wait_us - fstime_mono_us(),
 					     .stuck_us = LSLOT_STUCK_US };
 		int fd = lslot_open_file(pamh, f, peek);
@@ -365,8 +369,9 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 			return fd;
 		close(fd);
 	}
-	log_msg(pamh, LOG_ERR, "local slot: %s/%s was removed %d times while opening it",
-		f->call->dir, f->name, LSLOT_OPEN_TRIES);
+	log_msg(pamh, LOG_ERR,
+		"local slot: %s/%s was removed %d times in %" PRId64 " ms while opening it",
+		f->call->dir, f->name, tries, (fstime_mono_us() - start_us) / 1000);
 	return -1;
 }
 
