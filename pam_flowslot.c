@@ -399,37 +399,38 @@ static int gate_hold(const struct gate_login *g, const struct slot_result *res,
 	case HOLD_ABANDONED:
 		*r = STATS_ABANDONED;
 		log_msg(pamh, LOG_NOTICE,
-			"abandoned: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld",
+			"abandoned: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, held_by,
-			(long long)(hr.held_us / 1000));
+			(long long)(hr.held_us / 1000), g->via);
 		return gate_denial(g->phase, SLOT_REFUSE);
 	case HOLD_TIMEOUT:
 		if (o->pressure.refuse) {
 			*r = STATS_REFUSED;
 			log_msg(pamh, LOG_NOTICE,
 				"refused: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld "
-				"max_wait_ms=%lld",
+				"max_wait_ms=%lld via=%s",
 				who->service_shown, who->user_shown, who->rhost_shown, held_by,
 				(long long)(hr.held_us / 1000),
-				(long long)(o->slot.max_wait_us / 1000));
+				(long long)(o->slot.max_wait_us / 1000), g->via);
 			if (!g->silent)
 				pam_error(pamh, "The server is too busy at the moment. Please try "
 						"again later.");
 			return gate_denial(g->phase, SLOT_REFUSE);
 		}
 		log_msg(pamh, LOG_WARNING,
-			"held until max_wait: admitting: service=%s user=%s rhost=%s pressure=%s "
-			"pressure_ms=%lld max_wait_ms=%lld",
+			"admitted: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld "
+			"max_wait_ms=%lld via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, held_by,
-			(long long)(hr.held_us / 1000), (long long)(o->slot.max_wait_us / 1000));
+			(long long)(hr.held_us / 1000), (long long)(o->slot.max_wait_us / 1000),
+			g->via);
 		return PAM_IGNORE;
 	case HOLD_IN:
 	default:
 		if (hr.held_us > 0)
 			log_msg(pamh, LOG_NOTICE,
-				"held: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld",
+				"held: service=%s user=%s rhost=%s pressure=%s pressure_ms=%lld via=%s",
 				who->service_shown, who->user_shown, who->rhost_shown, held_by,
-				(long long)(hr.held_us / 1000));
+				(long long)(hr.held_us / 1000), g->via);
 		return PAM_IGNORE;
 	}
 }
@@ -525,8 +526,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 				   res->lock_busy ? 0 : res->wait_us - o->slot.max_wait_us, res);
 	case SLOT_REFUSE_HOST:
 		log_msg(pamh, LOG_NOTICE,
-			"refused: service=%s user=%s rhost=%s per_host=%d: the host holds that many "
-			"places already via=%s",
+			"refused: service=%s user=%s rhost=%s per_host=%d via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, o->per_host, g->via);
 		gate_count(g, r, 0);
 		if (!g->silent)

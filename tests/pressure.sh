@@ -146,7 +146,7 @@ d1_ms=$(($(stamp_ms d1) - t_d1))
 check "pressure_timeout=admit (the default): in at max_wait (2 s; in after ${d1_ms} ms)" \
 	sh -c "[ $(rc_of d1) = 0 ] && [ $d1_ms -ge 1800 ]"
 check "... with a warning that names the resource" \
-	grep -q 'held until max_wait: admitting: .*pressure=memory pressure_ms=' "$TMP/d1.err"
+	grep -q 'admitted: .*pressure=memory pressure_ms=' "$TMP/d1.err"
 gate p5 "interval=1s countdown=0 max_wait=2s pressure=memory:50 pressure_timeout=refuse pressure_dir=$PSI"
 login d2 p5 d2
 check "pressure_timeout=refuse: the phase's refusal" [ "$(rc_of d2)" != 0 ]
