@@ -677,6 +677,7 @@ static void ctl_usage(FILE *f)
 	fprintf(f,
 		"usage: flowslotctl [--service NAME] [--pam-dir DIR] [--json] [OPTION...] "
 		"COMMAND [KEY] [OPTION...]\n"
+		"       flowslotctl --help | --version\n"
 		"OPTION: a pam_flowslot module argument, NAME=VALUE or a flag (url=..., key=..., "
 		"conf=..., debug),\n"
 		"        before or after COMMAND; after --, words are COMMAND and KEY as they "

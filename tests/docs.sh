@@ -66,6 +66,71 @@ example=$(grep -v SPDX-License-Identifier etc/pam.d/flowslot-example | grep -c -
 check "README shows etc/pam.d/flowslot-example line for line" \
 	[ "$example" -eq "$(grep -vc SPDX-License-Identifier etc/pam.d/flowslot-example)" ]
 
+# The SYNOPSIS names every option the parser knows, and no more.
+syn_opts=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' pam_flowslot.8 | grep -oE '\[\\fB[a-z_]+' |
+	sed 's/.*fB//' | sort -u | tr '\n' ' ')
+check "man page SYNOPSIS matches the parser ($syn_opts)" [ "$syn_opts" = "$code_opts" ]
+
+# The man page as a terminal shows it, in ASCII, for the checks on what it says.
+LC_ALL=C groff -man -Tascii -P-cbou pam_flowslot.8 2> /dev/null > "$TMP/page.txt"
+
+# Every via= the module sets is explained; every line it logs of a login is quoted, in its shape
+# (tests/docs/loglines.py), and no line is quoted that it does not log.
+vias=$(grep -oE 'via = "[a-z-]+"' pam_flowslot.c | sed -E 's/.*"(.*)"/\1/' | sort -u | tr '\n' ' ')
+unexplained=$(for v in $vias; do grep -qE "(^| )$v( |,|\)|$)" "$TMP/page.txt" || echo "$v"; done)
+check "man page explains every via= ($vias)" [ -n "$vias" -a -z "$unexplained" ]
+/usr/bin/python3 tests/docs/loglines.py pam_flowslot.c | sort -u > "$TMP/lines.code"
+sed -nE 's/^ *([a-z_]+: \.\.\. .*[^ ]) *$/\1/p' "$TMP/page.txt" | sort -u > "$TMP/lines.man"
+check "man page quotes the $(wc -l < "$TMP/lines.code") log lines of a login as the module writes them$(diff "$TMP/lines.code" "$TMP/lines.man" | sed -nE 's/^([<>]) /; \1 /p' | tr -d '\n' | sed 's/; </; in the code only:/g; s/; >/; in the page only:/g')" \
+	[ -s "$TMP/lines.code" -a "$(cat "$TMP/lines.code")" = "$(cat "$TMP/lines.man")" ]
+
+# flowslotctl's --help and its man page name every long option of its getopt table.
+ctl_long=$(sed -n '/^static const struct option ctl_options/,/^};/p' flowslotctl.c |
+	grep -oE '\{ "[a-z-]+"' | sed -E 's/.*"(.*)"/\1/' | sort | tr '\n' ' ')
+./flowslotctl --help > "$TMP/ctl.help" 2>&1
+LC_ALL=C groff -man -Tascii -P-cbou flowslotctl.8 2> /dev/null > "$TMP/ctl.txt"
+unhelped=$(for o in $ctl_long; do grep -q -- "--$o" "$TMP/ctl.help" || echo "$o"; done | tr '\n' ' ')
+unmanned=$(for o in $ctl_long; do grep -q -- "--$o" "$TMP/ctl.txt" || echo "$o"; done | tr '\n' ' ')
+check "flowslotctl --help names every long option ($ctl_long)${unhelped:+; not: $unhelped}" \
+	[ -n "$ctl_long" -a -z "$unhelped" ]
+check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z "$unmanned" ]
+
+# Every paragraph of the pages and the README closes the parentheses it opens.
+for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
+	open=$(LC_ALL=C groff -man -Tascii -P-cbou "$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
+	check "$page: every paragraph's parentheses balance${open:+ (not: $open)}" [ -z "$open" ]
+done
+open=$(cat README.md HACKING.md docs/MODEL.md | /usr/bin/python3 tests/docs/parens.py)
+check "README.md, HACKING.md, docs/MODEL.md: every paragraph's parentheses balance${open:+ (not: $open)}" \
+	[ -z "$open" ]
+
+# The shipped examples and the docs show the module's line as the stacks do: no "requisite"
+# (a login fails with "Module is unknown" once the package is gone), and one name for the
+# password file.
+shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8 debian"
+requisite=$(grep -rnE 'requisite +pam_flowslot' $shown | cut -d: -f1,2 | tr '\n' ' ')
+check "no example puts pam_flowslot.so under requisite${requisite:+ (at: $requisite)}" [ -z "$requisite" ]
+secrets=$(grep -rhoE '/etc/[a-z/]*[A-Za-z_.-]*\.secret' $shown | sort -u | tr '\n' ' ')
+check "one password file name in the examples and docs ($secrets)" \
+	[ "$secrets" = "/etc/security/pam_flowslot.secret " ]
+
+# The example configuration writes each URL form as the man page does.
+forms=$(grep -oE '^#.*' etc/security/pam_flowslot.conf |
+	grep -oE '(redis|unix|redis-sentinel|redis-cluster)://[^ ]*' | sed 's/[,.]$//' | grep -F '[' | sort -u)
+sed -E 's/\\f[BIRP]//g; s/\\-/-/g; s/\\://g' pam_flowslot.8 > "$TMP/page.plain"
+unlike=$(for f in $forms; do grep -qF -- "$f" "$TMP/page.plain" || echo "$f"; done | tr '\n' ' ')
+check "etc/security/pam_flowslot.conf writes the URL forms as pam_flowslot(8) does ($(echo $forms | wc -w) forms)${unlike:+; not: $unlike}" \
+	[ -n "$forms" -a -z "$unlike" ]
+
+# A word that counts the README's commands counts them right ("Both" after two).
+commands=$(sed -n '/^## Try it/,/^## /p' README.md | sed -n '/^```sh/,/^```$/p' | grep -c '^make ')
+count_word=$(sed -n '/^## Try it/,/^## /p' README.md | sed -n '/^```$/,$p' | grep -oE '^(Both|All three|All four|Each|All)' | head -1)
+case "$commands:$count_word" in
+2:Both | 3:"All three" | 4:"All four" | *:Each | *:All | *:) counted=yes ;;
+*) counted=no ;;
+esac
+check "the README's word for its $commands commands counts them (\"$count_word\")" [ "$counted" = yes ]
+
 # No merge left its conflict markers in a tracked text file.
 if git -C "$TOP" rev-parse --git-dir > /dev/null 2>&1; then
 	marked=$(git -C "$TOP" grep -lIE '^(<<<<<<<|>>>>>>>) ' 2> /dev/null | tr '\n' ' ')
