@@ -152,7 +152,8 @@ login d2 p5 d2
 check "pressure_timeout=refuse: the phase's refusal" [ "$(rc_of d2)" != 0 ]
 check "... logged as refused, with the resource" \
 	grep -q 'refused: .*pressure=memory pressure_ms=.*max_wait_ms=2000' "$TMP/d2.err"
-check "... and told to the user" grep -q 'too busy' "$TMP/d2.out" "$TMP/d2.err"
+check "... and told to the user, in the module's words" \
+	grep -qx 'The server is too busy at the moment. Please try again later.' "$TMP/d2.err"
 check "... and it left the line" held_in p5 0
 rate memory 0
 

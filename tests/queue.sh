@@ -125,6 +125,8 @@ took=$(($(now_ms) - t0))
 check "per_host=1: a second place for one host is refused at once (${took} ms, a place would wait 6000)" \
 	sh -c "[ $(rc_of h2) != 0 ] && grep -q 'per_host=1' '$TMP/h2.err' && [ $took -lt 5000 ]"
 check "... reserving nothing" [ "$(waiting r q4)" = "$places" ]
+check "... and the user is told why, in the module's words" \
+	grep -qx 'Too many logins from your address at the moment. Please try again later.' "$TMP/h2.err"
 PAM_RHOST=10.3.3.3 login h3 q4 gina
 check "... while another host queues" sh -c "[ $(rc_of h3) = 0 ] && grep -q 'queued: ' '$TMP/h3.err'"
 bg_wait
