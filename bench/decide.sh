@@ -3,8 +3,8 @@
 # What a decision costs the server against a GET, and what the script runs inside each of its
 # operations (issue 22, part 2): part of measurement 11, called by bench/lookup.sh. On one
 # private redis-server on a Unix socket, this tree's src/slot.lua and the script before issue
-# 22's cuts (src/slot.lua at 16b20a1, from git; left out outside a git checkout, and with
-# QUICK=1), in the same run:
+# 22's cuts (src/slot.lua at 16b20a1, from git; left out without the git history, and with
+# QUICK=1: bench/lib.sh, past decide-old), in the same run:
 #
 # - Decisions: reservations from logins the schedule has never seen, each with a WHO and a
 #   HOST of its own and per_host=1, at interval=60m so that each is queued at the back, on a
@@ -29,13 +29,16 @@
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
 
 [ $# -eq 1 ] || { echo "usage: bench/decide.sh RAWDIR" >&2; exit 2; }
+RAW=$1 # for past (bench/lib.sh)
 OUT=$1/lookup
 # QUICK=1: a smoke run of this tree's script alone, one batch each.
 if [ "${QUICK:-0}" = 1 ]; then ROUNDS=1 BATCHES=1 CALLS=10 REQS=200; else ROUNDS=5 BATCHES=4 CALLS=100 REQS=500; fi
 STATES="0 1000 10000"
-BEFORE=16b20a1 # main before issue 22's cuts to the script (leases that fit the wait already in)
+BEFORE=$(past_rev decide-old) # main before issue 22's cuts to the script (leases that fit the wait already in)
 INTERVAL=3600000000
 LEASE=3600000000
 WAIT=$((INTERVAL * 20000))
@@ -58,7 +61,7 @@ cpu_ns() { cut -d' ' -f1 "/proc/$PID/schedstat"; }
 declare -A SHA
 SHA[new]=$(cli -x script load < "$TOP/src/slot.lua")
 SCRIPTS=new
-if [ "${QUICK:-0}" != 1 ] && git -C "$TOP" cat-file -e "$BEFORE:src/slot.lua" 2> /dev/null; then
+if past decide-old; then
 	SHA[old]=$(git -C "$TOP" show "$BEFORE:src/slot.lua" | cli -x script load)
 	SCRIPTS="new old"
 fi

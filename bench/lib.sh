@@ -82,9 +82,68 @@ sentinel_on() {
 	return 1
 }
 
+# The comparisons with older code, each taken from git (a release tarball has none of them):
+# NAME, the commit, and what it compares. The measurements themselves need only this tree.
+past_list() {
+	cat <<-'EOF'
+		m2-store 20bae10 measurement 2: a url=local login with this tree's module against the module of 20bae10 (lqueue.c, the rules in C)
+		m3-before 4504f9d measurement 3: the stagger against the figures committed before the queue (BENCHMARKS.md at 4504f9d)
+		decide-old 16b20a1 measurement 11: a decision and what it runs inside against the script before issue 22's cuts (src/slot.lua at 16b20a1)
+		tls-old cf490dd measurement 12: a unix:// login with this tree's module against the module of cf490dd, the last main without TLS
+	EOF
+}
+# past_rev NAME, past_what NAME: that comparison's commit, and what it compares.
+past_rev() { past_list | awk -v n="$1" '$1 == n { print $2 }'; }
+past_what() { past_list | awk -v n="$1" '$1 == n { sub(/^[^ ]+ [^ ]+ /, ""); print }'; }
+
+# past_why NAME: nothing if this run can make that comparison, else why it cannot. A module
+# built by an earlier run (module_at) serves without git.
+past_why() {
+	local rev
+	rev=$(past_rev "$1")
+	[ -n "$rev" ] || { echo "no such comparison"; return; }
+	if [ "$1" = decide-old ] && [ "${QUICK:-0}" = 1 ]; then
+		echo "QUICK=1 profiles this tree's script alone"
+		return
+	fi
+	case $1 in
+	m2-store | tls-old) [ -f "$TOP/build/bench/module-$rev/pam_flowslot.so" ] && return ;;
+	esac
+	git -C "$TOP" cat-file -e "$rev^{commit}" 2> /dev/null && return
+	if git -C "$TOP" rev-parse --git-dir > /dev/null 2>&1; then
+		echo "commit $rev is not in this clone's history, which may be shallow"
+	else
+		echo "this tree has no git history, as a release tarball has none, and commit $rev comes from it"
+	fi
+}
+
+# past NAME: true if this run makes that comparison; else false, with the comparison and why
+# in $RAW/left-out ("NAME<tab>WHAT<tab>WHY"), which the report lists, and said.
+past() {
+	local why
+	why=$(past_why "$1")
+	[ -z "$why" ] && return 0
+	printf '%s\t%s\t%s\n' "$1" "$(past_what "$1")" "$why" >> "$RAW/left-out"
+	say "left out: $(past_what "$1"): $why"
+	return 1
+}
+
+# past_plan: each comparison with older code, made or left out and why (bench/run.sh plan).
+past_plan() {
+	local name why
+	for name in $(past_list | awk '{ print $1 }'); do
+		why=$(past_why "$name")
+		if [ -z "$why" ]; then
+			echo "made: $name ($(past_what "$name"))"
+		else
+			echo "left out: $name ($(past_what "$name")): $why"
+		fi
+	done
+}
+
 # module_at REV: pam_flowslot.so as the tree of commit REV builds it, with that tree's own
 # Makefile, in build/bench/module-REV/ (kept there: later runs reuse it; this needs the git
-# history). Sets MODULE_AT, its path by $TREE (for stack lines), and MODULE_BUILT, when it was
+# history: ask past first). Sets MODULE_AT, its path by $TREE (for stack lines), and MODULE_BUILT, when it was
 # built (for the report).
 # shellcheck disable=SC2034 # MODULE_AT, MODULE_BUILT: for the caller
 module_at() {

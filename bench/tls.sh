@@ -26,7 +26,7 @@ RAW=$1 # for run and put (bench/lib.sh); absolute, for the clients run from $TMP
 case $RAW in /*) ;; *) RAW=$PWD/$RAW ;; esac
 OUT=$RAW/tls
 if [ "${QUICK:-0}" = 1 ]; then PAIRS=30 ROUNDS=200; else PAIRS=300 ROUNDS=2000; fi
-NOTLS_REV=cf490dd
+NOTLS_REV=$(past_rev tls-old)
 BIN=$TOP/build/bench
 T0=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -34,15 +34,22 @@ rm -rf "$OUT"
 mkdir -p "$OUT" || fail "mkdir $OUT"
 put_param() { printf '%s=%s\n' "$1" "$2" >> "$OUT/params"; }
 
-# The module without TLS: NOTLS_REV's tree, built with its own Makefile, once.
-module_at "$NOTLS_REV"
-put_param NOTLS_BUILT "$MODULE_BUILT"
-NOTLS_MODULE=$MODULE_AT
+# The module without TLS: NOTLS_REV's tree, built with its own Makefile, once; without the git
+# history, (a) is left out, and the rest measured.
+OLD=""
+if past tls-old; then
+	module_at "$NOTLS_REV"
+	put_param NOTLS_BUILT "$MODULE_BUILT"
+	NOTLS_MODULE=$MODULE_AT
+	OLD=old-unix
+fi
 # What each module is linked to.
 ldd "$TOP/pam_flowslot.so" | awk '{ print $1 }' | sort > "$OUT/ldd-new"
-ldd "$NOTLS_MODULE" | awk '{ print $1 }' | sort > "$OUT/ldd-old"
 stat -c %s "$TOP/pam_flowslot.so" > "$OUT/size-new"
-stat -c %s "$NOTLS_MODULE" > "$OUT/size-old"
+if [ -n "$OLD" ]; then
+	ldd "$NOTLS_MODULE" | awk '{ print $1 }' | sort > "$OUT/ldd-old"
+	stat -c %s "$NOTLS_MODULE" > "$OUT/size-old"
+fi
 
 # The test PKI: a CA, and a server certificate for 127.0.0.1 (and localhost).
 mkdir "$TMP/pki"
@@ -68,7 +75,7 @@ on_free_port PORT start_redis tls --tls-port "$TLS_PORT" --tls-cert-file "$TMP/p
 PERMIT="auth required @P/pam_permit.so"
 GATE="interval=1ms countdown=0 timeout=10s fallback=closed"
 CA="tls_ca_file=$TMP/pki/ca.crt"
-service old-unix "auth required $NOTLS_MODULE url=unix://$TMP/tls.sock key=bench:tls:old $GATE" "$PERMIT"
+[ -n "$OLD" ] && service old-unix "auth required $NOTLS_MODULE url=unix://$TMP/tls.sock key=bench:tls:old $GATE" "$PERMIT"
 service new-unix "auth required @M url=unix://$TMP/tls.sock key=bench:tls:new $GATE" "$PERMIT"
 # shellcheck disable=SC2153 # PORT: set by on_free_port
 service plain "auth required @M url=redis://127.0.0.1:$PORT/0 key=bench:tls:plain $GATE" "$PERMIT"
@@ -88,7 +95,7 @@ cat > "$TMP/maps.sh" <<-'EOF'
 	} > "$1"
 EOF
 MAPS="auth required @P/pam_exec.so /bin/sh $TMP/maps.sh"
-for s in old-unix new-unix plain tls; do
+for s in $OLD new-unix plain tls; do
 	cp "$TMP/svc/$s" "$TMP/svc/maps-$s"
 	service_line=$(printf '%s\n' "$MAPS $TMP/maps-$s.out" | sed "s|@P|$PAM_DIR|g")
 	# After the module, before pam_permit.
@@ -100,13 +107,15 @@ for s in old-unix new-unix plain tls; do
 done
 
 # (a) unix://, the module without TLS (A) against this tree's (B).
-say "a plain login on unix://, $NOTLS_REV's module against this tree's, $PAIRS pairs"
-# shellcheck disable=SC2046
-line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/unix.raw" "$TMP/old-unix.log" \
-	"$TMP/new-unix.log" -- $(pamtester_cmd old-unix) -- $(pamtester_cmd new-unix)) ||
-	fail "pairtime unix: $line"
-cp "$TMP/unix.raw" "$OUT/" || fail "unix.raw"
-echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/old-unix.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/new-unix.log")" > "$OUT/unix.txt"
+if [ -n "$OLD" ]; then
+	say "a plain login on unix://, $NOTLS_REV's module against this tree's, $PAIRS pairs"
+	# shellcheck disable=SC2046
+	line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/unix.raw" "$TMP/old-unix.log" \
+		"$TMP/new-unix.log" -- $(pamtester_cmd old-unix) -- $(pamtester_cmd new-unix)) ||
+		fail "pairtime unix: $line"
+	cp "$TMP/unix.raw" "$OUT/" || fail "unix.raw"
+	echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/old-unix.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/new-unix.log")" > "$OUT/unix.txt"
+fi
 
 # (b) redis:// (A) against rediss:// (B): whole logins, then decisions in one process.
 say "a login on redis:// against rediss://, $PAIRS pairs"
@@ -127,7 +136,9 @@ run "$BIN/optcost" "$ROUNDS" interval=1ms max_wait=60m timeout=10s "state_dir=$T
 # login and decision, warm-ups included, is one, as fallback=closed admits none without it.
 put_param SERVER_CALLS "$(redis-cli -s "$TMP/tls.sock" info commandstats |
 	awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }')"
-put_param EXPECTED_CALLS $((4 + 4 * (PAIRS + 5) + 2 * (ROUNDS + 20)))
+# The logins of the maps, and of the pairs (5 warm-ups each): without (a), one fewer and half.
+if [ -n "$OLD" ]; then LOGINS=$((4 + 4 * (PAIRS + 5))); else LOGINS=$((3 + 2 * (PAIRS + 5))); fi
+put_param EXPECTED_CALLS $((LOGINS + 2 * (ROUNDS + 20)))
 put_param PAIRS "$PAIRS"
 put_param ROUNDS "$ROUNDS"
 put_param NOTLS_REV "$NOTLS_REV"

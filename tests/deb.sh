@@ -93,8 +93,10 @@ check "the two go in staggered, the second at least 0.5 s after the first (${gap
 # own root in a private mount namespace, so dpkg, its maintainer scripts, pam-auth-update and
 # libpam run unmodified on /etc/pam.d there, and the host's is never written. A user logs in
 # (pamtester: the sshd stack's account and session) at every step: before the package, with
-# it, with the sshd example added, with the pam-auth-update profile enabled, and after the
-# package is purged with the example's lines left in /etc/pam.d/sshd. Nobody may be locked out.
+# it, with the sshd example added, with the pam-auth-update profile enabled, after the package
+# is removed, and after it is then purged, with the example's lines left in /etc/pam.d/sshd.
+# Nobody may be locked out. Each removal names the lines left; the purge removes the default
+# state_dir.
 if [ -f /etc/pam.d/sshd ] && unshare --mount --propagation private true 2> /dev/null; then
 	mkdir -p "$TMP/walk"
 	cp "$DEB" "$TMP/walk/pkg.deb"
@@ -130,10 +132,19 @@ step enable env DEBIAN_FRONTEND=noninteractive pam-auth-update --enable flowslot
 cp /etc/pam.d/common-session common-session.enabled
 step enabled in_as walker
 step root in_as root
-step purge env DEBIAN_FRONTEND=noninteractive dpkg --purge libpam-flowslot
-cp /etc/pam.d/sshd sshd.after
+# The example's logins kept the host's schedule in the default state_dir.
+ls -A /run/pam_flowslot > state.before 2>&1
+# Removed, then purged on its own, as "apt-get remove" then "apt-get purge" do.
+step remove env DEBIAN_FRONTEND=noninteractive dpkg --remove libpam-flowslot
 cp /etc/pam.d/common-session common-session.after
 test -e /usr/lib/*/security/pam_flowslot.so && echo present > module.after
+dpkg-query -W -f='${db:Status-Abbrev}\n' libpam-flowslot > status.removed 2>&1
+test -e /run/pam_flowslot && echo present > state.removed
+step removed in_as walker
+step removed-root in_as root
+step purge env DEBIAN_FRONTEND=noninteractive dpkg --purge libpam-flowslot
+cp /etc/pam.d/sshd sshd.after
+test -e /run/pam_flowslot && echo present > state.purged
 step purged in_as walker
 step purged-root in_as root
 STEPS
@@ -168,11 +179,21 @@ STEPS
 		sh -c "[ '$(rc_at enable)' = 0 ] && grep -q pam_flowslot '$W/common-session.enabled'"
 	check "walk: logins with the profile enabled: a user and root (rc $(rc_at enabled), $(rc_at root))" \
 		[ "$(rc_at enabled)" = 0 -a "$(rc_at root)" = 0 ]
-	check "walk: dpkg --purge (rc $(rc_at purge)): the module gone, the profile out of common-session" \
-		sh -c "[ '$(rc_at purge)' = 0 ] && [ ! -e '$W/module.after' ] && ! grep -q pam_flowslot '$W/common-session.after'"
-	check "walk: ... the postrm names the lines left in /etc/pam.d/sshd ($(grep -m1 'sshd:' "$W/purge.out" | sed 's/^ *//'))" \
+	check "walk: dpkg --remove (rc $(rc_at remove)): the module gone, the profile out of common-session" \
+		sh -c "[ '$(rc_at remove)' = 0 ] && [ ! -e '$W/module.after' ] && ! grep -q pam_flowslot '$W/common-session.after'"
+	check "walk: ... the postrm names the lines left in /etc/pam.d/sshd ($(grep -m1 'sshd:' "$W/remove.out" | sed 's/^ *//'))" \
+		sh -c "grep -q 'still name it' '$W/remove.out' && grep -q '/etc/pam.d/sshd:[0-9]*:.*pam_flowslot' '$W/remove.out'"
+	check "walk: ... and keeps /run/pam_flowslot, which the example's logins wrote ($(paste -sd ' ' "$W/state.before"))" \
+		sh -c "grep -q '^slot\.' '$W/state.before' && [ -e '$W/state.removed' ]"
+	check "walk: after the remove, with those lines left, not locked out: a user and root (rc $(rc_at removed), $(rc_at removed-root))" \
+		[ "$(rc_at removed)" = 0 -a "$(rc_at removed-root)" = 0 ]
+	check "walk: dpkg --purge of the removed package (status $(cat "$W/status.removed"), rc $(rc_at purge))" \
+		sh -c "grep -q '^rc' '$W/status.removed' && [ '$(rc_at purge)' = 0 ]"
+	check "walk: ... names the lines left in /etc/pam.d/sshd again ($(grep -m1 'sshd:' "$W/purge.out" | sed 's/^ *//'))" \
 		sh -c "grep -q 'still name it' '$W/purge.out' && grep -q '/etc/pam.d/sshd:[0-9]*:.*pam_flowslot' '$W/purge.out' &&
 			grep -q pam_flowslot '$W/sshd.after'"
+	check "walk: ... removes /run/pam_flowslot, and says so ($(grep -m1 'run/pam_flowslot' "$W/purge.out"))" \
+		sh -c "[ ! -e '$W/state.purged' ] && grep -q 'removed /run/pam_flowslot' '$W/purge.out'"
 	check "walk: after the purge, with those lines left, not locked out: a user and root (rc $(rc_at purged), $(rc_at purged-root))" \
 		[ "$(rc_at purged)" = 0 -a "$(rc_at purged-root)" = 0 ]
 	check "walk: the host's /etc/pam.d was never touched" sh -c "! grep -rq pam_flowslot /etc/pam.d"
