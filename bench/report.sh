@@ -276,6 +276,8 @@ cat <<-EOF
 	and needs gnuplot-nox for the picture), or \`make bench QUICK=1\` for a smoke run of about
 	two minutes on 2 cores that writes \`build/bench/BENCHMARKS-quick.md\` instead.
 
+	The fault campaign's results (\`make faults\`) are in [docs/MODEL.md](docs/MODEL.md#the-fault-campaign).
+
 	## 1. Redis commands per admitted login, under contention
 
 	N logins start at the same instant: N processes blocked on one pipe are released together,
@@ -673,12 +675,6 @@ done
 # Scale, on paper: arithmetic on measurements 4, 6 and 8.
 bash "$BENCH_DIR/scale-report.sh" "$RAW" || fail "bench/scale-report.sh"
 echo
-# The fault campaign's long run (make faults writes bench/faults.md, with its date and commit):
-# measured apart from these, and shown as it was.
-if [ -f "$BENCH_DIR/faults.md" ]; then
-	cat "$BENCH_DIR/faults.md"
-	echo
-fi
 cat <<-EOF
 	## What this run could not measure
 
