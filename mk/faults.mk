@@ -6,7 +6,7 @@
 # of its own, after make check-e2e).
 #   make check-faults        the short run: 16 logins a fault, each fault injected once
 #   make faults              the long run: 60 logins a fault, each injected 3 times; its table
-#                            goes into bench/faults.md, which BENCHMARKS.md shows
+#                            goes into bench/faults.md, which docs/MODEL.md links to
 #   FAULTS="none redis-stop-long" picks faults; FAULTS_MODULE=/path/pam_flowslot.so holds
 #   another build to the same bounds
 .PHONY: check-faults faults

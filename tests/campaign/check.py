@@ -739,7 +739,7 @@ def report(out, faults, bench=None):
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write(text)
-    if bench:  # a section of BENCHMARKS.md: every heading one level down
+    if bench:  # bench/faults.md, linked from docs/MODEL.md: every heading one level down
         with open(bench, "w") as f:
             f.write(re.sub(r"(?m)^(#+) ", r"#\1 ", text).replace(
                 "## The fault campaign", "## The fault campaign (`make faults`)", 1))
