@@ -95,6 +95,38 @@ check "flowslotctl --help names every long option ($ctl_long)${unhelped:+; not: 
 	[ -n "$ctl_long" -a -z "$unhelped" ]
 check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z "$unmanned" ]
 
+# tests/README.md, the index of the man pages' promises: every test a row names is in its file
+# (a shell check's description on its check line, or a helper's quoted argument; a unit test's
+# function; a Python def or class; a property's row of docs/MODEL.md), every row names one, and
+# every tag of "The queue's promises" in pam_flowslot(8) has a row.
+index_unfound() {
+	grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | while IFS= read -r row; do
+		cells=$(printf '%s\n' "$row" | sed -E 's/.* \| (.*) \|$/\1/' | grep -oE '`[^`]+`: "[^"]+"')
+		[ -n "$cells" ] || { echo "a row naming no test: ${row:0:60}..."; continue; }
+		printf '%s\n' "$cells" | while IFS= read -r cell; do
+			file=${cell#\`} file=${file%%\`*} name=${cell#*\`: \"} name=${name%\"}
+			case $file in
+			tests/*.sh) grep -F -- "$name" "$file" 2> /dev/null | grep -qF -e 'check "' -e "\"$name" ;;
+			tests/*.c) grep -qF -- "void $name(" "$file" 2> /dev/null ;;
+			tests/*.py) grep -F -- "$name" "$file" 2> /dev/null | grep -qE '^[[:space:]]*(def|class) ' ;;
+			docs/MODEL.md) grep -qF -- "| $name |" "$file" ;;
+			*) false ;;
+			esac || echo "$file: \"$name\""
+		done
+	done
+}
+index_rows=$(grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | grep -c .)
+unfound=$(index_unfound)
+check "tests/README.md: every test its $index_rows rows name exists${unfound:+; not found: $(echo "$unfound" | paste -sd ' ')}" \
+	[ "$index_rows" -gt 0 -a -z "$unfound" ]
+promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" pam_flowslot.8 |
+	sed -n '/^\.TP/{n; s/^\.B //p}' | sed 's/\\-/-/g')
+unindexed=$(printf '%s\n' "$promise_tags" | while IFS= read -r tag; do
+	grep -qF "| The queue's promises: $tag: " tests/README.md || echo "$tag"
+done | paste -sd ';')
+check "tests/README.md has a row for each of the $(printf '%s\n' "$promise_tags" | grep -c .) tags of \"The queue's promises\"${unindexed:+; none for: $unindexed}" \
+	[ -n "$promise_tags" -a -z "$unindexed" ]
+
 # Every paragraph of the pages and the README closes the parentheses it opens.
 for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
 	open=$(LC_ALL=C groff -man -Tascii -P-cbou "$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
