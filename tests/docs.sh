@@ -127,11 +127,27 @@ check "make uninstall removes every file it installed" [ "$(find "$dest" -type f
 # and sed's | and &.
 copy=$(mktemp -d "/tmp/flowslot docs 'q' \"\$x|&.XXXXXX")
 trap 'rm -rf "$copy"; cleanup' EXIT
-cp --parents pam_flowslot.so tests/lib.sh tests/untouched.sh tests/demo.sh tests/stamp.sh "$copy/"
+cp --parents pam_flowslot.so tests/lib.sh tests/untouched.sh tests/demo.sh tests/stamp.sh \
+	etc/pam.d/sshd-flowslot "$copy/"
 bash "$copy/tests/demo.sh" > "$TMP/demo.log" 2>&1
 demo_rc=$?
 check "make demo from a checkout at '$copy': $(grep -o '^[0-9]* logins, [0-9]* failed' "$TMP/demo.log")" \
 	sh -c '[ "$1" = 0 ] && grep -q "^6 logins, 0 failed" "$2"' sh "$demo_rc" "$TMP/demo.log"
 rm -rf "$copy"
+# Its stack is the README's for sshd: the session line of etc/pam.d/sshd-flowslot, bracket and
+# all.
+bracket=$(sed -nE 's/^session +(\[[^]]*\]) +pam_flowslot\.so.*/\1/p' etc/pam.d/sshd-flowslot)
+check "make demo's stack is the session line of etc/pam.d/sshd-flowslot ($bracket)" \
+	grep -qF "    session $bracket pam_flowslot.so " "$TMP/demo.log"
+# Each line it shows tells the place P and the wait N of one answer: on its schedule of 1 s
+# with no login lost, the logins ahead go in 1 s apart, the first within a second, so
+# P - 1 < N <= P (N is rounded up to a tenth). A place from one renewal with the wait left
+# after a later one ("you are now number 3; your turn in about 1 s") is not.
+told=$(grep -o 'Login queue: .*your turn in about [0-9.]* s\.' "$TMP/demo.log")
+untrue=$(printf '%s\n' "$told" | sed -nE 's/.*you are (now )?next; .* about ([0-9.]+) s\.$/1 \2/p
+	s/.*you are (now )?number ([0-9]+); .* about ([0-9.]+) s\.$/\2 \3/p' |
+	awk '!($2 > $1 - 1 && $2 <= $1) { printf "%s(number %s, %s s)", sep, $1, $2; sep = ", " }')
+check "make demo: each of its $(printf '%s\n' "$told" | grep -c .) lines with a place tells one answer's place and wait${untrue:+; not: $untrue}" \
+	[ "$(printf '%s\n' "$told" | grep -c .)" -ge 5 -a -z "$untrue" ]
 
 finish
