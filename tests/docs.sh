@@ -122,6 +122,34 @@ check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f |
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 
+# tests/deps.sh: make demo installs what the demo needs (the build, pamtester, pam_wrapper, a
+# redis-server), none of the suites' toolchain, no Sentinel, all of it part of what make check
+# installs; each names only what is missing, and nothing when all is there. A fake dpkg-query
+# stands for the host's: installed, but for the names in FAKE_MISSING ("all": none is).
+mkdir -p "$TMP/fakedpkg"
+cat > "$TMP/fakedpkg/dpkg-query" <<'FAKE'
+#!/bin/sh
+for p; do :; done
+case " $FAKE_MISSING " in " all " | *" $p "*) exit 1 ;; esac
+printf 'install ok installed'
+FAKE
+chmod 0755 "$TMP/fakedpkg/dpkg-query"
+needs() { PATH="$TMP/fakedpkg:$PATH" FAKE_MISSING=$1 sh tests/deps.sh -n "$2"; }
+demo_needs=$(needs all demo)
+check_needs=$(needs all check)
+extra=$(for p in clang valgrind redis-sentinel stunnel4 gnuplot-nox openssh-server libcmocka-dev; do
+	case " $demo_needs " in *" $p "*) echo "$p" ;; esac; done | tr '\n' ' ')
+check "deps.sh demo: $(echo "$demo_needs" | wc -w) packages, the build, pamtester, pam_wrapper, redis-server${extra:+; not: $extra}" \
+	sh -c 'for p in gcc libpam0g-dev libhiredis-dev libssl-dev liblua5.1-0-dev pamtester libpam-wrapper redis-server; do
+		case " $1 " in *" $p "*) ;; *) exit 1 ;; esac; done; [ -z "$2" ]' sh "$demo_needs" "$extra"
+outside=$(for p in $demo_needs; do case " $check_needs " in *" $p "*) ;; *) echo "$p" ;; esac; done | tr '\n' ' ')
+check "deps.sh: make check installs all make demo does ($(echo "$check_needs" | wc -w) packages)${outside:+; not: $outside}" \
+	[ -z "$outside" ]
+check "deps.sh names what is missing, and nothing when all is there" \
+	sh -c '[ -z "$1$2" ] && [ "$3" = redis-server ] && [ "$4" = "redis-server clang" ]' sh \
+	"$(needs '' demo)" "$(needs '' check)" "$(needs 'redis-server clang' demo)" \
+	"$(needs 'redis-server clang' check)"
+
 # The README's "make demo" works from any checkout: here from a copy of the built tree under
 # /tmp (which each login gets a private one of) by a path with a space, quotes, a dollar sign
 # and sed's | and &.
