@@ -115,12 +115,13 @@ su_as_root suold
 check "... whereas the target-only tests (uid eq 0, user ingroup sudo) queue root's su: refused ($(tr '\n' '|' < "$TMP/suold.screen"))" \
 	sh -c "grep -q 'Too many logins' '$TMP/suold.screen' && ! grep -qx 'su-ran' '$TMP/suold.screen'"
 
-# su and runuser run by a user outside group sudo, for real: su is set-uid, so pam_wrapper
-# cannot be preloaded into it from an unprivileged caller. They run in a private mount
-# namespace instead, under a tmux server of its own started there, which sees a copy of
+# su, runuser and sudo run by a user outside group sudo, for real: su and sudo are set-uid, so
+# pam_wrapper cannot be preloaded into them from an unprivileged caller. They run in a private
+# mount namespace instead, under a tmux server of its own started there, which sees a copy of
 # /etc/pam.d (the shipped profile's block in common-session, a permit for auth and account),
-# and of /etc/passwd, /etc/group and /etc/shadow with two users, CALLER, not in group sudo,
-# and TARGET. The host's files are never written (tests/untouched.sh checks /etc/pam.d).
+# and of /etc/passwd, /etc/group and /etc/shadow with three users: CALLER and SUDOER (in a copy
+# of /etc/sudoers, NOPASSWD and not), neither in group sudo, and TARGET. The host's files are
+# never written (tests/untouched.sh checks /etc/pam.d).
 NS=$TMP/ns
 TMUX_NS="$TMP/tmux-ns.sock"
 tns() { tmux -S "$TMUX_NS" "$@"; }
@@ -130,13 +131,14 @@ free_id() { # a uid and gid that no user or group of the host has, from $1 up
 	while getent passwd "$id" > /dev/null || getent group "$id" > /dev/null; do id=$((id + 1)); done
 	echo "$id"
 }
-CALLER=flowslot-caller TARGET=flowslot-target
+CALLER=flowslot-caller SUDOER=flowslot-sudoer TARGET=flowslot-target
 caller_id=$(free_id 61000)
-target_id=$(free_id $((caller_id + 1)))
+sudoer_id=$(free_id $((caller_id + 1)))
+target_id=$(free_id $((sudoer_id + 1)))
 mkdir -p "$NS/etc"
 cp -a /etc/pam.d "$NS/etc/pam.d"
 cp /etc/passwd /etc/group /etc/shadow "$NS/etc/"
-for u in "$CALLER:$caller_id" "$TARGET:$target_id"; do
+for u in "$CALLER:$caller_id" "$SUDOER:$sudoer_id" "$TARGET:$target_id"; do
 	echo "${u%:*}:x:${u#*:}:${u#*:}::/:/bin/sh" >> "$NS/etc/passwd"
 	echo "${u%:*}:x:${u#*:}:" >> "$NS/etc/group"
 	echo "${u%:*}:!:19000::::::" >> "$NS/etc/shadow"
@@ -147,15 +149,34 @@ ns_session() { # OPTIONS: common-session is the profile's block, the gate on OPT
 	{ profile_block "$1"; echo "session required $PAM_DIR/pam_permit.so"; } > "$NS/etc/pam.d/common-session"
 }
 ns_session "key=ns interval=4s countdown=2s"
+# What sudo runs: each phase's name, service and items, as root (seteuid), into $TMP/phases.
+printf '%s\n' 'echo "$PAM_TYPE $PAM_SERVICE ruser=$PAM_RUSER user=$PAM_USER" >> "$1"' > "$NS/phase.sh"
+HAVE_SUDO=""
+if command -v sudo > /dev/null && [ -f /etc/pam.d/sudo ] && [ -f /etc/pam.d/sudo-i ]; then
+	HAVE_SUDO=1
+	for s in sudo sudo-i; do
+		for t in auth account session; do
+			echo "$t optional $PAM_DIR/pam_exec.so quiet seteuid /bin/sh $NS/phase.sh $TMP/phases"
+		done | cat - /etc/pam.d/$s > "$NS/etc/pam.d/$s"
+	done
+	cp /etc/sudoers "$NS/etc/sudoers"
+	printf '%s ALL=(ALL) NOPASSWD: ALL\n%s ALL=(ALL) ALL\n' "$CALLER" "$SUDOER" >> "$NS/etc/sudoers"
+	chmod 0440 "$NS/etc/sudoers"
+fi
 occ_ns() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
 	pamtester occns someone authenticate > /dev/null 2>&1; }
 service occns "auth required @M url=unix://$TMP/r.sock key=ns interval=4s"
 # shellcheck disable=SC2016
 unshare --mount --propagation private sh -c '
-	ns=$1 sock=$2
+	ns=$1 sock=$2 have_sudo=$3
 	for f in passwd group shadow; do mount --bind "$ns/etc/$f" "/etc/$f" || exit 1; done
 	mount --bind "$ns/etc/pam.d" /etc/pam.d || exit 1
-	exec tmux -S "$sock" new-session -d -s keep "sleep 600"' sh "$NS" "$TMUX_NS"
+	# sudo keeps its timestamps in /run/sudo: a /run of this namespace alone.
+	if [ -n "$have_sudo" ]; then
+		mount --bind "$ns/etc/sudoers" /etc/sudoers && mount -t tmpfs -o mode=0755 tmpfs /run ||
+			exit 1
+	fi
+	exec tmux -S "$sock" new-session -d -s keep "sleep 600"' sh "$NS" "$TMUX_NS" "$HAVE_SUDO"
 ns_ok=$?
 # as NAME UID SECONDS LAST COMMAND: the queue taken, COMMAND run in a pane of the namespace by
 # UID (real and effective, no groups), then "rc=N"; the pane watched as watch_pane does, into
@@ -221,6 +242,45 @@ if [ "$ns_ok" = 0 ]; then
 	cp "$NS/runuser.orig" "$NS/etc/pam.d/runuser"
 else
 	not_ok "su by a user outside group sudo: the private mount namespace could not be set up"
+fi
+if [ "$ns_ok" = 0 ] && [ -n "$HAVE_SUDO" ]; then
+	# sudo CMD: Debian's sudo stack has common-session-noninteractive, without the profile: in at
+	# once, while the queue is busy. No password asked (NOPASSWD): no pam_authenticate.
+	: > "$TMP/phases"
+	as sudoc "$caller_id" 15 'rc=' sudo -u "$TARGET" sh -c "'echo sudo-ran'"
+	ran=$(seen_at sudoc sudo-ran)
+	check "sudo CMD: not queued by the profile, in at once (${ran:-never} ms, slot 4000), nothing said ($(seen sudoc))" \
+		sh -c "[ -n '$ran' ] && [ '$ran' -lt 3000 ] && ! grep -q 'Login queue' '$TMP/sudoc.seen'"
+	check "... NOPASSWD: account and session, no auth ($(tr '\n' '|' < "$TMP/phases"))" \
+		sh -c "[ \"\$(cut -d' ' -f1 '$TMP/phases' | tr '\n' ' ')\" = 'account open_session close_session ' ]"
+	# A password asked (pam_permit answers it here): auth runs; the same again from that
+	# terminal within the timestamp's life: no auth. PAM_USER is the caller in auth and
+	# account, the target in the session; PAM_RUSER is the caller.
+	: > "$TMP/phases"
+	as sudop "$sudoer_id" 15 'rc=' sh -c "'sudo -u $TARGET true && sudo -u $TARGET true'"
+	check "sudo CMD asking a password: auth, account, session; again with the cached credentials: no auth ($(tr '\n' '|' < "$TMP/phases"))" \
+		sh -c "[ \"\$(cut -d' ' -f1 '$TMP/phases' | tr '\n' ' ')\" = 'auth account open_session close_session account open_session close_session ' ] &&
+			grep -qx 'auth sudo ruser=$SUDOER user=$SUDOER' '$TMP/phases' && grep -qx 'open_session sudo ruser=$SUDOER user=$TARGET' '$TMP/phases'"
+	# sudo -i: service sudo-i, common-session and the profile: the caller outside group sudo
+	# waits, told live.
+	: > "$TMP/phases"
+	as sudoi "$caller_id" 15 'rc=' sudo -i -u "$TARGET" echo sudo-i-ran
+	check "sudo -i by a user outside group sudo: told live, then the command ($(seen sudoi))" \
+		ran_live sudoi sudo-i-ran
+	check "... its session is the service sudo-i's ($(tr '\n' '|' < "$TMP/phases"))" \
+		grep -q "^open_session sudo-i ruser=$CALLER user=$TARGET\$" "$TMP/phases"
+	# The module added to sudo's own session: sudo CMD opens it with PAM_SILENT (only -i and
+	# -s do not), which the module obeys: a wait in silence.
+	cp "$NS/etc/pam.d/sudo" "$NS/sudo.orig"
+	echo "session required $MODULE url=unix://$TMP/r.sock key=ns interval=4s countdown=2s state_dir=$TMP/state" \
+		>> "$NS/etc/pam.d/sudo"
+	as sudos "$caller_id" 15 'rc=' sudo -u "$TARGET" sh -c "'echo sudo-ran'"
+	ran=$(seen_at sudos sudo-ran)
+	check "sudo CMD, the module in sudo's session: waits (${ran:-never} ms) in silence, PAM_SILENT ($(seen sudos))" \
+		sh -c "[ -n '$ran' ] && [ '$ran' -ge 2000 ] && ! grep -q 'Login queue' '$TMP/sudos.seen'"
+	cp "$NS/sudo.orig" "$NS/etc/pam.d/sudo"
+elif [ "$ns_ok" = 0 ]; then
+	echo "# skipped sudo: not installed (tests/deps.sh installs it)"
 fi
 tns kill-server 2> /dev/null
 
