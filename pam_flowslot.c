@@ -208,6 +208,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
 		if (v != SLOT_UNAVAILABLE)
 			return v;
+		stats_record_error(pamh, o->state_dir, o->key, o->slot.dry_run);
 	}
 	switch (o->fallback) {
 	case OPT_FALLBACK_OPEN:

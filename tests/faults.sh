@@ -7,6 +7,8 @@ set -u
 
 permit="auth required @P/pam_permit.so"
 redis_err() { grep -c 'SYSLOG(3): redis ' "$TMP/$1.err"; }
+# queued_n_of PREFIX N: N logins of PREFIX queued at least.
+queued_n_of() { [ "$(cat "$TMP/$1"*.err 2> /dev/null | grep -c 'queued: ')" -ge "$2" ]; }
 
 # Killed before a login.
 start_redis k || exit 1
@@ -181,6 +183,37 @@ check "a lock busy past max_wait (3 s): refused after $((t1 - t0)) ms, 'try agai
 	sh -c "[ $(rc_of bz1) != 0 ] && [ $((t1 - t0)) -ge 3000 ] &&
 		grep -q 'Too many logins at the moment. Please try again later.' '$TMP/bz1.out' '$TMP/bz1.err' &&
 		grep -q 'cannot lock .* busy' '$TMP/bz1.err' && ! grep -q -e 'is stuck' -e unusable '$TMP/bz1.err'"
+
+# An outage with logins waiting (issue 28: an 8 s stop with five waiters wrote 24 LOG_ERR lines):
+# each login logs it once as it starts (its first failed call's cause) and once as Redis answers
+# again, whatever the calls that fail between; the counters count every failed call.
+start_redis ou || exit 1
+service outage "auth required @M url=unix://$TMP/ou.sock interval=3s countdown=0 timeout=300ms state_dir=$TMP/st-ou" \
+	"$permit"
+logins ow outage 6 &
+inflight=$!
+wait_for 10 queued_n_of ow 5
+sleep 0.5
+stop_redis ou
+sleep 8
+start_redis ou || exit 1
+wait "$inflight"
+errs_of() { cat "$@" | grep -c 'SYSLOG(3)'; }
+most=0
+for f in "$TMP"/ow0?.err; do
+	n=$(grep -c 'SYSLOG(3)' "$f")
+	[ "$n" -gt "$most" ] && most=$n
+done
+all=$(errs_of "$TMP"/ow0?.err)
+again=$(cat "$TMP"/ow0?.err | grep -c 'SYSLOG(5).*queue: the schedule answers again, after ')
+failed=$("$TREE/flowslotctl" state_dir="$TMP/st-ou" metrics 2> /dev/null |
+	sed -n 's/^flowslot_redis_errors_total{key="pam_flowslot"} //p')
+check "8 s stop, five waiters: every login admitted, at most one LOG_ERR line each ($most), $all in all" \
+	sh -c "[ \$(cat '$TMP'/ow0?.rc | tr -d '\n') = 000000 ] && [ $most -le 1 ] && [ $all -ge 1 ] && [ $all -le 5 ]"
+check "... 'answers again' said once by each login that Redis answered again ($again)" \
+	sh -c "[ $again -ge 1 ] && ! grep -c 'answers again' '$TMP'/ow0?.err | grep -qv ':[01]\$'"
+check "... and the counters have every failed call (flowslot_redis_errors_total ${failed:-none}, more than the $all lines)" \
+	sh -c "[ '${failed:-0}' -gt $all ]"
 
 # No password reaches any log, at any level: a login with debug and the trace level on.
 service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \

@@ -85,7 +85,12 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 int rnode_ask_sentinel(struct rnode_call *call, const struct url_node *sentinel,
 		       struct url_node *master);
 
-/* Logs "WHERE: what: why" at LOG_ERR, why escaped. */
+/* Logs an error of the exchange at LOG_ERR, unless the login said its outage already
+   (o->errors_said). */
+void rnode_err(const struct rnode_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* rnode_err of "WHERE: what: why", why escaped. */
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why);
 
 /* True when a and b are the same address and port. */
