@@ -12,6 +12,7 @@
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
+#include "flowslot/once.h"
 #include "flowslot/tls.h"
 #include "flowslot/url.h"
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
@@ -172,15 +173,24 @@ void rnode_cap_reader(redisReader *r, struct rnode_cap *cap)
 
 void rnode_err(const struct rnode_call *call, const char *fmt, ...)
 {
+	const struct opt *o = call->o;
 	char line[sizeof(call->where) + TLS_WHY_MAX + 256];
+	uint64_t held = 0;
 	va_list ap;
 
-	if (call->o->errors_said)
+	if (o->errors_said)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	log_msg(call->pamh, LOG_ERR, "%s", line);
+	/* flowslotctl (no PAM handle) says every error to whoever runs it. */
+	if (call->pamh != NULL && !once_rate(o->state_dir, line, RNODE_ERR_PERIOD_US, &held))
+		return;
+	if (held > 0)
+		log_msg(call->pamh, LOG_ERR, "%s (and %llu more since the last such line, not logged)",
+			line, (unsigned long long)held);
+	else
+		log_msg(call->pamh, LOG_ERR, "%s", line);
 }
 
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why)

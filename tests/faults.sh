@@ -215,6 +215,29 @@ check "... 'answers again' said once by each login that Redis answered again ($a
 check "... and the counters have every failed call (flowslot_redis_errors_total ${failed:-none}, more than the $all lines)" \
 	sh -c "[ '${failed:-0}' -gt $all ]"
 
+# Across logins on one host (one state_dir), a cause is logged at most once a second: logins
+# that meet the same dead Redis within a second log its line once, the next line logged after
+# that says how many were not, and the counters count them all.
+service gone "auth required @M url=unix://$TMP/gone.sock interval=1ms timeout=300ms state_dir=$TMP/st-gone" "$permit"
+t0=$(now_ms)
+for i in 1 2 3 4 5 6 7 8; do
+	login "g$i" gone "g$i"
+done
+t1=$(now_ms)
+sleep 1.2
+login g9 gone g9
+said=$(cat "$TMP"/g?.err | grep -c 'SYSLOG(3): redis unix:.*gone.sock: cannot connect')
+held=$(cat "$TMP"/g?.err | sed -n 's/.*SYSLOG(3): redis unix:.*(and \([0-9]*\) more since the last such line, not logged).*/\1/p' |
+	awk '{ n += $1 } END { print n + 0 }')
+bound=$(( (t1 - t0) / 1000 + 2 ))
+failed=$("$TREE/flowslotctl" state_dir="$TMP/st-gone" metrics 2> /dev/null |
+	sed -n 's/^flowslot_redis_errors_total{key="pam_flowslot"} //p')
+check "9 logins against a dead Redis ($((t1 - t0)) ms for 8, then one 1.2 s later): $said lines, at most one a second (<= $bound), each login admitted" \
+	sh -c "[ \$(cat '$TMP'/g?.rc | tr -d '\n') = 000000000 ] && [ $said -ge 2 ] && [ $said -le $bound ] &&
+		grep -q 'SYSLOG(3): redis unix:.*gone.sock: cannot connect' '$TMP/g9.err'"
+check "... the lines logged and those they say were not add up to the 9 failures ($said + $held), as the counters have it (${failed:-none})" \
+	sh -c "[ $((said + held)) = 9 ] && [ '${failed:-0}' = 9 ]"
+
 # No password reaches any log, at any level: a login with debug and the trace level on.
 service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \
 	"$permit"
