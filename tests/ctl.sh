@@ -466,6 +466,44 @@ check "status, Redis down: exit $rc, Redis named down, and the per-host schedule
 got="$(json_field "['down']" < "$TMP/outage.json") $(json_field "['waiting']" < "$TMP/outage.json")"
 check "... and in --json: \"down\" and the waiting count ($got)" [ "$got" = "redis 127.0.0.1:$down 2" ]
 
+# 9b. Redis stopped while logins wait on it: the host still knows its own waiters (each holds
+# a slot of state_dir/waiters, src/waiters.c, by locks its process's end drops) and shows them,
+# with the shared queue said to be unknown, in status, --json and metrics; a waiter killed with
+# no cleanup (SIGKILL, as LoginGraceTime's _exit) is no longer counted.
+start_redis hw || exit 1
+O="url=unix://$TMP/hw.sock timeout=300ms state_dir=$TMP/hw key=c9b"
+service c9b "auth requisite @M $O interval=3s countdown=0" "auth required @P/pam_permit.so"
+for u in h1 h2 h3 h4 h5; do
+	bg_login "$u" c9b "$u"
+done
+wait_for 8 queued h 4
+"$CTL" "$C" $O --json status > "$TMP/hw-up.json" 2> /dev/null
+stop_redis hw
+"$CTL" "$C" $O status > "$TMP/hw.out" 2> "$TMP/hw.err"
+rc=$?
+"$CTL" "$C" $O --json status > "$TMP/hw.json" 2> /dev/null
+"$CTL" "$C" $O metrics > "$TMP/hw.prom" 2> /dev/null
+victim=$(pam_pid "$(grep -l 'queued: ' "$TMP"/h?.err | head -1 | sed 's|.*/||; s|\.err$||')")
+kill -KILL "$victim"
+wait_for 5 sh -c "! kill -0 $victim 2> /dev/null"
+"$CTL" "$C" $O --json status > "$TMP/hw-kill.json" 2> /dev/null
+bg_wait
+got_up=$(json_field "['host']['waiting']" < "$TMP/hw-up.json" 2> /dev/null)
+check "status --json, Redis up: the host's 4 waiters beside the shared queue's (host.waiting $got_up)" \
+	[ "$got_up" = 4 ]
+check "status, Redis stopped mid-wait: exit $rc, the shared queue unknown, this host's 4 waiters ($(grep '^this host' "$TMP/hw.out"))" \
+	sh -c "[ $rc = 1 ] && grep -q '^shared queue: *unknown until redis unix:$TMP/hw.sock is back\$' '$TMP/hw.out' &&
+		grep -q '^this host: *4 waiting, the longest for ' '$TMP/hw.out'"
+got="$(json_field "['shared_waiting']" < "$TMP/hw.json") $(json_field "['host']['waiting']" < "$TMP/hw.json") $(json_field "['host']['longest_wait_ms']" < "$TMP/hw.json")"
+check "... in --json: shared_waiting null, host.waiting 4, host.longest_wait_ms within the wait ($got)" \
+	sh -c "set -- $got; [ \$1 = None ] && [ \$2 = 4 ] && [ \$3 -gt 0 ] && [ \$3 -lt 20000 ]"
+check "... in metrics: flowslot_queue_up 0, no queue length, flowslot_host_waiting 4 ($(grep '^flowslot_host' "$TMP/hw.prom" | paste -sd ' '))" \
+	sh -c "grep -q '^flowslot_queue_up{key=\"c9b\"} 0\$' '$TMP/hw.prom' && ! grep -q '^flowslot_queue_length' '$TMP/hw.prom' &&
+		grep -q '^flowslot_host_waiting{key=\"c9b\"} 4\$' '$TMP/hw.prom' &&
+		awk '/^flowslot_host_longest_wait_seconds\{key=\"c9b\"\}/ { ok = \$2 > 0 } END { exit !ok }' '$TMP/hw.prom'"
+check "... and a waiter killed with no cleanup is counted no more ($(json_field "['host']['waiting']" < "$TMP/hw-kill.json"))" \
+	[ "$(json_field "['host']['waiting']" < "$TMP/hw-kill.json")" = 3 ]
+
 # 10. metrics --service NAME: that stack's schedules only; without --service, the host's all.
 for k in m-one m-two; do
 	service "$k" "auth requisite @M url=local state_dir=$TMP/ms key=$k interval=1ms countdown=0" \

@@ -7,6 +7,8 @@ set -u
 
 permit="auth required @P/pam_permit.so"
 redis_err() { grep -c 'SYSLOG(3): redis ' "$TMP/$1.err"; }
+# queued_n_of PREFIX N: N logins of PREFIX queued at least.
+queued_n_of() { [ "$(cat "$TMP/$1"*.err 2> /dev/null | grep -c 'queued: ')" -ge "$2" ]; }
 
 # Killed before a login.
 start_redis k || exit 1
@@ -181,6 +183,60 @@ check "a lock busy past max_wait (3 s): refused after $((t1 - t0)) ms, 'try agai
 	sh -c "[ $(rc_of bz1) != 0 ] && [ $((t1 - t0)) -ge 3000 ] &&
 		grep -q 'Too many logins at the moment. Please try again later.' '$TMP/bz1.out' '$TMP/bz1.err' &&
 		grep -q 'cannot lock .* busy' '$TMP/bz1.err' && ! grep -q -e 'is stuck' -e unusable '$TMP/bz1.err'"
+
+# An outage with logins waiting (issue 28: an 8 s stop with five waiters wrote 24 LOG_ERR lines):
+# each login logs it once as it starts (its first failed call's cause) and once as Redis answers
+# again, whatever the calls that fail between; the counters count every failed call.
+start_redis ou || exit 1
+service outage "auth required @M url=unix://$TMP/ou.sock interval=3s countdown=0 timeout=300ms state_dir=$TMP/st-ou" \
+	"$permit"
+logins ow outage 6 &
+inflight=$!
+wait_for 10 queued_n_of ow 5
+sleep 0.5
+stop_redis ou
+sleep 8
+start_redis ou || exit 1
+wait "$inflight"
+errs_of() { cat "$@" | grep -c 'SYSLOG(3)'; }
+most=0
+for f in "$TMP"/ow0?.err; do
+	n=$(grep -c 'SYSLOG(3)' "$f")
+	[ "$n" -gt "$most" ] && most=$n
+done
+all=$(errs_of "$TMP"/ow0?.err)
+again=$(cat "$TMP"/ow0?.err | grep -c 'SYSLOG(5).*queue: the schedule answers again, after ')
+failed=$("$TREE/flowslotctl" state_dir="$TMP/st-ou" metrics 2> /dev/null |
+	sed -n 's/^flowslot_redis_errors_total{key="pam_flowslot"} //p')
+check "8 s stop, five waiters: every login admitted, at most one LOG_ERR line each ($most), $all in all" \
+	sh -c "[ \$(cat '$TMP'/ow0?.rc | tr -d '\n') = 000000 ] && [ $most -le 1 ] && [ $all -ge 1 ] && [ $all -le 5 ]"
+check "... 'answers again' said once by each login that Redis answered again ($again)" \
+	sh -c "[ $again -ge 1 ] && ! grep -c 'answers again' '$TMP'/ow0?.err | grep -qv ':[01]\$'"
+check "... and the counters have every failed call (flowslot_redis_errors_total ${failed:-none}, more than the $all lines)" \
+	sh -c "[ '${failed:-0}' -gt $all ]"
+
+# Across logins on one host (one state_dir), a cause is logged at most once a second: logins
+# that meet the same dead Redis within a second log its line once, the next line logged after
+# that says how many were not, and the counters count them all.
+service gone "auth required @M url=unix://$TMP/gone.sock interval=1ms timeout=300ms state_dir=$TMP/st-gone" "$permit"
+t0=$(now_ms)
+for i in 1 2 3 4 5 6 7 8; do
+	login "g$i" gone "g$i"
+done
+t1=$(now_ms)
+sleep 1.2
+login g9 gone g9
+said=$(cat "$TMP"/g?.err | grep -c 'SYSLOG(3): redis unix:.*gone.sock: cannot connect')
+held=$(cat "$TMP"/g?.err | sed -n 's/.*SYSLOG(3): redis unix:.*(and \([0-9]*\) more since the last such line, not logged).*/\1/p' |
+	awk '{ n += $1 } END { print n + 0 }')
+bound=$(( (t1 - t0) / 1000 + 2 ))
+failed=$("$TREE/flowslotctl" state_dir="$TMP/st-gone" metrics 2> /dev/null |
+	sed -n 's/^flowslot_redis_errors_total{key="pam_flowslot"} //p')
+check "9 logins against a dead Redis ($((t1 - t0)) ms for 8, then one 1.2 s later): $said lines, at most one a second (<= $bound), each login admitted" \
+	sh -c "[ \$(cat '$TMP'/g?.rc | tr -d '\n') = 000000000 ] && [ $said -ge 2 ] && [ $said -le $bound ] &&
+		grep -q 'SYSLOG(3): redis unix:.*gone.sock: cannot connect' '$TMP/g9.err'"
+check "... the lines logged and those they say were not add up to the 9 failures ($said + $held), as the counters have it (${failed:-none})" \
+	sh -c "[ $((said + held)) = 9 ] && [ '${failed:-0}' = 9 ]"
 
 # No password reaches any log, at any level: a login with debug and the trace level on.
 service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \
