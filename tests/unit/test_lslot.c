@@ -962,7 +962,7 @@ static void test_lock_stuck(void **state)
 	struct fixture *fx = *state;
 	const struct slot_params p = { .interval_us = 30 * S, .max_wait_us = 120 * S, .burst = 1 };
 	const struct slot_params quick = { .interval_us = 30 * S, .max_wait_us = 0, .burst = 1 };
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	struct slot_place waiter;
 	char path[PATH_MAX], next[PATH_MAX], holder[64];
 	struct stat st;
