@@ -99,16 +99,17 @@ struct ref_member {
 	const char *name;
 	size_t len;
 	pid_t pid;
+	uint64_t pidns;
 };
 
-/* "SCORE MEMBER PID\n", the score a finite number as strtod reads it (blanks before it
+/* "SCORE MEMBER PID\n" or "SCORE MEMBER PID NS\n" (NS not 0), the score a finite number as strtod reads it (blanks before it
    included), within the line [p, end); its fields in *m (name pointing into the line). A
    score that underflows (to a subnormal or 0) is one the rules leave open: *vague is set. */
 static bool ref_line(const char *p, const char *end, struct ref_member *m, bool *vague)
 {
 	const char *name, *at;
 	char *e;
-	int64_t pid;
+	int64_t pid, ns;
 
 	if (p == end)
 		return false;
@@ -126,9 +127,18 @@ static bool ref_line(const char *p, const char *end, struct ref_member *m, bool 
 	if (!fuzz_member_ok(name, m->len) || at == end)
 		return false;
 	at++;
-	if (!ref_digits(&at, INT_MAX, &pid) || at != end)
+	if (!ref_digits(&at, INT_MAX, &pid))
 		return false;
 	m->pid = (pid_t)pid;
+	m->pidns = 0;
+	if (at < end && *at == ' ') {
+		at++;
+		if (!ref_digits(&at, INT64_MAX, &ns) || ns == 0)
+			return false;
+		m->pidns = (uint64_t)ns;
+	}
+	if (at != end)
+		return false;
 	return true;
 }
 
@@ -193,7 +203,8 @@ static void check_same(const struct lstore *s, const struct ref_member *ref, siz
 	FUZZ_CHECK(s->n == n && s->expires_us == expires_us);
 	for (size_t i = 0; i < n; i++)
 		FUZZ_CHECK(
-		    fuzz_same_member(&s->m[i], ref[i].score, ref[i].name, ref[i].len, ref[i].pid));
+		    fuzz_same_member(&s->m[i], ref[i].score, ref[i].name, ref[i].len, ref[i].pid,
+				     ref[i].pidns));
 }
 
 /* Reads text at now_us into s, as the rules say it must. */

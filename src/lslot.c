@@ -88,7 +88,7 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create
    it can be. A longer file is cut there, and so read as a bad one. */
 static char *lslot_read_all(int fd)
 {
-	size_t max = 64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + 48), n = 0;
+	size_t max = 64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + LSTORE_LINE_MORE), n = 0;
 	struct stat st;
 	char *buf;
 	ssize_t r;
@@ -633,6 +633,7 @@ static enum slot_verdict lslot_step(struct lslot_notes *notes, const struct lslo
 	}
 	free(text);
 	st.pid = getpid();
+	st.pidns = lstore_pidns();
 	if (lslot_login(call))
 		p.max_wait_us = p.max_wait_us > f->waited_us ? p.max_wait_us - f->waited_us : 0;
 	v = lslot_run(notes, f, &st, &p, res);
@@ -721,6 +722,7 @@ static enum slot_verdict lslot_peek_empty(struct lslot_notes *notes, const struc
 
 	lstore_read(&st, "", fstime_mono_us(), &old, &why);
 	st.pid = getpid();
+	st.pidns = lstore_pidns();
 	v = lslot_run(notes, f, &st, f->call->p, res);
 	lstore_free(&st);
 	return v;

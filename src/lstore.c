@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "flowslot/slot.h"
 
@@ -105,8 +106,9 @@ static int lstore_grow(struct lstore *s)
 	return 0;
 }
 
-/* Inserts a new member, in order, as pid's. */
-static int lstore_insert(struct lstore *s, double score, const char *name, size_t len, pid_t pid)
+/* Inserts a new member, in order, as pid's (of namespace pidns). */
+static int lstore_insert(struct lstore *s, double score, const char *name, size_t len, pid_t pid,
+			 uint64_t pidns)
 {
 	size_t at;
 	char *copy;
@@ -119,7 +121,9 @@ static int lstore_insert(struct lstore *s, double score, const char *name, size_
 	copy[len] = '\0';
 	at = lstore_slot(s, score, name, len);
 	memmove(&s->m[at + 1], &s->m[at], (s->n - at) * sizeof(s->m[0]));
-	s->m[at] = (struct lstore_member){ .score = score, .name = copy, .len = len, .pid = pid };
+	s->m[at] = (struct lstore_member){
+		.score = score, .name = copy, .len = len, .pid = pid, .pidns = pidns
+	};
 	s->n++;
 	s->changed = true;
 	return 0;
@@ -132,12 +136,13 @@ int lstore_add(struct lstore *s, double score, const char *name, size_t len)
 	size_t at;
 
 	if (i < 0)
-		return lstore_insert(s, score, name, len, s->pid) != 0 ? -1 : 1;
+		return lstore_insert(s, score, name, len, s->pid, s->pidns) != 0 ? -1 : 1;
 	m = s->m[i];
 	memmove(&s->m[i], &s->m[i + 1], (s->n - (size_t)i - 1) * sizeof(m));
 	s->n--;
 	m.score = score;
 	m.pid = s->pid;
+	m.pidns = s->pidns;
 	at = lstore_slot(s, score, m.name, m.len);
 	memmove(&s->m[at + 1], &s->m[at], (s->n - at) * sizeof(m));
 	s->m[at] = m;
@@ -210,20 +215,21 @@ static int lstore_read_old(struct lstore *s, const char *text)
 				":%" PRId64, v[0], v[1], v[2], v[3], v[1]);
 	else
 		len = snprintf(head, sizeof(head), "s:%" PRId64 ":%" PRId64, v[0], v[1]);
-	if (lstore_insert(s, 0, head, (size_t)len, 0) != 0)
+	if (lstore_insert(s, 0, head, (size_t)len, 0, 0) != 0)
 		return -1;
 	s->expires_us = v[0];
 	return 0;
 }
 
-/* "SCORE MEMBER PID": a line of the set, after the last. */
+/* "SCORE MEMBER PID" or "SCORE MEMBER PID NS": a line of the set, after the last. */
 static int lstore_read_line(struct lstore *s, const char *line, const char **why)
 {
 	const char *name, *at;
 	char *end;
 	double score;
-	int64_t pid;
+	int64_t pid, ns = 0;
 	size_t len;
+	bool bad;
 
 	errno = 0;
 	score = strtod(line, &end);
@@ -238,8 +244,13 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 		*why = len > LSTORE_MEMBER_MAX ? "a member too long" : "a bad member";
 		return -1;
 	}
-	if (*at++ != ' ' || !lstore_int(&at, &pid) || pid > INT_MAX || (*at != '\n' && *at)) {
-		*why = "a line that is not SCORE MEMBER PID";
+	bad = *at++ != ' ' || !lstore_int(&at, &pid) || pid > INT_MAX;
+	if (!bad && *at == ' ') {
+		at++;
+		bad = !lstore_int(&at, &ns) || ns == 0;
+	}
+	if (bad || (*at != '\n' && *at)) {
+		*why = "a line that is not SCORE MEMBER PID [NS]";
 		return -1;
 	}
 	if (s->n == LSTORE_MEMBERS_MAX) {
@@ -250,7 +261,7 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 		*why = "members out of order";
 		return -1;
 	}
-	if (lstore_insert(s, score, name, len, (pid_t)pid) != 0) {
+	if (lstore_insert(s, score, name, len, (pid_t)pid, (uint64_t)ns) != 0) {
 		*why = "out of memory";
 		return -1;
 	}
@@ -275,6 +286,13 @@ static int lstore_read_set(struct lstore *s, const char *text, const char **why)
 			return -1;
 	}
 	return 0;
+}
+
+uint64_t lstore_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
 int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, const char **why)
@@ -307,16 +325,23 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 
 long lstore_write(const struct lstore *s, char **out)
 {
-	size_t cap = 64 + s->n * (LSTORE_MEMBER_MAX + 48), len;
+	size_t cap = 64 + s->n * (LSTORE_MEMBER_MAX + LSTORE_LINE_MORE), len;
 	char *buf = malloc(cap);
 
 	if (buf == NULL)
 		return -1;
 	len = (size_t)snprintf(buf, cap, "%s %" PRId64 "\n", LSTORE_MAGIC,
 			       s->n > 0 ? s->expires_us : 0);
-	for (size_t i = 0; i < s->n; i++)
-		len += (size_t)snprintf(buf + len, cap - len, "%.17g %s %ld\n", s->m[i].score,
-					s->m[i].name, (long)s->m[i].pid);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct lstore_member *m = &s->m[i];
+
+		len += (size_t)snprintf(buf + len, cap - len, "%.17g %s %ld", m->score, m->name,
+					(long)m->pid);
+		if (m->pidns != 0)
+			len += (size_t)snprintf(buf + len, cap - len, " %" PRIu64, m->pidns);
+		buf[len++] = '\n';
+	}
+	buf[len] = '\0';
 	*out = buf;
 	return (long)len;
 }

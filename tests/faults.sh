@@ -200,6 +200,32 @@ else
 	not_ok "strace is missing: the holder resumed after a takeover is untested"
 fi
 
+# A login in another PID namespace (a unit with private PIDs, a container sharing state_dir;
+# issue 29) sees none of the host's pids: it must not take a live waiter of the host for a dead
+# one and go first. A pid is judged only in the namespace that recorded it: the login in a new
+# PID namespace (unshare --pid) queues behind the host's waiter and goes in an interval after
+# it. (Before, it dropped the waiter as gone, took its slot, and went first.)
+if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2> /dev/null; then
+	service pidns "auth required @M url=local interval=3s countdown=0 max_wait=60s state_dir=$TMP/st-ns" \
+		"$STAMP" "$permit"
+	rm -f "$TMP/stamps"
+	login ns0 pidns alice # goes in; the next slot is 3 s off
+	login ns1 pidns bob &
+	waiter=$!
+	wait_for 5 grep -q 'queued: ' "$TMP/ns1.err"
+	host_tmp=("${PRIVATE_TMP[@]}")
+	PRIVATE_TMP=(unshare --pid --fork --mount-proc "${host_tmp[@]}")
+	login ns2 pidns carol
+	PRIVATE_TMP=("${host_tmp[@]}")
+	wait "$waiter"
+	order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+	check "a login in another PID namespace: queued behind the host's waiter ($(grep -o 'queued: .*' "$TMP/ns2.err")), in after it ($order), an interval apart (gaps $(gaps)ms)" \
+		sh -c "[ $(rc_of ns1) = 0 ] && [ $(rc_of ns2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+			grep -q 'queued: .*position=2' '$TMP/ns2.err'" && gaps_ok 2700
+else
+	not_ok "cannot make a PID namespace (run as root): the login in another one is untested"
+fi
+
 # A lock that goes from holder to holder the whole time (tests/lockhold.py ring: never free) is
 # no stuck one: the login waits it out for its max_wait, then is refused, never let in, and
 # told no made-up time to come back in.

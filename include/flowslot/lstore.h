@@ -17,6 +17,8 @@
 #define LSTORE_MEMBERS_MAX (3 * LSTORE_PLACES_MAX + 3 * 1024 + 1)
 /* The longest member: slot.lua's are under 120 bytes. */
 #define LSTORE_MEMBER_MAX 255
+/* A line's bytes besides its member, at most: the score, the pid, its namespace, the spaces. */
+#define LSTORE_LINE_MORE 72
 /* The file's first line: its format, then when the key expires (0: never). */
 #define LSTORE_MAGIC "flowslot-store 1"
 
@@ -25,6 +27,7 @@ struct lstore_member {
 	char *name; /* NUL-terminated: printable ASCII but the space */
 	size_t len;
 	pid_t pid; /* the process that last added it, 0 for none known */
+	uint64_t pidns; /* the PID namespace pid is in (its inode number), 0 for none known */
 };
 
 struct lstore {
@@ -33,11 +36,18 @@ struct lstore {
 	int64_t expires_us; /* on the store's clock; 0: the key has no expiry */
 	int64_t now_us;	    /* the store's clock for this call: TIME */
 	pid_t pid;	    /* the caller, recorded on what it adds */
+	uint64_t pidns;	    /* the caller's PID namespace (lstore_pidns), recorded with pid */
 	bool changed;	    /* what the file holds must be written */
 };
 
+/* The PID namespace of this process: the inode number of /proc/self/ns/pid, 0 if unknown. A
+   pid is judged only within the namespace that recorded it. */
+uint64_t lstore_pidns(void);
+
 /* Reads a file's text at now_us (an empty text is an empty set; a key whose expiry has come
-   is gone). A text written by an earlier version ("tat at interval burst" and its lines) is
+   is gone). A member's line is "SCORE MEMBER PID", or "SCORE MEMBER PID NS" with the PID
+   namespace NS that PID is in; without NS, the namespace is unknown (0). A text written by an
+   earlier version ("tat at interval burst" and its lines) is
    read for its head alone, as the schedule's next admission and settings (*old set).
    Returns 0, or -1 with *why, the set empty, for a text that is not a store: a bad line, a
    member too long or out of order, a score that is not a number, too many members. */

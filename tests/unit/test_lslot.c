@@ -1525,6 +1525,66 @@ static void test_gone_holder(void **state)
 	assert_true(res.wait_us <= p.interval_us && res.wait_us > p.interval_us - SLACK);
 }
 
+/* The file with each line that ends in FROM made to end in TO. */
+static void rewrite_line_ends(const char *path, const char *from, const char *to)
+{
+	char buf[8192], out[8192], end[64];
+	size_t o = 0;
+
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	snprintf(end, sizeof(end), "%s\n", from);
+	for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		size_t len = (size_t)(nl + 1 - line), cut = strlen(end);
+
+		if (len >= cut && memcmp(nl + 1 - cut, end, cut) == 0)
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%.*s%s\n",
+					      (int)(len - cut), line, to);
+		else
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%.*s", (int)len, line);
+	}
+	write_file(path, out, 0600);
+}
+
+/* Issue 29 item 4: a pid is judged only in the PID namespace that recorded it. A waiter whose
+   process is gone, recorded in another namespace (a unit with private PIDs, a container
+   sharing the state_dir), is no gone one here: its number means another process, or none, and
+   its lease alone says; a line of the earlier format (no namespace) likewise. In our own, it
+   is gone (test_gone_holder). */
+static void test_gone_holder_other_ns(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	char path[PATH_MAX], mine[64], other[64], buf[8192];
+	struct slot_result res;
+	pid_t child;
+	int status;
+
+	make_state_dir(fx, 0700);
+	slot_path(fx, "k", path, sizeof(path));
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(child_reserve(fx, "k", &p, &res) == SLOT_QUEUED ? 0 : 1);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(mine, sizeof(mine), " %ld %" PRIu64, (long)child, lstore_pidns());
+	assert_true(lstore_pidns() != 0);
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, mine)); /* recorded with its namespace */
+
+	/* Another namespace: its place stands, this login second. */
+	snprintf(other, sizeof(other), " %ld 1", (long)child);
+	rewrite_line_ends(path, mine, other);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 2);
+	/* No namespace known (the earlier format's line): the same. */
+	snprintf(buf, sizeof(buf), " %ld", (long)child);
+	rewrite_line_ends(path, other, buf);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 3);
+}
+
 /* Issue 18 item 8: a file whose waiters are dead or lapsed, whose ghosts have expired and
    whose time has passed is dead, second line or not: pruned, so that a new key has a file of
    its own rather than sharing one. */
@@ -1630,6 +1690,7 @@ int main(void)
 		T(test_admit_then_wait),
 		T(test_burst_on_ghosts),
 		T(test_gone_holder),
+		T(test_gone_holder_other_ns),
 		T(test_dead_files_pruned),
 		T(test_shared_peek),
 		T(test_burst),
