@@ -150,8 +150,26 @@ static bool ref_read_set(const char *text, int64_t now_us, struct ref_member *re
 {
 	const char *at = text + strlen(LSTORE_MAGIC), *end;
 
+	char boot[LSTORE_BOOT_MAX + 1];
+	const char *name;
+
 	*n = 0;
-	if (*at++ != ' ' || !ref_digits(&at, INT64_MAX, expires_us) || *at != '\n')
+	if (*at++ != ' ' || !ref_digits(&at, INT64_MAX, expires_us))
+		return false;
+	/* A boot named: another than this one makes the file empty. */
+	lstore_boot(boot);
+	if (*at == ' ') {
+		for (name = ++at; *at > ' ' && *at <= '~'; at++)
+			;
+		if (at == name || at - name > LSTORE_BOOT_MAX || *at != '\n')
+			return false;
+		if (boot[0] != '\0' && ((size_t)(at - name) != strlen(boot) ||
+					memcmp(name, boot, strlen(boot)) != 0)) {
+			*expires_us = 0;
+			return true;
+		}
+	}
+	if (*at != '\n')
 		return false;
 	for (at++; *at != '\0'; at = end + 1) {
 		if ((end = strchr(at, '\n')) == NULL || *n == LSTORE_MEMBERS_MAX ||

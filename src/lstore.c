@@ -2,6 +2,7 @@
 #include "flowslot/lstore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "flowslot/slot.h"
 
@@ -268,14 +270,39 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 	return 0;
 }
 
-static int lstore_read_set(struct lstore *s, const char *text, const char **why)
+/* Whether the boot named at *at ("" for none), up to the line's end, is another than s's; -1
+   for a name that is not one. *at moves to the line's end. */
+static int lstore_other_boot(const struct lstore *s, const char **at)
+{
+	size_t len;
+
+	if (**at != ' ')
+		return 0;
+	(*at)++;
+	len = strcspn(*at, " \n");
+	if (len == 0 || len > LSTORE_BOOT_MAX || !lstore_name_ok(*at, len))
+		return -1;
+	*at += len;
+	return s->boot[0] != '\0' && (strlen(s->boot) != len || memcmp(s->boot, *at - len, len) != 0);
+}
+
+static int lstore_read_set(struct lstore *s, const char *text, bool *other_boot,
+			   const char **why)
 {
 	const char *at = text + strlen(LSTORE_MAGIC);
 	const char *line;
+	int other;
 
-	if (*at++ != ' ' || !lstore_int(&at, &s->expires_us) || *at != '\n') {
+	if (*at++ != ' ' || !lstore_int(&at, &s->expires_us) ||
+	    (other = lstore_other_boot(s, &at)) < 0 || *at != '\n') {
 		*why = "a bad first line";
 		return -1;
+	}
+	/* Another boot's: its times are of a clock that is no more. */
+	*other_boot = other != 0;
+	if (other) {
+		s->expires_us = 0;
+		return 0;
 	}
 	for (line = at + 1; *line != '\0'; line = strchr(line, '\n') + 1) {
 		if (strchr(line, '\n') == NULL) {
@@ -288,6 +315,19 @@ static int lstore_read_set(struct lstore *s, const char *text, const char **why)
 	return 0;
 }
 
+void lstore_boot(char *out)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, LSTORE_BOOT_MAX) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, " \n")] = '\0';
+	if (!lstore_name_ok(out, strlen(out)))
+		out[0] = '\0';
+}
+
 uint64_t lstore_pidns(void)
 {
 	struct stat st;
@@ -297,11 +337,12 @@ uint64_t lstore_pidns(void)
 
 int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, const char **why)
 {
-	bool expired;
+	bool expired, other_boot = false;
 	int r = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->now_us = now_us;
+	lstore_boot(s->boot);
 	*old = false;
 	if (text[0] == '\0')
 		return 0;
@@ -310,7 +351,7 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 		r = lstore_read_old(s, text);
 		*why = "out of memory";
 	} else {
-		r = lstore_read_set(s, text, why);
+		r = lstore_read_set(s, text, &other_boot, why);
 	}
 	/* An expired key is written back empty: Redis deletes a key it finds expired, and a clock
 	   that reads earlier later must not bring it back. */
@@ -319,7 +360,7 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 		lstore_clear(s);
 	if (s->n == 0) /* a key with no member does not exist, nor does its expiry */
 		s->expires_us = 0;
-	s->changed = *old || expired;
+	s->changed = *old || expired || other_boot;
 	return r;
 }
 
@@ -330,8 +371,8 @@ long lstore_write(const struct lstore *s, char **out)
 
 	if (buf == NULL)
 		return -1;
-	len = (size_t)snprintf(buf, cap, "%s %" PRId64 "\n", LSTORE_MAGIC,
-			       s->n > 0 ? s->expires_us : 0);
+	len = (size_t)snprintf(buf, cap, "%s %" PRId64 "%s%s\n", LSTORE_MAGIC,
+			       s->n > 0 ? s->expires_us : 0, s->boot[0] != '\0' ? " " : "", s->boot);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct lstore_member *m = &s->m[i];
 

@@ -1585,6 +1585,39 @@ static void test_gone_holder_other_ns(void **state)
 	assert_int_equal(res.position, 3);
 }
 
+/* Issue 29 item 4: a state_dir that outlives a reboot. A file from another boot (its first line
+   names another boot_id) holds times of a clock that is no more: it is read as empty, and
+   written back as this boot's. A file that names no boot (this format's earlier files) is
+   this boot's. */
+static void test_other_boot(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const int64_t now_us = fstime_mono_us();
+	char path[PATH_MAX], text[512], buf[8192], boot[LSTORE_BOOT_MAX + 1];
+	struct slot_result res;
+	const char *boots[3] = { "00000000-0000-4000-8000-000000000000", "", boot };
+
+	lstore_boot(boot);
+	assert_true(strlen(boot) == 36);
+	make_state_dir(fx, 0700);
+	slot_path(fx, "b", path, sizeof(path));
+	for (int i = 0; i < 3; i++) {
+		/* The next slot 30 s off: a login now would wait for it. */
+		snprintf(text, sizeof(text),
+			 "flowslot-store 1 %" PRId64 "%s%s\n"
+			 "0 s:%" PRId64 ":%" PRId64 ":0:5000000:1:%" PRId64 " 0\n",
+			 now_us + 60 * S, boots[i][0] != '\0' ? " " : "", boots[i], now_us + 30 * S, now_us,
+			 now_us);
+		write_file(path, text, 0600);
+		assert_int_equal(reserve(fx, "b", &p, &res), i == 0 ? SLOT_ADMIT : SLOT_QUEUED);
+		assert_string_equal(fx->msg, ""); /* no file to complain of */
+		assert_true(read_file(path, buf, sizeof(buf)) > 0);
+		assert_true(strncmp(buf, "flowslot-store 1 ", 17) == 0);
+		assert_non_null(strstr(strtok(buf, "\n"), boot));
+	}
+}
+
 /* Issue 18 item 8: a file whose waiters are dead or lapsed, whose ghosts have expired and
    whose time has passed is dead, second line or not: pruned, so that a new key has a file of
    its own rather than sharing one. */
@@ -1691,6 +1724,7 @@ int main(void)
 		T(test_burst_on_ghosts),
 		T(test_gone_holder),
 		T(test_gone_holder_other_ns),
+		T(test_other_boot),
 		T(test_dead_files_pruned),
 		T(test_shared_peek),
 		T(test_burst),
