@@ -135,43 +135,105 @@ else
 	not_ok "cannot mount a small tmpfs (run as root): the full state_dir case is untested"
 fi
 
-# The per-host file's lock held by a stopped process (a user's su stopped while it held it):
-# once its holder has kept it 2 s (LSLOT_STUCK_US), changing nothing, the file is unusable
-# for each login, which then meets the failure policy at once, not after its max_wait, with
-# one line naming the holder.
-service stuck "auth required @M url=local max_wait=60s state_dir=$TMP/st-lock" "$permit"
-service stuckclosed "auth required @M url=local fallback=closed max_wait=60s state_dir=$TMP/st-lock" \
-	"$permit"
-login sk0 stuck alice # makes the file
+# The per-host file's lock held by a stopped process (a user's su stopped while it held it,
+# issue 29): it costs the others its detection time, 2 s (LSLOT_STUCK_US), never their wait.
+# The first login that finds it so names the holder and takes the file over (its schedule goes
+# on in a new file): six logins at once at interval=2s are admitted an interval apart, none
+# without a wait, and fallback=closed refuses no one for it. (Before, each was let in at once:
+# "local slot unusable: admitting without a wait".)
+# gaps_ok MIN_MS: the stamps, in order, at least MIN_MS apart.
+gaps_ok() {
+	sort -n "$TMP/stamps" | awk -v min="$1" 'NR > 1 && ($1 - t) / 1e6 < min { bad = 1 }
+		{ t = $1 } END { exit bad }'
+}
+gaps() { sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }'; }
+service stuck "auth required @M url=local interval=2s countdown=0 max_wait=60s state_dir=$TMP/st-lock" \
+	"$STAMP" "$permit"
+service stuckclosed \
+	"auth required @M url=local interval=2s countdown=0 fallback=closed max_wait=60s state_dir=$TMP/st-lock" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login sk0 stuck alice # makes the file, and is the first admission
 python3 "$TREE/tests/lockhold.py" stop "$TMP/st-lock/slot.pam_flowslot" > "$TMP/stop.out" &
 holder=$!
 PIDS="$PIDS $holder"
 wait_for 5 grep -q holding "$TMP/stop.out"
 t0=$(now_ms)
-login sk1 stuck bob
+logins sk stuck 6
+login sk7 stuckclosed carol
 t1=$(now_ms)
-login sk2 stuckclosed carol
-t2=$(now_ms)
-check "a stuck lock: admitted after $((t1 - t0)) ms (not max_wait, 60 s), one line naming pid $holder ($(grep -o 'local slot: .*' "$TMP/sk1.err" | head -1))" \
-	sh -c "[ $(rc_of sk1) = 0 ] && [ $((t1 - t0)) -ge 2000 ] && [ $((t1 - t0)) -lt 10000 ] &&
-		[ \$(grep -c 'SYSLOG(3).*is stuck: pid $holder has held its lock' '$TMP/sk1.err') = 1 ] &&
-		grep -q 'local slot unusable: admitting without a wait' '$TMP/sk1.err'"
-check "... with fallback=closed: refused as unavailable after $((t2 - t1)) ms" \
-	sh -c "[ $(rc_of sk2) != 0 ] && [ $((t2 - t1)) -lt 10000 ] &&
-		grep -q 'The login queue is unavailable' '$TMP/sk2.out' '$TMP/sk2.err' &&
-		! grep -q 'Too many logins' '$TMP/sk2.out' '$TMP/sk2.err'"
+rcs=$(cat "$TMP"/sk0[1-7].rc "$TMP/sk7.rc" | tr -d '\n')
+check "a stopped lock holder: 6 logins at once and one more, all admitted ($rcs) an interval apart (gaps $(gaps)ms), in $((t1 - t0)) ms" \
+	sh -c "[ '$rcs' = 0000000 ] && [ \$(wc -l < '$TMP/stamps') = 8 ] && [ $((t1 - t0)) -ge 13500 ] &&
+		[ $((t1 - t0)) -lt 40000 ]" && gaps_ok 1800
+check "... none admitted without a wait, nor refused; the holder named ($(cat "$TMP"/sk0?.err | grep -o 'local slot: .*' | head -1))" \
+	sh -c "! cat '$TMP'/sk0?.err '$TMP/sk7.err' | grep -q -e unusable -e 'without a wait' -e unavailable &&
+		cat '$TMP'/sk0?.err | grep -q 'SYSLOG(3).*is stuck: pid $holder has held its lock.*goes on without it'"
 kill -CONT "$holder"
 kill "$holder"
 wait "$holder" 2> /dev/null
-login sk3 stuck dave
-check "... and once the holder is gone, the schedule is used again" \
-	sh -c "[ $(rc_of sk3) = 0 ] && ! grep -q 'local slot' '$TMP/sk3.err'"
+login sk8 stuck dave
+check "... and once the holder is gone, the schedule goes on, nothing logged" \
+	sh -c "[ $(rc_of sk8) = 0 ] && ! grep -q 'local slot' '$TMP/sk8.err'"
+
+# A holder that resumes after its file was taken over writes nothing to it, and makes its call
+# again on the file the schedule went on in: a login held 3 s inside its read of the file (the
+# lock taken; strace delays the call), three logins behind it. All four go in an interval apart.
+if command -v strace > /dev/null; then
+	service resume "auth required @M url=local interval=2s countdown=0 max_wait=60s state_dir=$TMP/st-res" \
+		"$STAMP" "$permit"
+	login skr resume ivan # makes the file
+	rm -f "$TMP/stamps"
+	ino=$(stat -c %i "$TMP/st-res/slot.pam_flowslot")
+	VG="strace -f -qq -o /dev/null -P $TMP/st-res/slot.pam_flowslot -e trace=pread64
+		-e inject=pread64:delay_enter=3000000:when=1" login skh resume heidi &
+	slow=$!
+	wait_for 10 grep -q "FLOCK .*:$ino " /proc/locks
+	sleep 0.3
+	logins sr resume 3
+	wait "$slow"
+	rcs=$(cat "$TMP/skh.rc" "$TMP"/sr0?.rc | tr -d '\n')
+	last=$(sort -n "$TMP/stamps" | tail -1 | cut -d' ' -f2)
+	check "a holder resumed after the takeover: admitted ($rcs), last ($last), an interval after the others (gaps $(gaps)ms), nothing stuck in its log" \
+		sh -c "[ '$rcs' = 0000 ] && [ \$(wc -l < '$TMP/stamps') = 4 ] && [ '$last' = heidi ] &&
+			! grep -q 'local slot' '$TMP/skh.err' && cat '$TMP'/sr0?.err | grep -q 'is stuck'" &&
+		gaps_ok 1800
+else
+	not_ok "strace is missing: the holder resumed after a takeover is untested"
+fi
+
+# A login in another PID namespace (a unit with private PIDs, a container sharing state_dir;
+# issue 29) sees none of the host's pids: it must not take a live waiter of the host for a dead
+# one and go first. A pid is judged only in the namespace that recorded it: the login in a new
+# PID namespace (unshare --pid) queues behind the host's waiter and goes in an interval after
+# it. (Before, it dropped the waiter as gone, took its slot, and went first.)
+if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2> /dev/null; then
+	service pidns "auth required @M url=local interval=3s countdown=0 max_wait=60s state_dir=$TMP/st-ns" \
+		"$STAMP" "$permit"
+	rm -f "$TMP/stamps"
+	login ns0 pidns alice # goes in; the next slot is 3 s off
+	login ns1 pidns bob &
+	waiter=$!
+	wait_for 5 grep -q 'queued: ' "$TMP/ns1.err"
+	host_tmp=("${PRIVATE_TMP[@]}")
+	PRIVATE_TMP=(unshare --pid --fork --mount-proc "${host_tmp[@]}")
+	login ns2 pidns carol
+	PRIVATE_TMP=("${host_tmp[@]}")
+	wait "$waiter"
+	order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+	check "a login in another PID namespace: queued behind the host's waiter ($(grep -o 'queued: .*' "$TMP/ns2.err")), in after it ($order), an interval apart (gaps $(gaps)ms)" \
+		sh -c "[ $(rc_of ns1) = 0 ] && [ $(rc_of ns2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+			grep -q 'queued: .*position=2' '$TMP/ns2.err'" && gaps_ok 2700
+else
+	not_ok "cannot make a PID namespace (run as root): the login in another one is untested"
+fi
 
 # A lock that goes from holder to holder the whole time (tests/lockhold.py ring: never free) is
 # no stuck one: the login waits it out for its max_wait, then is refused, never let in, and
 # told no made-up time to come back in.
-service busy "auth required @M url=local max_wait=3s state_dir=$TMP/st-lock" "$permit"
-python3 "$TREE/tests/lockhold.py" ring "$TMP/st-lock/slot.pam_flowslot" 8 > "$TMP/ring.out" &
+service busy "auth required @M url=local max_wait=3s state_dir=$TMP/st-busy" "$permit"
+login bz0 busy erin # makes the file
+python3 "$TREE/tests/lockhold.py" ring "$TMP/st-busy/slot.pam_flowslot" 8 > "$TMP/ring.out" &
 ring=$!
 PIDS="$PIDS $ring"
 wait_for 5 grep -q holding "$TMP/ring.out"
