@@ -70,7 +70,7 @@ bool slot_settings_differ(const struct slot_params *p, const struct slot_result 
 	slot_duration(p->interval_us, ours, sizeof(ours));
 	snprintf(buf, bufsz,
 		 "the schedule keeps interval=%s burst=%lld, not this stack's interval=%s "
-		 "burst=%lld (the strictest since it was made)",
+		 "burst=%lld",
 		 theirs, (long long)burst, ours, (long long)p->burst);
 	return true;
 }

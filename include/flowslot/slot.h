@@ -93,8 +93,8 @@ struct slot_result {
 
 /* When the schedule decides by settings other than p's (res->sched_interval_us and
    sched_burst, where the backend said), writes them and p's into buf for the log, "the
-   schedule keeps interval=7s burst=1, not this stack's interval=3s burst=4 (the strictest
-   since it was made)", and returns true; else false, buf untouched. */
+   schedule keeps interval=7s burst=1, not this stack's interval=3s burst=4", and returns true;
+   else false, buf untouched. */
 bool slot_settings_differ(const struct slot_params *p, const struct slot_result *res, char *buf,
 			  size_t bufsz);
 
