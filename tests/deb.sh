@@ -118,6 +118,7 @@ step() {
 in_as() { pamtester sshd "$1" acct_mgmt open_session close_session; }
 useradd -m walker
 useradd -m walker2
+useradd -m -G sudo admin
 step before in_as walker
 step install env DEBIAN_FRONTEND=noninteractive dpkg -i pkg.deb
 step installed in_as walker
@@ -142,7 +143,15 @@ step enabled in_as walker
 # Right behind it, walker's su to walker2 through the profile (su sets PAM_RUSER to its
 # caller): it queues on the same schedule, 3 s behind.
 step su pamtester -I ruser=walker su walker2 open_session close_session
+# Who is exempt, alike in the sshd example and the profile: root and group sudo, as the user
+# logging in and as su's caller. An exempt login never reaches the gate: the counters of
+# flowslotctl metrics, which count every login the gate decides, stay as they were.
+flowslotctl metrics > metrics.before 2>&1
 step root in_as root
+step admin in_as admin
+step su-root pamtester -I ruser=root su walker2 open_session close_session
+step su-admin pamtester -I ruser=admin su walker2 open_session close_session
+flowslotctl metrics > metrics.after 2>&1
 # The example's logins kept the host's schedule in the default state_dir.
 ls -A /run/pam_flowslot > state.before 2>&1
 # Removed, then purged on its own, as "apt-get remove" then "apt-get purge" do.
@@ -190,6 +199,10 @@ STEPS
 		sh -c "[ '$(rc_at enable)' = 0 ] && grep -q pam_flowslot '$W/common-session.enabled'"
 	check "walk: logins with the profile enabled: a user and root (rc $(rc_at enabled), $(rc_at root))" \
 		[ "$(rc_at enabled)" = 0 -a "$(rc_at root)" = 0 ]
+	decided() { awk '/^flowslot_logins_total/ { n += $NF } END { print n + 0 }' "$W/metrics.$1"; }
+	check "walk: root, a member of sudo, and su by either, through the sshd example and the profile: exempt, none counted ($(decided before) decided logins before, $(decided after) after; rc $(rc_at root) $(rc_at admin) $(rc_at su-root) $(rc_at su-admin))" \
+		[ "$(decided before)" -ge 4 -a "$(decided after)" = "$(decided before)" -a \
+		"$(rc_at root)$(rc_at admin)$(rc_at su-root)$(rc_at su-admin)" = 0000 ]
 	check "walk: su right behind, through the profile, waits the file's 3 s, not 7 s (rc $(rc_at su), $(ms_at su) ms)" \
 		[ "$(rc_at su)" = 0 -a "$(ms_at su)" -ge 1000 -a "$(ms_at su)" -lt 5000 ]
 	check "walk: dpkg --remove (rc $(rc_at remove)): the module gone, the profile out of common-session" \
