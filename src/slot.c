@@ -45,8 +45,7 @@ int64_t slot_commit_us(const struct slot_params *p)
 	return SLOT_COMMIT_US;
 }
 
-/* A duration as an option is written: "7s", "1500ms". */
-static void slot_duration(int64_t us, char *buf, size_t bufsz)
+void slot_duration(int64_t us, char *buf, size_t bufsz)
 {
 	if (us % 1000000 == 0)
 		snprintf(buf, bufsz, "%llds", (long long)(us / 1000000));

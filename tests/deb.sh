@@ -139,6 +139,13 @@ step example2 in_as walker
 wait
 step enable env DEBIAN_FRONTEND=noninteractive pam-auth-update --enable flowslot
 cp /etc/pam.d/common-session common-session.enabled
+# flowslotctl check on the stacks as they now are (no disagreement), and on a copy whose sshd
+# line says interval=7s, as the sshd example did: the two lines named, with file and line.
+step check flowslotctl check
+mkdir pamd.split
+cp -a /etc/pam.d/. pamd.split/
+sed -i '/pam_flowslot.so$/s/$/ interval=7s/' pamd.split/sshd
+step check-split flowslotctl --pam-dir /walk/pamd.split check
 step enabled in_as walker
 # Right behind it, walker's su to walker2 through the profile (su sets PAM_RUSER to its
 # caller): it queues on the same schedule, 3 s behind.
@@ -199,6 +206,10 @@ STEPS
 		sh -c "[ '$(rc_at enable)' = 0 ] && grep -q pam_flowslot '$W/common-session.enabled'"
 	check "walk: logins with the profile enabled: a user and root (rc $(rc_at enabled), $(rc_at root))" \
 		[ "$(rc_at enabled)" = 0 -a "$(rc_at root)" = 0 ]
+	check "walk: flowslotctl check: the sshd example and the profile agree (rc $(rc_at check); $(grep -c 'gives' "$W/check.out") disagreements)" \
+		sh -c "[ '$(rc_at check)' = 0 ] && grep -q '^ok: ' '$W/check.out' && ! grep -q 'gives\|disagree' '$W/check.out'"
+	check "walk: ... and with interval=7s on the sshd line, it names both lines ($(grep -m1 'gives' "$W/check-split.out"))" \
+		grep -Eq '^flowslotctl: key pam_flowslot: /walk/pamd.split/common-session:[0-9]+ gives interval=3s burst=1, /walk/pamd.split/sshd:[0-9]+ interval=7s burst=1' "$W/check-split.out"
 	decided() { awk '/^flowslot_logins_total/ { n += $NF } END { print n + 0 }' "$W/metrics.$1"; }
 	check "walk: root, a member of sudo, and su by either, through the sshd example and the profile: exempt, none counted ($(decided before) decided logins before, $(decided after) after; rc $(rc_at root) $(rc_at admin) $(rc_at su-root) $(rc_at su-admin))" \
 		[ "$(decided before)" -ge 4 -a "$(decided after)" = "$(decided before)" -a \
