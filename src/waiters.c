@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +50,8 @@ static uint64_t waiters_check(const struct waiters_entry *e)
 	return (e->key_hash ^ (uint64_t)e->begun_us ^ e->magic) * WAITERS_CHECK;
 }
 
-/* Opens the table in state_dir, checked: a regular file of ours, 0600, one link. */
+/* Opens the table in state_dir, checked: a regular file of ours, 0600, one link; for
+   reading, or (create) for writing too, made as needed. */
 static int waiters_open(const char *state_dir, bool create, const char **why)
 {
 	struct stat st;
@@ -70,18 +73,47 @@ static int waiters_open(const char *state_dir, bool create, const char **why)
 	return fd;
 }
 
-/* The first slot that fd's table has free, claimed; -1 with *why when none could be. */
-static int waiters_claim(int fd, const char **why)
+/* A descriptor of wfd's file for reading only, which a waiter keeps: a file open for
+   writing for as long as logins wait would stop its file system from being remounted
+   read-only (EBUSY). */
+static int waiters_reopen(int wfd, const char **why)
+{
+	char self[32];
+	struct stat ws, rs;
+	int fd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", wfd);
+	fd = open(self, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(wfd, &ws) != 0 || fstat(fd, &rs) != 0 || ws.st_dev != rs.st_dev ||
+			ws.st_ino != rs.st_ino)) {
+		close(fd);
+		fd = -1;
+		errno = ESTALE;
+	}
+	if (fd < 0)
+		*why = "cannot open the table of waiters for reading";
+	return fd;
+}
+
+/* The first slot of the table that no one holds, claimed by a read lock on rfd; -1 with *why
+   when none could be. Claims are made one at a time (the caller holds the table's flock), so
+   that two claimers never take one slot, as read locks do not exclude each other. */
+static int waiters_claim(int rfd, const char **why)
 {
 	for (int slot = 0; slot < WAITERS_MAX; slot++) {
-		struct flock claim = waiters_range(slot, WAITERS_CLAIM, F_WRLCK);
+		struct flock held = waiters_range(slot, WAITERS_CLAIM, F_WRLCK),
+			     claim = waiters_range(slot, WAITERS_CLAIM, F_RDLCK);
 
-		if (fcntl(fd, F_OFD_SETLK, &claim) == 0)
-			return slot;
-		if (errno != EAGAIN && errno != EACCES) {
+		if (fcntl(rfd, F_OFD_GETLK, &held) != 0) {
 			*why = "cannot lock a slot of the table of waiters";
 			return -1;
 		}
+		if (held.l_type != F_UNLCK)
+			continue;
+		if (fcntl(rfd, F_OFD_SETLK, &claim) == 0)
+			return slot;
+		*why = "cannot lock a slot of the table of waiters";
+		return -1;
 	}
 	*why = "every slot of the table of waiters is taken";
 	errno = ENOSPC;
@@ -95,19 +127,24 @@ void waiter_join(const pam_handle_t *pamh, const char *state_dir, const char *ke
 				   .key_hash = lslot_hash(LSLOT_HASH_START, key),
 				   .begun_us = begun_us };
 	const char *why;
-	int fd = waiters_open(state_dir, true, &why), slot = -1;
+	int wfd = waiters_open(state_dir, true, &why), rfd = -1, slot = -1;
 
 	w->fd = -1;
 	e.check = waiters_check(&e);
-	if (fd >= 0)
-		slot = waiters_claim(fd, &why);
+	if (wfd >= 0)
+		rfd = waiters_reopen(wfd, &why);
+	if (rfd >= 0 && flock(wfd, LOCK_EX) != 0)
+		why = "cannot lock the table of waiters";
+	else if (rfd >= 0)
+		slot = waiters_claim(rfd, &why);
 	if (slot >= 0) {
-		struct flock ready = waiters_range(slot, WAITERS_READY, F_WRLCK);
+		struct flock ready = waiters_range(slot, WAITERS_READY, F_RDLCK);
 
 		/* Written before it is said to be: a reader never takes half a record for one. */
-		if (pwrite(fd, &e, sizeof(e), waiters_offset(slot)) == (ssize_t)sizeof(e) &&
-		    fcntl(fd, F_OFD_SETLK, &ready) == 0) {
-			w->fd = fd;
+		if (pwrite(wfd, &e, sizeof(e), waiters_offset(slot)) == (ssize_t)sizeof(e) &&
+		    fcntl(rfd, F_OFD_SETLK, &ready) == 0) {
+			close(wfd); /* and with it the flock */
+			w->fd = rfd;
 			w->slot = slot;
 			return;
 		}
@@ -115,8 +152,10 @@ void waiter_join(const pam_handle_t *pamh, const char *state_dir, const char *ke
 	}
 	log_msg(pamh, LOG_WARNING, "waiters: %s in %s: %m: this wait is not counted as the host's",
 		why, state_dir);
-	if (fd >= 0)
-		close(fd);
+	if (rfd >= 0)
+		close(rfd);
+	if (wfd >= 0)
+		close(wfd);
 }
 
 void waiter_leave(struct waiter *w)

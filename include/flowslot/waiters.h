@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The host's own waiters: a table in state_dir with one slot per login waiting on the host,
    whatever the schedule it waits on and whether that schedule answers. A login holds its slot
-   with open file description locks on two of its bytes for as long as it waits: the first
-   claims the slot, the second says its record is written. The kernel drops such locks when
+   with open file description read locks on two of its bytes, on a descriptor for reading
+   only, for as long as it waits: the first claims the slot (claims are made one at a time,
+   under the table's flock), the second says its record is written. The kernel drops such locks when
    the last descriptor of them closes, which the end of a process does however it ends
    (LoginGraceTime's _exit, SIGKILL): a slot counts only while its second byte is locked, so
    no record outlives its waiter, and nobody has to clean up after a dead one. */

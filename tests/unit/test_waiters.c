@@ -82,6 +82,9 @@ static void test_join_leave(void **state)
 	waiter_join(NULL, fx->state, "other", 0, &c);
 	assert_true(a.fd >= 0 && b.fd >= 0 && c.fd >= 0);
 	assert_int_equal(fcntl(a.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	/* Held for reading only: a table open for writing while logins wait would keep its file
+	   system from being remounted read-only (the campaign's statedir-ro could not). */
+	assert_int_equal(fcntl(a.fd, F_GETFL) & O_ACCMODE, O_RDONLY);
 	v = view(fx, "k", 10 * S);
 	assert_int_equal(v.count, 2);
 	assert_int_equal(v.longest_us, 9 * S);
