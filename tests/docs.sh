@@ -35,9 +35,19 @@ conf_opts=$(sed -nE 's/^#([a-z_]+)(=.*)?$/\1/p' etc/security/pam_flowslot.conf |
 check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" \
 	[ "$conf_opts" = "$(echo "$code_opts" | tr ' ' '\n' | grep -vx conf | grep . | tr '\n' ' ')" ]
 
-conf5_opts=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 |
-	sed -nE '/^\.TP/{n; s/^\.BI? ([a-z_]+)(=| |$).*/\1/p}' | sort -u | tr '\n' ' ')
-check "pam_flowslot.conf(5) OPTIONS: every option but conf ($conf5_opts)" [ "$conf5_opts" = "$conf_opts" ]
+# pam_flowslot.conf(5) does not repeat the option list: its OPTIONS point at pam_flowslot(8)'s,
+# and its OPTIONS and EXAMPLES name only options the parser knows.
+conf5=$(sed -n '/^\.SH OPTIONS/,/^\.SH "*SEE ALSO/p' pam_flowslot.conf.5)
+conf5_opts=$( (grep -oE '\\fB[a-z_]+=' <<< "$conf5" | sed -E 's/^\\fB//; s/=$//'
+	sed -nE 's/^\.BI? ([a-z_]+)=.*/\1/p' <<< "$conf5"
+	sed -n '/^\.EX/,/^\.EE/p' <<< "$conf5" | sed -nE 's/^([a-z_]+)=.*/\1/p') | sort -u | tr '\n' ' ')
+unknown=$(for opt in $conf5_opts; do case " $code_opts" in *" $opt "*) ;; *) echo "$opt" ;; esac; done)
+check "pam_flowslot.conf(5) names only options the parser knows ($conf5_opts)${unknown:+; not: $unknown}" \
+	[ -n "$conf5_opts" -a -z "$unknown" ]
+conf5_list=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 | grep -c '^\.TP')
+check "pam_flowslot.conf(5) OPTIONS point at pam_flowslot(8) rather than list the options ($conf5_list entries)" \
+	sh -c '[ "$1" = 0 ] && sed -n "/^\.SH OPTIONS/,/^\.SH/p" pam_flowslot.conf.5 | tr "\n" " " |
+		grep -q "OPTIONS of \.BR pam_flowslot (8)"' sh "$conf5_list"
 
 # flowslotctl(8) lists exactly the commands of the tool's table.
 ctl_code=$(sed -nE 's/^\s*\{ "([a-z]+)", ctl_[a-z_]+, ".*/\1/p' flowslotctl.c | sort | tr '\n' ' ')
