@@ -56,7 +56,7 @@ ctl_man=$(sed -n '/^\.SH COMMANDS/,/^\.SH/p' flowslotctl.8 |
 check "flowslotctl.8 COMMANDS match the tool's table ($ctl_man)" [ -n "$ctl_code" -a "$ctl_man" = "$ctl_code" ]
 
 # The man pages render without a warning.
-for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
+for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
 	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "$page" 2>&1)
 	check "groff -ww renders $page without warnings" [ -z "$warnings" ]
 	# As man shows it in a terminal of 80 to 120 columns: man-db sets the line length to 78n
@@ -106,7 +106,7 @@ check "flowslotctl --help names every long option ($ctl_long)${unhelped:+; not: 
 check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z "$unmanned" ]
 
 # Every paragraph of the pages and the README closes the parentheses it opens.
-for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
+for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
 	open=$(LC_ALL=C groff -man -Tascii -P-cbou "$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
 	check "$page: every paragraph's parentheses balance${open:+ (not: $open)}" [ -z "$open" ]
 done
@@ -117,7 +117,7 @@ check "README.md, HACKING.md, docs/MODEL.md: every paragraph's parentheses balan
 # The shipped examples and the docs show the module's line as the stacks do: no "requisite"
 # (a login fails with "Module is unknown" once the package is gone), and one name for the
 # password file.
-shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8 debian"
+shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8 debian"
 requisite=$(grep -rnE 'requisite +pam_flowslot' $shown | cut -d: -f1,2 | tr '\n' ' ')
 check "no example puts pam_flowslot.so under requisite${requisite:+ (at: $requisite)}" [ -z "$requisite" ]
 secrets=$(grep -rhoE '/etc/[a-z/]*[A-Za-z_.-]*\.secret' $shown | sort -u | tr '\n' ' ')
@@ -184,16 +184,16 @@ dest="$TMP/dest dir" # a DESTDIR with a space, as a package built under such a c
 make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make install puts the module in PAMDIR, mode 0644" \
 	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
-check "make install puts the man pages in man8 and man5" \
+check "make install puts the man pages in man8, man7 and man5" \
 	test -f "$dest/usr/share/man/man8/pam_flowslot.8" -a -f "$dest/usr/share/man/man5/pam_flowslot.conf.5" \
-	-a -f "$dest/usr/share/man/man8/flowslotctl.8"
+	-a -f "$dest/usr/share/man/man8/flowslotctl.8" -a -f "$dest/usr/share/man/man7/pam_flowslot.7"
 check "make install puts flowslotctl in SBINDIR, mode 0755" \
 	[ "$(stat -c %a "$dest/usr/sbin/flowslotctl" 2> /dev/null)" = 755 ]
 modes=$(find "$dest" -type f ! -path '*/sbin/*' -printf '%m\n' | sort -u | tr '\n' ' ')
 check "make install: every other file mode 0644 ($modes)" [ "$modes" = "644 " ]
 check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 15 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 16 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 
