@@ -3,7 +3,8 @@
 #
 #   make                 build pam_flowslot.so and flowslotctl
 #   make check           install what the tests need (as root, with apt) and run them all
-#   make demo            six logins through a private Redis, one second apart
+#   make demo            install what the demo needs, then six logins through a private Redis,
+#                        one second apart
 #   make install         DESTDIR=, PAMDIR= (default: pam's libdir/security), MANDIR=
 #   make deb             the Debian package libpam-flowslot, into build/deb/ (mk/deb.mk)
 #   make WERROR=1        warnings are errors (CI)
@@ -146,12 +147,13 @@ UNTOUCHED = bash tests/untouched.sh
 unit: $(UNIT_TESTS) build/locale/de_DE.UTF-8
 	@for t in $(UNIT_TESTS); do echo "== $$t"; LOCPATH=$(call shq,$(CURDIR)/build/locale) $(UNTOUCHED) ./$$t || exit 1; done
 
-# The README's commands. Each installs what it needs first (tests/deps.sh), then runs.
+# The README's commands. Each installs what it needs first (tests/deps.sh: make demo only the
+# build and one redis-server, naming the packages; no service started), then runs.
 # The suites time their logins, so they never run side by side: check-run is made with -j1
 # whatever -j the caller gave (GNU make 4.3, Debian 12's, has only the global .NOTPARALLEL,
 # which would serialise the build too).
 check:
-	@sh tests/deps.sh
+	@sh tests/deps.sh check
 	@$(UNTOUCHED) $(MAKE) --no-print-directory -j1 check-run
 
 # The further suites and targets, one file each, named by what it checks; a suite adds itself
@@ -159,7 +161,7 @@ check:
 CHECK_EXTRA =
 include mk/sanitize.mk
 include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
-	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk mk/diff.mk
+	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk mk/diff.mk mk/deps.mk
 include mk/fuzz.mk mk/bench.mk mk/faults.mk
 
 check-run: all unit $(CHECK_EXTRA)
@@ -183,7 +185,7 @@ build/privtmp: tests/privtmp.c | build
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -static -o $@ $<
 
 demo:
-	@sh tests/deps.sh
+	@sh tests/deps.sh demo
 	@$(MAKE) --no-print-directory demo-run
 
 demo-run: all

@@ -123,8 +123,11 @@ int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 	if (due != INT64_MAX && countdown_spaced(c) && due < c->said_us + COUNTDOWN_GAP_US)
 		due = c->said_us + COUNTDOWN_GAP_US;
 
-	if (c->talk && c->pending != COUNTDOWN_NONE && c->said_us + COUNTDOWN_GAP_US < due)
-		due = c->said_us + COUNTDOWN_GAP_US;
+	/* A step gives way to a move waiting for the next answer: near its turn that answer
+	   comes within the gap, and the step would put it off again. */
+	if (due != INT64_MAX && c->pending != COUNTDOWN_NONE &&
+	    due < c->pending_us + COUNTDOWN_GAP_US)
+		due = c->pending_us + COUNTDOWN_GAP_US;
 	return due;
 }
 
@@ -133,17 +136,11 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 	int64_t left_us = deadline_us - now_us, due_us = countdown_due(c, deadline_us);
 	char left[32];
 
-	if (c->pending != COUNTDOWN_NONE && now_us >= c->said_us + COUNTDOWN_GAP_US) {
-		const struct slot_result res = { .position = c->pending_position,
-						 .wait_us = left_us > 0 ? left_us : 0,
-						 .deadline_us = deadline_us };
-
-		countdown_tell(c, &res, c->pending);
-		return;
-	}
 	if (c->next_mark_us <= 0 || left_us > c->next_mark_us)
 		return;
 	if (c->talk && countdown_spaced(c) && now_us < c->said_us + COUNTDOWN_GAP_US)
+		return;
+	if (c->pending != COUNTDOWN_NONE && now_us < c->pending_us + COUNTDOWN_GAP_US)
 		return;
 	/* A slot that moved up may have skipped marks: tell the one it is at. */
 	while (c->next_mark_us > 0 && left_us <= c->next_mark_us - c->step_us)
@@ -162,6 +159,7 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 void countdown_update(struct countdown *c, const struct slot_result *res)
 {
 	enum countdown_move move = COUNTDOWN_NONE;
+	int64_t now_us;
 
 	if (res->position < c->position)
 		move = COUNTDOWN_UP;
@@ -170,9 +168,14 @@ void countdown_update(struct countdown *c, const struct slot_result *res)
 	c->pending = COUNTDOWN_NONE;
 	if (move == COUNTDOWN_NONE)
 		return;
-	if (c->talk && c->said_us > 0 && fstime_mono_us() - c->said_us < COUNTDOWN_GAP_US) {
-		c->pending = move;
-		c->pending_position = res->position;
+	now_us = fstime_mono_us();
+	/* Within the gap, the move waits for a fresh answer: told later from this one, its
+	   position would be of the past, and the wait of now. No answer follows an admission. */
+	if (c->talk && c->said_us > 0 && now_us - c->said_us < COUNTDOWN_GAP_US) {
+		if (res->verdict != SLOT_ADMIT) {
+			c->pending = move;
+			c->pending_us = now_us;
+		}
 		return;
 	}
 	countdown_tell(c, res, move);

@@ -173,6 +173,7 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 	switch (v) {
 	case SLOT_ADMIT: /* to go in at its slot, now or shortly */
 		*res = now;
+		countdown_update(cd, res);
 		return QUEUE_GO;
 	case SLOT_QUEUED:
 		*res = now;

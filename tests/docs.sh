@@ -105,6 +105,38 @@ check "flowslotctl --help names every long option ($ctl_long)${unhelped:+; not: 
 	[ -n "$ctl_long" -a -z "$unhelped" ]
 check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z "$unmanned" ]
 
+# tests/README.md, the index of the man pages' promises: every test a row names is in its file
+# (a shell check's description on its check line, or a helper's quoted argument; a unit test's
+# function; a Python def or class; a property's row of docs/MODEL.md), every row names one, and
+# every tag of "The queue's promises" in pam_flowslot(7) has a row.
+index_unfound() {
+	grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | while IFS= read -r row; do
+		cells=$(printf '%s\n' "$row" | sed -E 's/.* \| (.*) \|$/\1/' | grep -oE '`[^`]+`: "[^"]+"')
+		[ -n "$cells" ] || { echo "a row naming no test: ${row:0:60}..."; continue; }
+		printf '%s\n' "$cells" | while IFS= read -r cell; do
+			file=${cell#\`} file=${file%%\`*} name=${cell#*\`: \"} name=${name%\"}
+			case $file in
+			tests/*.sh) grep -F -- "$name" "$file" 2> /dev/null | grep -qF -e 'check "' -e "\"$name" ;;
+			tests/*.c) grep -qF -- "void $name(" "$file" 2> /dev/null ;;
+			tests/*.py) grep -F -- "$name" "$file" 2> /dev/null | grep -qE '^[[:space:]]*(def|class) ' ;;
+			docs/MODEL.md) grep -qF -- "| $name |" "$file" ;;
+			*) false ;;
+			esac || echo "$file: \"$name\""
+		done
+	done
+}
+index_rows=$(grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | grep -c .)
+unfound=$(index_unfound)
+check "tests/README.md: every test its $index_rows rows name exists${unfound:+; not found: $(echo "$unfound" | paste -sd ' ')}" \
+	[ "$index_rows" -gt 0 -a -z "$unfound" ]
+promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" pam_flowslot.7 |
+	sed -n '/^\.TP/{n; s/^\.B //p}' | sed 's/\\-/-/g')
+unindexed=$(printf '%s\n' "$promise_tags" | while IFS= read -r tag; do
+	grep -qF "| The queue's promises: $tag: " tests/README.md || echo "$tag"
+done | paste -sd ';')
+check "tests/README.md has a row for each of the $(printf '%s\n' "$promise_tags" | grep -c .) tags of \"The queue's promises\"${unindexed:+; none for: $unindexed}" \
+	[ -n "$promise_tags" -a -z "$unindexed" ]
+
 # Every paragraph of the pages and the README closes the parentheses it opens.
 for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
 	open=$(LC_ALL=C groff -man -Tascii -P-cbou "$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
@@ -197,16 +229,60 @@ check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f |
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 
+# tests/deps.sh: make demo installs what the demo needs (the build, pamtester, pam_wrapper, a
+# redis-server), none of the suites' toolchain, no Sentinel, all of it part of what make check
+# installs; each names only what is missing, and nothing when all is there. A fake dpkg-query
+# stands for the host's: installed, but for the names in FAKE_MISSING ("all": none is).
+mkdir -p "$TMP/fakedpkg"
+cat > "$TMP/fakedpkg/dpkg-query" <<'FAKE'
+#!/bin/sh
+for p; do :; done
+case " $FAKE_MISSING " in " all " | *" $p "*) exit 1 ;; esac
+printf 'install ok installed'
+FAKE
+chmod 0755 "$TMP/fakedpkg/dpkg-query"
+needs() { PATH="$TMP/fakedpkg:$PATH" FAKE_MISSING=$1 sh tests/deps.sh -n "$2"; }
+demo_needs=$(needs all demo)
+check_needs=$(needs all check)
+extra=$(for p in clang valgrind redis-sentinel stunnel4 gnuplot-nox openssh-server libcmocka-dev; do
+	case " $demo_needs " in *" $p "*) echo "$p" ;; esac; done | tr '\n' ' ')
+check "deps.sh demo: $(echo "$demo_needs" | wc -w) packages, the build, pamtester, pam_wrapper, redis-server${extra:+; not: $extra}" \
+	sh -c 'for p in gcc libpam0g-dev libhiredis-dev libssl-dev liblua5.1-0-dev pamtester libpam-wrapper redis-server; do
+		case " $1 " in *" $p "*) ;; *) exit 1 ;; esac; done; [ -z "$2" ]' sh "$demo_needs" "$extra"
+outside=$(for p in $demo_needs; do case " $check_needs " in *" $p "*) ;; *) echo "$p" ;; esac; done | tr '\n' ' ')
+check "deps.sh: make check installs all make demo does ($(echo "$check_needs" | wc -w) packages)${outside:+; not: $outside}" \
+	[ -z "$outside" ]
+check "deps.sh names what is missing, and nothing when all is there" \
+	sh -c '[ -z "$1$2" ] && [ "$3" = redis-server ] && [ "$4" = "redis-server clang" ]' sh \
+	"$(needs '' demo)" "$(needs '' check)" "$(needs 'redis-server clang' demo)" \
+	"$(needs 'redis-server clang' check)"
+
 # The README's "make demo" works from any checkout: here from a copy of the built tree under
 # /tmp (which each login gets a private one of) by a path with a space, quotes, a dollar sign
 # and sed's | and &.
 copy=$(mktemp -d "/tmp/flowslot docs 'q' \"\$x|&.XXXXXX")
 trap 'rm -rf "$copy"; cleanup' EXIT
-cp --parents pam_flowslot.so tests/lib.sh tests/untouched.sh tests/demo.sh tests/stamp.sh "$copy/"
+cp --parents pam_flowslot.so tests/lib.sh tests/untouched.sh tests/demo.sh tests/stamp.sh \
+	etc/pam.d/sshd-flowslot "$copy/"
 bash "$copy/tests/demo.sh" > "$TMP/demo.log" 2>&1
 demo_rc=$?
 check "make demo from a checkout at '$copy': $(grep -o '^[0-9]* logins, [0-9]* failed' "$TMP/demo.log")" \
 	sh -c '[ "$1" = 0 ] && grep -q "^6 logins, 0 failed" "$2"' sh "$demo_rc" "$TMP/demo.log"
 rm -rf "$copy"
+# Its stack is the README's for sshd: the session line of etc/pam.d/sshd-flowslot, bracket and
+# all.
+bracket=$(sed -nE 's/^session +(\[[^]]*\]) +pam_flowslot\.so.*/\1/p' etc/pam.d/sshd-flowslot)
+check "make demo's stack is the session line of etc/pam.d/sshd-flowslot ($bracket)" \
+	grep -qF "    session $bracket pam_flowslot.so " "$TMP/demo.log"
+# Each line it shows tells the place P and the wait N of one answer: on its schedule of 1 s
+# with no login lost, the logins ahead go in 1 s apart, the first within a second, so
+# P - 1 < N <= P (N is rounded up to a tenth). A place from one renewal with the wait left
+# after a later one ("you are now number 3; your turn in about 1 s") is not.
+told=$(grep -o 'Login queue: .*your turn in about [0-9.]* s\.' "$TMP/demo.log")
+untrue=$(printf '%s\n' "$told" | sed -nE 's/.*you are (now )?next; .* about ([0-9.]+) s\.$/1 \2/p
+	s/.*you are (now )?number ([0-9]+); .* about ([0-9.]+) s\.$/\2 \3/p' |
+	awk '!($2 > $1 - 1 && $2 <= $1) { printf "%s(number %s, %s s)", sep, $1, $2; sep = ", " }')
+check "make demo: each of its $(printf '%s\n' "$told" | grep -c .) lines with a place tells one answer's place and wait${untrue:+; not: $untrue}" \
+	[ "$(printf '%s\n' "$told" | grep -c .)" -ge 5 -a -z "$untrue" ]
 
 finish

@@ -21,7 +21,8 @@ enum countdown_kind {
 typedef void countdown_say_fn(void *arg, enum countdown_kind kind, const char *text);
 
 /* No two lines to the conversation closer than this (GDM shows each for about 2 s, and piles
-   them up): a move told by countdown_update, and a step, wait for it. */
+   them up): a move found by countdown_update waits for the next answer after it, and a step
+   waits for it (and gives way to such a move, that long at most). */
 #define COUNTDOWN_GAP_US INT64_C(2000000)
 /* The turn, due this little before the gap is over (the lag of the line before it behind its
    own mark), is told all the same; any sooner, it goes untold. */
@@ -50,8 +51,10 @@ struct countdown {
 	int64_t told_deadline_us; /* the slot last told in full (CLOCK_MONOTONIC) */
 	int64_t said_us;	  /* when the last line was due (said, or its own time if earlier:
 				     the reservation, a step's mark); 0: none yet */
-	enum countdown_move pending; /* a move to tell once COUNTDOWN_GAP_US has passed */
-	int64_t pending_position;
+	enum countdown_move pending; /* a move found within COUNTDOWN_GAP_US of the last line,
+					told by the first answer after it, never later from this
+					answer: its position would be stale by then */
+	int64_t pending_us;	     /* when that move was found */
 };
 
 /* The time before the slot (remaining_us) of the step message that follows the one sent at
@@ -78,10 +81,11 @@ int64_t countdown_due(const struct countdown *c, int64_t deadline_us);
 /* Sends the step message due at now_us for a slot at deadline_us, if any. */
 void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us);
 
-/* After a renewal: says so when the place has improved ("you are now number P"), or when the
-   slot is later than the one told by more than COUNTDOWN_LATER_US ("your turn was put back");
-   within COUNTDOWN_GAP_US of the last line, at that much after it (countdown_due and
-   countdown_tick). */
+/* After a renewal that held or admitted the place: says so when the place has improved ("you
+   are now number P"), or when the slot is later than the one told by more than
+   COUNTDOWN_LATER_US ("your turn was put back"), with res's position and wait, both of now.
+   Within COUNTDOWN_GAP_US of the last line, the move is told by the first answer after the
+   gap (an admission is the last answer: a move it finds within the gap goes untold). */
 void countdown_update(struct countdown *c, const struct slot_result *res);
 
 /* Says the turn has come; to the conversation, only COUNTDOWN_GAP_US (less

@@ -491,8 +491,9 @@ static void test_update_when_put_back(void **state)
 }
 
 /* GDM's rule: no two lines less than COUNTDOWN_GAP_US apart. A move found sooner after the
-   last line is told once the gap has passed, through countdown_due and countdown_tick, with
-   what is left then; a move undone meanwhile is not told. */
+   last line is told by the first answer after the gap, with that answer's place and wait, never
+   later from the answer that found it (its place would be stale by then, its wait of now); a
+   move undone meanwhile is not told. */
 static void test_update_keeps_the_gap(void **state)
 {
 	struct countdown c;
@@ -508,29 +509,94 @@ static void test_update_keeps_the_gap(void **state)
 	r = queued_at(deadline, clock_now, 4);
 	countdown_update(&c, &r);
 	assert_int_equal(n_told, 1);
-	assert_true(countdown_due(&c, deadline) == t0 + COUNTDOWN_GAP_US);
-	countdown_tick(&c, deadline, t0 + COUNTDOWN_GAP_US - 1);
-	assert_int_equal(n_told, 1);
+	/* Nothing is due for the move itself: the next answer tells it. */
+	assert_true(countdown_due(&c, deadline) == deadline - 15 * S);
 	clock_now = t0 + COUNTDOWN_GAP_US;
 	countdown_tick(&c, deadline, clock_now);
+	assert_int_equal(n_told, 1);
+	clock_now = t0 + 2500 * MS;
+	r = queued_at(deadline, clock_now, 4);
+	countdown_update(&c, &r);
 	expect_told(1, "Login queue: your turn was put back; you are number 4; your turn in "
 		       "about 58 s.");
 	assert_true(countdown_due(&c, deadline) == deadline - 45 * S);
-	/* A better place 1 s later waits too; undone before the gap, it is never told. */
+	/* A better place 1 s later waits too; undone by the next answer, it is never told. */
 	clock_now += 1 * S;
 	r = queued_at(deadline - 10 * S, clock_now, 2);
 	countdown_update(&c, &r);
-	assert_true(countdown_due(&c, deadline - 10 * S) == t0 + 2 * COUNTDOWN_GAP_US);
+	clock_now += 2 * S;
 	r = queued_at(deadline, clock_now, 4);
 	countdown_update(&c, &r);
-	assert_true(countdown_due(&c, deadline) == deadline - 45 * S);
-	countdown_tick(&c, deadline, t0 + 2 * COUNTDOWN_GAP_US);
 	assert_int_equal(n_told, 2);
 	/* A better place 2 s after the last line is told at once. */
-	clock_now = t0 + 2 * COUNTDOWN_GAP_US;
+	clock_now = t0 + 2500 * MS + COUNTDOWN_GAP_US + 2 * S;
 	r = queued_at(deadline - 20 * S, clock_now, 2);
 	countdown_update(&c, &r);
-	expect_told(2, "Login queue: you are now number 2; your turn in about 36 s.");
+	expect_told(2, "Login queue: you are now number 2; your turn in about 34 s.");
+}
+
+/* The demo's 6th login (issue 30): told number 5 and 5 s, a step at 2 s, then a renewal just
+   after it moves it to number 3. The step due at the end of the gap gives way to the next
+   answer, an admission as next, which is told as it says, not "now number 3; about 1 s". */
+static void test_move_told_from_a_fresh_answer(void **state)
+{
+	struct countdown c;
+	const int64_t t0 = 1000 * S, deadline = t0 + 5 * S;
+	struct slot_result r = queued_at(deadline, t0, 5);
+
+	(void)state;
+	clock_step = 0;
+	clock_now = t0;
+	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r);
+	assert_true(countdown_due(&c, deadline) == t0 + COUNTDOWN_GAP_US);
+	clock_now = t0 + COUNTDOWN_GAP_US;
+	countdown_tick(&c, deadline, clock_now);
+	expect_told(1, "Login queue: about 3 s to go.");
+	clock_now += 50 * MS;
+	r = queued_at(deadline, clock_now, 3);
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 2);
+	/* The step at 1 s to go (due at the gap's end) waits as long for the next answer. */
+	assert_true(countdown_due(&c, deadline) == t0 + 2050 * MS + COUNTDOWN_GAP_US);
+	clock_now = t0 + 2 * COUNTDOWN_GAP_US;
+	countdown_tick(&c, deadline, clock_now);
+	assert_int_equal(n_told, 2);
+	clock_now = t0 + 4020 * MS;
+	r = queued_at(deadline, clock_now, 1);
+	r.verdict = SLOT_ADMIT;
+	countdown_update(&c, &r);
+	expect_told(2, "Login queue: you are now next; your turn in about 1 s.");
+	countdown_tick(&c, deadline, t0 + 4500 * MS);
+	assert_int_equal(n_told, 3);
+
+	/* No fresh answer comes (the renewal failed): the step gives way for the gap, no more. */
+	n_told = 0;
+	clock_now = t0;
+	r = queued_at(deadline, t0, 5);
+	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r);
+	clock_now = t0 + COUNTDOWN_GAP_US;
+	countdown_tick(&c, deadline, clock_now);
+	clock_now += 50 * MS;
+	r = queued_at(deadline, clock_now, 3);
+	countdown_update(&c, &r);
+	clock_now = t0 + 4050 * MS;
+	countdown_tick(&c, deadline, clock_now);
+	expect_told(2, "Login queue: about 1 s to go.");
+
+	/* An admission is the last answer: a move it finds within the gap goes untold, and no
+	   step waits for another. */
+	n_told = 0;
+	clock_now = t0;
+	r = queued_at(deadline, t0, 5);
+	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r);
+	clock_now = t0 + COUNTDOWN_GAP_US;
+	countdown_tick(&c, deadline, clock_now);
+	clock_now += 50 * MS;
+	r = queued_at(deadline, clock_now, 1);
+	r.verdict = SLOT_ADMIT;
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 2);
+	assert_true(countdown_due(&c, deadline) == t0 + 2 * COUNTDOWN_GAP_US);
 }
 
 int main(void)
@@ -548,6 +614,7 @@ int main(void)
 		cmocka_unit_test_setup(test_steps_spaced, reset_told),
 		cmocka_unit_test_setup(test_update_when_put_back, reset_told),
 		cmocka_unit_test_setup(test_update_keeps_the_gap, reset_told),
+		cmocka_unit_test_setup(test_move_told_from_a_fresh_answer, reset_told),
 		cmocka_unit_test_setup(test_tick_skips_passed_marks, reset_told),
 		cmocka_unit_test_setup(test_conversation_fails, reset_told),
 	};

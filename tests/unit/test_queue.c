@@ -218,7 +218,7 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = position,
 				     .deadline_us = clock_now + wait_us,
 				     .sched_interval_us = res->sched_interval_us };
-	countdown_start(&cd, FAKE_PAMH, 0, talk, res);
+	countdown_start(&cd, FAKE_PAMH, o.countdown_us, talk, res);
 	return queue_wait(&l, res, &w, &cd);
 }
 
@@ -319,6 +319,29 @@ static void test_put_back_is_told(void **state)
 	assert_int_equal(n_told, 2);
 	assert_string_equal(told[1], "Login queue: your turn was put back; you are number 2; "
 				     "your turn in about 8 s.");
+}
+
+/* Each line tells the place and the wait of one answer (issue 30: the demo's 6th login was
+   told "you are now number 3; your turn in about 1 s", a renewal's place with the wait left
+   after a later one admitted it). A move found within 2 s of a step is told by the next
+   answer, here the admission, as it says. */
+static void test_lines_from_one_answer(void **state)
+{
+	struct slot_result res = { .sched_interval_us = 1 * S };
+
+	(void)state;
+	o.countdown_us = 1 * S;
+	named_interval_us = 1 * S;
+	position = 5;
+	SCRIPT({ SLOT_QUEUED, 1 * S, 2, 0 }, { SLOT_ADMIT, 500 * MS, 1, 0 });
+	assert_int_equal(wait_from(false, 12 * S, T0 + 12 * S, &res, true), QUEUE_TURN);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(calls[0].at_us, T0 + 3 * S); /* a quarter of 12 s */
+	assert_int_equal(calls[1].at_us, T0 + 4 * S); /* at its slot */
+	assert_int_equal(n_told, 3);
+	assert_string_equal(told[0], "Login queue: you are number 5; your turn in about 12 s.");
+	assert_string_equal(told[1], "Login queue: about 10 s to go.");
+	assert_string_equal(told[2], "Login queue: you are now next; your turn in about 0.5 s.");
 }
 
 /* One renewal fails (Redis restarting): the login keeps renewing and goes in through the
@@ -519,6 +542,7 @@ int main(void)
 		cmocka_unit_test_setup(test_refused_on_renewal, setup),
 		cmocka_unit_test_setup(test_slot_past_the_limit, setup),
 		cmocka_unit_test_setup(test_put_back_is_told, setup),
+		cmocka_unit_test_setup(test_lines_from_one_answer, setup),
 		cmocka_unit_test_setup(test_one_failed_renewal, setup),
 		cmocka_unit_test_setup(test_all_renewals_fail, setup),
 		cmocka_unit_test_setup(test_failure_near_the_slot, setup),
