@@ -172,7 +172,7 @@ check-run: all unit $(CHECK_EXTRA)
 	bash tests/hostile.sh
 	FLOWSLOT_VALGRIND=1 bash tests/integration.sh
 
-# Real logins: Debian's sshd and ssh client, and /bin/login and su in a terminal.
+# Real logins: Debian's sshd and ssh client, and /bin/login, su, runuser and sudo in a terminal.
 check-e2e: all build/privtmp
 	@sh tests/deps.sh
 	bash tests/e2e-ssh.sh

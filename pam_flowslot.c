@@ -250,6 +250,22 @@ static bool gate_summary(const struct opt *o, const struct gate_who *who)
 	return who->ssh_connection != NULL && who->ssh_connection[0] != '\0';
 }
 
+/* Whether the front end drops info messages in this phase. util-linux su and runuser drop
+   every PAM_TEXT_INFO sent alone from pam_open_session on, except for su - without -c (to
+   hide "Last login"), and print PAM_ERROR_MSG on stderr: their session is told in errors.
+   Their services' names are built in. */
+static bool gate_drops_info(const struct gate_who *who, enum gate_phase phase)
+{
+	static const char *const drops_info[] = { "su", "su-l", "runuser", "runuser-l" };
+
+	if (phase != GATE_SESSION || who->service == NULL)
+		return false;
+	for (size_t i = 0; i < sizeof(drops_info) / sizeof(drops_info[0]); i++)
+		if (strcmp(who->service, drops_info[i]) == 0)
+			return true;
+	return false;
+}
+
 /* One login at the gate, once its reservation is made. */
 struct gate_login {
 	struct queue_login q;
@@ -257,6 +273,7 @@ struct gate_login {
 	enum gate_phase phase;
 	bool silent;
 	bool summary; /* messages cannot be live: one line after the wait instead */
+	int style;    /* of the messages telling the wait: PAM_TEXT_INFO, else PAM_ERROR_MSG */
 	const char *via;
 	int64_t begun_us; /* when the login came to the gate: max_wait counts from there */
 };
@@ -291,8 +308,8 @@ static enum queue_end gate_wait(const struct gate_login *g, struct slot_result *
 	hangup_watch_open(g->q.pamh, g->who->rhost, g->who->ssh_connection, g->who->tty, &w);
 	if (o->debug && w.what[0] != '\0')
 		log_msg(g->q.pamh, LOG_DEBUG, "watching for a hang-up: %s", w.what);
-	countdown_start(&cd, g->q.pamh, o->countdown_us, !g->silent && !o->quiet && !g->summary,
-			res);
+	countdown_start(&cd, g->q.pamh, g->style, o->countdown_us,
+			!g->silent && !o->quiet && !g->summary, res);
 	end = queue_wait(&g->q, res, &w, &cd);
 	if (end == QUEUE_TURN)
 		countdown_turn(&cd);
@@ -381,6 +398,7 @@ static int gate_hold(const struct gate_login *g, const struct slot_result *res,
 	const struct hold_login h = { .pamh = pamh, .o = o, .key = o->key,
 				      .place = g->q.place,
 				      .talk = !g->silent && !o->quiet && !g->summary,
+				      .style = g->style,
 				      .begun_us = g->begun_us,
 				      .deadline_us = g->begun_us + o->slot.max_wait_us,
 				      .interval_us = gate_interval_us(g, res) };
@@ -517,7 +535,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			rc = gate_hold(g, res, &r, &waited_us);
 		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
 		if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
-			countdown_summary(pamh, waited_us, position);
+			countdown_summary(pamh, g->style, waited_us, position);
 		if (rc == PAM_IGNORE)
 			gate_set_admitted(pamh, g->phase, false);
 		return rc;
@@ -585,6 +603,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 		return PAM_CONV_ERR;
 	}
 	g.summary = gate_summary(&o, &who);
+	g.style = gate_drops_info(&who, phase) ? PAM_ERROR_MSG : PAM_TEXT_INFO;
 	key_expand(o.key, who.service, who.user, who.rhost, key, sizeof(key));
 	gate_place(&who, &place);
 	/* max_wait counts from here: not the time the user took to type a name. */

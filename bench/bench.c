@@ -66,7 +66,7 @@ enum slot_verdict bench_login(const struct opt *o, int argc, char **argv, const 
 	for (int i = 0; i < argc; i++)
 		args[i] = argv[i];
 	now = *res;
-	countdown_start(&cd, NULL, 0, false, &now);
+	countdown_start(&cd, NULL, PAM_TEXT_INFO, 0, false, &now);
 	if (queue_wait(&l, &now, &w, &cd) != QUEUE_TURN) {
 		fprintf(stderr, "bench: a login with nothing watched was abandoned\n");
 		exit(1);

@@ -45,7 +45,7 @@ countdown_say(struct countdown *c, enum countdown_kind kind, const char *fmt, ..
 	if (c->say != NULL)
 		c->say(c->say_arg, kind, text);
 	else
-		pam_info(c->pamh, "%s", text);
+		pam_prompt(c->pamh, c->style, NULL, "%s", text);
 }
 
 /* Tells the place and the wait in full, and counts the steps from there. */
@@ -84,12 +84,13 @@ static void countdown_tell(struct countdown *c, const struct slot_result *res,
 		c->said_us = res->deadline_us - res->wait_us;
 }
 
-void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
-		     const struct slot_result *res)
+void countdown_start(struct countdown *c, pam_handle_t *pamh, int style, int64_t step_us,
+		     bool talk, const struct slot_result *res)
 {
 	c->pamh = pamh;
 	c->say = NULL;
 	c->say_arg = NULL;
+	c->style = style;
 	c->step_us = step_us;
 	c->talk = talk;
 	c->said_us = 0;
@@ -102,6 +103,7 @@ void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_a
 	c->pamh = NULL;
 	c->say = say;
 	c->say_arg = say_arg;
+	c->style = PAM_TEXT_INFO;
 	c->step_us = step_us;
 	c->talk = talk;
 	c->said_us = 0;
@@ -196,14 +198,14 @@ void countdown_turn(struct countdown *c)
 	countdown_say(c, COUNTDOWN_TURN, "Login queue: your turn now.");
 }
 
-void countdown_summary(pam_handle_t *pamh, int64_t waited_us, int64_t position)
+void countdown_summary(pam_handle_t *pamh, int style, int64_t waited_us, int64_t position)
 {
 	char waited[32];
 
 	countdown_format(waited_us, waited, sizeof(waited));
 	if (position <= 1)
-		pam_info(pamh, "Login queue: you waited %s (you were next).", waited);
+		pam_prompt(pamh, style, NULL, "Login queue: you waited %s (you were next).", waited);
 	else
-		pam_info(pamh, "Login queue: you waited %s (you were number %lld).", waited,
-			 (long long)position);
+		pam_prompt(pamh, style, NULL, "Login queue: you waited %s (you were number %lld).",
+			   waited, (long long)position);
 }

@@ -39,9 +39,9 @@ static void hold_tell(const struct hold_login *h, int64_t now_us)
 	if (!h->talk)
 		return;
 	countdown_format(now_us - h->begun_us, waited, sizeof(waited));
-	pam_info(h->pamh,
-		 "Login queue: the server is busy; you go in when it settles (waiting %s so far).",
-		 waited);
+	pam_prompt(h->pamh, h->style, NULL,
+		   "Login queue: the server is busy; you go in when it settles (waiting %s so far).",
+		   waited);
 }
 
 /* The first look: pressure under every limit and no one held goes in at once, without

@@ -19,7 +19,7 @@ liblua5.1-0-dev pamtester libpam-wrapper redis-server redis-tools"
 # The suites.
 PACKAGES="gcc make pkg-config libc6-dev libpam0g-dev libpam-modules libhiredis-dev libcmocka-dev
 liblua5.1-0-dev pamtester libpam-wrapper libpamtest0-dev redis-server redis-tools valgrind faketime locales
-groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux
+groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux sudo
 redis-sentinel iproute2 stunnel4 openssl libssl-dev socat python3 python3-prometheus-client
 python3-hypothesis python3-redis"
 

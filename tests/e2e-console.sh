@@ -90,10 +90,11 @@ occ() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP
 	pamtester occ someone authenticate > /dev/null 2>&1; }
 service occ "auth required @M url=unix://$TMP/r.sock key=suex interval=60s"
 occ
-profile_block() { # the profile's session lines, the gate on the test's queue
+profile_block() { # [OPTIONS]: the profile's session lines, the gate on the test's queue
 	sed -n '/^Session:/,/^[^\t]/p' "$TOP/etc/pam-configs/flowslot" | grep $'^\t' | tr '\t' ' ' |
 		sed -E "s|^ *|session |; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|;
-			s|pam_flowslot.so|$MODULE url=unix://$TMP/r.sock key=suex interval=60s max_wait=2s|"
+			s|pam_flowslot.so|$MODULE url=unix://$TMP/r.sock ${1:-key=suex interval=60s max_wait=2s}|" |
+		sed "$OWN_STATE"
 }
 su_as_root() { # NAME: root runs su to nobody in a pane; the pane's text in $TMP/NAME.screen
 	tmux_ new-session -d -s "$1" -x 150 -y 20 \
@@ -113,6 +114,175 @@ service su "auth required @P/pam_permit.so" "account required @P/pam_permit.so" 
 su_as_root suold
 check "... whereas the target-only tests (uid eq 0, user ingroup sudo) queue root's su: refused ($(tr '\n' '|' < "$TMP/suold.screen"))" \
 	sh -c "grep -q 'Too many logins' '$TMP/suold.screen' && ! grep -qx 'su-ran' '$TMP/suold.screen'"
+
+# su, runuser and sudo run by a user outside group sudo, for real: su and sudo are set-uid, so
+# pam_wrapper cannot be preloaded into them from an unprivileged caller. They run in a private
+# mount namespace instead, under a tmux server of its own started there, which sees a copy of
+# /etc/pam.d (the shipped profile's block in common-session, a permit for auth and account),
+# and of /etc/passwd, /etc/group and /etc/shadow with three users: CALLER and SUDOER (in a copy
+# of /etc/sudoers, NOPASSWD and not), neither in group sudo, and TARGET. The host's files are
+# never written (tests/untouched.sh checks /etc/pam.d).
+NS=$TMP/ns
+TMUX_NS="$TMP/tmux-ns.sock"
+tns() { tmux -S "$TMUX_NS" "$@"; }
+trap 'tmux_ kill-server 2> /dev/null; tns kill-server 2> /dev/null; cleanup' EXIT
+free_id() { # a uid and gid that no user or group of the host has, from $1 up
+	local id=$1
+	while getent passwd "$id" > /dev/null || getent group "$id" > /dev/null; do id=$((id + 1)); done
+	echo "$id"
+}
+CALLER=flowslot-caller SUDOER=flowslot-sudoer TARGET=flowslot-target
+caller_id=$(free_id 61000)
+sudoer_id=$(free_id $((caller_id + 1)))
+target_id=$(free_id $((sudoer_id + 1)))
+mkdir -p "$NS/etc"
+cp -a /etc/pam.d "$NS/etc/pam.d"
+cp /etc/passwd /etc/group /etc/shadow "$NS/etc/"
+for u in "$CALLER:$caller_id" "$SUDOER:$sudoer_id" "$TARGET:$target_id"; do
+	echo "${u%:*}:x:${u#*:}:${u#*:}::/:/bin/sh" >> "$NS/etc/passwd"
+	echo "${u%:*}:x:${u#*:}:" >> "$NS/etc/group"
+	echo "${u%:*}:!:19000::::::" >> "$NS/etc/shadow"
+done
+echo "auth required $PAM_DIR/pam_permit.so" > "$NS/etc/pam.d/common-auth"
+echo "account required $PAM_DIR/pam_permit.so" > "$NS/etc/pam.d/common-account"
+ns_session() { # OPTIONS: common-session is the profile's block, the gate on OPTIONS
+	{ profile_block "$1"; echo "session required $PAM_DIR/pam_permit.so"; } > "$NS/etc/pam.d/common-session"
+}
+ns_session "key=ns interval=4s countdown=2s"
+# What sudo runs: each phase's name, service and items, as root (seteuid), into $TMP/phases.
+printf '%s\n' 'echo "$PAM_TYPE $PAM_SERVICE ruser=$PAM_RUSER user=$PAM_USER" >> "$1"' > "$NS/phase.sh"
+HAVE_SUDO=""
+if command -v sudo > /dev/null && [ -f /etc/pam.d/sudo ] && [ -f /etc/pam.d/sudo-i ]; then
+	HAVE_SUDO=1
+	for s in sudo sudo-i; do
+		for t in auth account session; do
+			echo "$t optional $PAM_DIR/pam_exec.so quiet seteuid /bin/sh $NS/phase.sh $TMP/phases"
+		done | cat - /etc/pam.d/$s > "$NS/etc/pam.d/$s"
+	done
+	cp /etc/sudoers "$NS/etc/sudoers"
+	printf '%s ALL=(ALL) NOPASSWD: ALL\n%s ALL=(ALL) ALL\n' "$CALLER" "$SUDOER" >> "$NS/etc/sudoers"
+	chmod 0440 "$NS/etc/sudoers"
+fi
+occ_ns() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
+	pamtester occns someone authenticate > /dev/null 2>&1; }
+service occns "auth required @M url=unix://$TMP/r.sock key=ns interval=4s"
+# shellcheck disable=SC2016
+unshare --mount --propagation private sh -c '
+	ns=$1 sock=$2 have_sudo=$3
+	for f in passwd group shadow; do mount --bind "$ns/etc/$f" "/etc/$f" || exit 1; done
+	mount --bind "$ns/etc/pam.d" /etc/pam.d || exit 1
+	# sudo keeps its timestamps in /run/sudo: a /run of this namespace alone.
+	if [ -n "$have_sudo" ]; then
+		mount --bind "$ns/etc/sudoers" /etc/sudoers && mount -t tmpfs -o mode=0755 tmpfs /run ||
+			exit 1
+	fi
+	exec tmux -S "$sock" new-session -d -s keep "sleep 600"' sh "$NS" "$TMUX_NS" "$HAVE_SUDO"
+ns_ok=$?
+# as NAME UID SECONDS LAST COMMAND: the queue taken, COMMAND run in a pane of the namespace by
+# UID (real and effective, no groups), then "rc=N"; the pane watched as watch_pane does, into
+# $TMP/NAME.seen, until a line holds LAST.
+as() {
+	local name=$1 uid=$2 secs=$3 last=$4 t0 until now
+	shift 4
+	occ_ns
+	tns new-session -d -s "$name" -x 150 -y 30 \
+		"setpriv --reuid=$uid --regid=$uid --clear-groups $*; echo rc=\$?; sleep 30"
+	t0=$(now_ms)
+	until=$((t0 + secs * 1000))
+	: > "$TMP/$name.seen"
+	while [ "$(now_ms)" -lt "$until" ] && ! grep -qF -- "$last" "$TMP/$name.seen"; do
+		now=$(($(now_ms) - t0))
+		tns capture-pane -p -t "$name" 2> /dev/null | grep -v '^$' | while IFS= read -r line; do
+			grep -qxF -- "$line" <(cut -d' ' -f2- "$TMP/$name.seen") ||
+				printf '%s %s\n' "$now" "$line" >> "$TMP/$name.seen"
+		done
+		sleep 0.1
+	done
+}
+# told_live NAME AFTER: the first queue line showed 1 s or more before the line holding AFTER;
+# ran_live NAME AFTER: that, and COMMAND's exit status was 0.
+told_live() {
+	local first after
+	first=$(seen_at "$1" 'Login queue: you are next')
+	after=$(seen_at "$1" "$2")
+	[ -n "$first" ] && [ -n "$after" ] && [ $((after - first)) -ge 1000 ]
+}
+ran_live() { told_live "$@" && grep -q ' rc=0$' "$TMP/$1.seen"; }
+seen() { tr '\n' '|' < "$TMP/$1.seen"; }
+if [ "$ns_ok" = 0 ]; then
+	as suc "$caller_id" 15 'rc=' su "$TARGET" -c "'echo su-ran'"
+	check "su USER -c CMD by a user outside group sudo: told live, then the command ($(seen suc))" \
+		ran_live suc su-ran
+	as sus "$caller_id" 15 '$' su "$TARGET"
+	check "su USER by a user outside group sudo: told live, then the shell ($(seen sus))" \
+		told_live sus '$'
+	tns kill-session -t sus
+	as sul "$caller_id" 15 '$' su - "$TARGET"
+	check "su - USER by a user outside group sudo: told live, then the shell ($(seen sul))" \
+		told_live sul '$'
+	tns kill-session -t sul
+	as sulc "$caller_id" 15 'rc=' su - "$TARGET" -c "'echo su-ran'"
+	check "su - USER -c CMD by a user outside group sudo: told live, then the command ($(seen sulc))" \
+		ran_live sulc su-ran
+	# The administrator's choice: quiet says nothing, and the wait is the same.
+	ns_session "key=ns interval=4s countdown=2s quiet"
+	as suq "$caller_id" 15 'rc=' su "$TARGET" -c "'echo su-ran'"
+	ran=$(seen_at suq su-ran)
+	check "su USER -c CMD with quiet: waits (${ran:-never} ms), and says nothing ($(seen suq))" \
+		sh -c "[ -n '$ran' ] && [ '$ran' -ge 2000 ] && ! grep -q 'Login queue' '$TMP/suq.seen'"
+	ns_session "key=ns interval=4s countdown=2s"
+	# runuser: Debian's stack has no common-session (and its caller is root); with the module
+	# in it, root's runuser waits, told live.
+	cp "$NS/etc/pam.d/runuser" "$NS/runuser.orig"
+	echo "session required $MODULE url=unix://$TMP/r.sock key=ns interval=4s countdown=2s state_dir=$TMP/state" \
+		>> "$NS/etc/pam.d/runuser"
+	as ru 0 15 'rc=' runuser -u "$TARGET" -- sh -c "'echo runuser-ran'"
+	check "runuser -u USER -- CMD, the module in runuser's session: told live, then the command ($(seen ru))" \
+		ran_live ru runuser-ran
+	cp "$NS/runuser.orig" "$NS/etc/pam.d/runuser"
+else
+	not_ok "su by a user outside group sudo: the private mount namespace could not be set up"
+fi
+if [ "$ns_ok" = 0 ] && [ -n "$HAVE_SUDO" ]; then
+	# sudo CMD: Debian's sudo stack has common-session-noninteractive, without the profile: in at
+	# once, while the queue is busy. No password asked (NOPASSWD): no pam_authenticate.
+	: > "$TMP/phases"
+	as sudoc "$caller_id" 15 'rc=' sudo -u "$TARGET" sh -c "'echo sudo-ran'"
+	ran=$(seen_at sudoc sudo-ran)
+	check "sudo CMD: not queued by the profile, in at once (${ran:-never} ms, slot 4000), nothing said ($(seen sudoc))" \
+		sh -c "[ -n '$ran' ] && [ '$ran' -lt 3000 ] && ! grep -q 'Login queue' '$TMP/sudoc.seen'"
+	check "... NOPASSWD: account and session, no auth ($(tr '\n' '|' < "$TMP/phases"))" \
+		sh -c "[ \"\$(cut -d' ' -f1 '$TMP/phases' | tr '\n' ' ')\" = 'account open_session close_session ' ]"
+	# A password asked (pam_permit answers it here): auth runs; the same again from that
+	# terminal within the timestamp's life: no auth. PAM_USER is the caller in auth and
+	# account, the target in the session; PAM_RUSER is the caller.
+	: > "$TMP/phases"
+	as sudop "$sudoer_id" 15 'rc=' sh -c "'sudo -u $TARGET true && sudo -u $TARGET true'"
+	check "sudo CMD asking a password: auth, account, session; again with the cached credentials: no auth ($(tr '\n' '|' < "$TMP/phases"))" \
+		sh -c "[ \"\$(cut -d' ' -f1 '$TMP/phases' | tr '\n' ' ')\" = 'auth account open_session close_session account open_session close_session ' ] &&
+			grep -qx 'auth sudo ruser=$SUDOER user=$SUDOER' '$TMP/phases' && grep -qx 'open_session sudo ruser=$SUDOER user=$TARGET' '$TMP/phases'"
+	# sudo -i: service sudo-i, common-session and the profile: the caller outside group sudo
+	# waits, told live.
+	: > "$TMP/phases"
+	as sudoi "$caller_id" 15 'rc=' sudo -i -u "$TARGET" echo sudo-i-ran
+	check "sudo -i by a user outside group sudo: told live, then the command ($(seen sudoi))" \
+		ran_live sudoi sudo-i-ran
+	check "... its session is the service sudo-i's ($(tr '\n' '|' < "$TMP/phases"))" \
+		grep -q "^open_session sudo-i ruser=$CALLER user=$TARGET\$" "$TMP/phases"
+	# The module added to sudo's own session: sudo CMD opens it with PAM_SILENT (only -i and
+	# -s do not), which the module obeys: a wait in silence.
+	cp "$NS/etc/pam.d/sudo" "$NS/sudo.orig"
+	echo "session required $MODULE url=unix://$TMP/r.sock key=ns interval=4s countdown=2s state_dir=$TMP/state" \
+		>> "$NS/etc/pam.d/sudo"
+	as sudos "$caller_id" 15 'rc=' sudo -u "$TARGET" sh -c "'echo sudo-ran'"
+	ran=$(seen_at sudos sudo-ran)
+	check "sudo CMD, the module in sudo's session: waits (${ran:-never} ms) in silence, PAM_SILENT ($(seen sudos))" \
+		sh -c "[ -n '$ran' ] && [ '$ran' -ge 2000 ] && ! grep -q 'Login queue' '$TMP/sudos.seen'"
+	cp "$NS/sudo.orig" "$NS/etc/pam.d/sudo"
+elif [ "$ns_ok" = 0 ]; then
+	echo "# skipped sudo: not installed (tests/deps.sh installs it)"
+fi
+tns kill-server 2> /dev/null
 
 # A terminal that hangs up while /bin/login waits in the queue. The hang-up's SIGHUP kills
 # login outright (see LOGIN-PATHS.md), and the module gives its place back at once only when

@@ -41,8 +41,9 @@ enum countdown_move {
 /* What one waiting login has told its user so far. */
 struct countdown {
 	pam_handle_t *pamh;
-	countdown_say_fn *say; /* NULL: pam_info on pamh */
+	countdown_say_fn *say; /* NULL: the conversation on pamh, in style */
 	void *say_arg;
+	int style;		  /* PAM_TEXT_INFO, or PAM_ERROR_MSG where info is dropped */
 	int64_t step_us;	  /* between step messages; 0: none */
 	bool talk;		  /* false: tell nothing */
 	int64_t position;	  /* the place last told */
@@ -65,10 +66,11 @@ int64_t countdown_next(int64_t wait_us, int64_t step_us, int64_t prev_us);
 /* Writes a wait for people: "0.4 s" below 10 s, whole seconds above; always rounded up. */
 void countdown_format(int64_t us, char *buf, size_t bufsz);
 
-/* Tells the user where they stand: "you are number P; your turn in about N s". With talk
+/* Tells the user where they stand: "you are number P; your turn in about N s", each line a
+   message of style (PAM_TEXT_INFO; PAM_ERROR_MSG for a front end that drops info). With talk
    false it tells nothing, now or later. A missing or failing conversation is ignored. */
-void countdown_start(struct countdown *c, pam_handle_t *pamh, int64_t step_us, bool talk,
-		     const struct slot_result *res);
+void countdown_start(struct countdown *c, pam_handle_t *pamh, int style, int64_t step_us,
+		     bool talk, const struct slot_result *res);
 
 /* countdown_start, telling through say(say_arg, ...) rather than the conversation. */
 void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_arg, int64_t step_us,
@@ -93,7 +95,7 @@ void countdown_update(struct countdown *c, const struct slot_result *res);
 void countdown_turn(struct countdown *c);
 
 /* Where messages cannot be live (sshd), the one line sent after the wait instead of the
-   countdown: "Login queue: you waited N s (you were number P)." */
-void countdown_summary(pam_handle_t *pamh, int64_t waited_us, int64_t position);
+   countdown: "Login queue: you waited N s (you were number P).", a message of style. */
+void countdown_summary(pam_handle_t *pamh, int style, int64_t waited_us, int64_t position);
 
 #endif

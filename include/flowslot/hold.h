@@ -24,6 +24,7 @@ struct hold_login {
 	const char *key; /* the schedule's, expanded */
 	const struct slot_place *place;
 	bool talk;	     /* tell the user why they wait */
+	int style;	     /* in messages of this style (countdown_start's) */
 	int64_t begun_us;    /* when the login's whole wait began */
 	int64_t deadline_us; /* when max_wait ends it */
 	int64_t interval_us; /* between releases: the schedule's own interval; 0: o's */

@@ -22,9 +22,10 @@
 #define MAX_TOLD 16
 
 /* The fake conversation: pam_info is pam_prompt(PAM_TEXT_INFO); this definition takes the
-   place of libpam's for src/countdown.c. */
+   place of libpam's for src/countdown.c. Every message must be of want_style. */
 static char told[MAX_TOLD][128];
 static size_t n_told;
+static int want_style;
 static int conv_rc; /* what the conversation answers */
 static int fake_handle;
 #define FAKE_PAMH ((pam_handle_t *)&fake_handle)
@@ -34,7 +35,7 @@ int pam_prompt(pam_handle_t *pamh, int style, char **response, const char *fmt, 
 	va_list ap;
 
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	assert_int_equal(style, PAM_TEXT_INFO);
+	assert_int_equal(style, want_style);
 	assert_null(response);
 	if (n_told == MAX_TOLD)
 		fail_msg("more than %d messages", MAX_TOLD);
@@ -62,6 +63,7 @@ static int reset_told(void **state)
 {
 	(void)state;
 	n_told = 0;
+	want_style = PAM_TEXT_INFO;
 	conv_rc = PAM_SUCCESS;
 	clock_now = 1 * S; /* below every deadline the tests use */
 	clock_step = 10 * S;
@@ -264,9 +266,9 @@ static void test_start(void **state)
 	struct slot_result r = queued(60 * S, 3);
 
 	(void)state;
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	r = queued(4200 * MS, 1);
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	assert_int_equal(n_told, 2);
 	expect_told(0, "Login queue: you are number 3; your turn in about 60 s.");
 	expect_told(1, "Login queue: you are next; your turn in about 4.2 s.");
@@ -282,7 +284,7 @@ static void test_silent(void **state)
 	const int64_t deadline = 1000 * S;
 
 	(void)state;
-	countdown_start(&c, FAKE_PAMH, 15 * S, false, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, false, &r);
 	assert_true(countdown_due(&c, deadline) == INT64_MAX);
 	for (int64_t now = deadline - 60 * S; now <= deadline; now += 1 * S)
 		countdown_tick(&c, deadline, now);
@@ -308,7 +310,7 @@ static void test_steps_by_tick(void **state)
 		size_t n = marks_of(waits[i], steps[i], marks);
 
 		n_told = 0;
-		countdown_start(&c, FAKE_PAMH, steps[i], true, &r);
+		countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, steps[i], true, &r);
 		for (size_t k = 0; k < n; k++) {
 			char want[64], left[32];
 
@@ -333,7 +335,7 @@ static void test_steps_by_tick(void **state)
 		struct slot_result r = queued(60 * S, 2);
 
 		n_told = 0;
-		countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+		countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 		countdown_tick(&c, deadline, deadline - 44 * S);
 		expect_told(1, "Login queue: about 44 s to go.");
 		assert_true(countdown_due(&c, deadline) == deadline - 30 * S);
@@ -350,7 +352,7 @@ static void test_update_when_improved(void **state)
 	const int64_t deadline = 1000 * S;
 
 	(void)state;
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	r = queued(58 * S, 5);
 	countdown_update(&c, &r);
 	r = queued(70 * S, 6);
@@ -384,7 +386,7 @@ static void test_tick_skips_passed_marks(void **state)
 	const int64_t deadline = 1000 * S;
 
 	(void)state;
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	assert_true(countdown_due(&c, deadline) == deadline - 45 * S);
 	/* 20 s to go: the mark at 45 s has passed unseen, the one at 30 s too. */
 	countdown_tick(&c, deadline, deadline - 20 * S);
@@ -394,7 +396,7 @@ static void test_tick_skips_passed_marks(void **state)
 	/* Past every mark at once: one message, and none due after it. */
 	n_told = 0;
 	r = queued(60 * S, 4);
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	countdown_tick(&c, deadline, deadline - 1 * S);
 	assert_int_equal(n_told, 2);
 	expect_told(1, "Login queue: about 1 s to go.");
@@ -413,7 +415,7 @@ static void test_steps_spaced(void **state)
 
 	(void)state;
 	clock_step = 0; /* the clock moves only when the test says */
-	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r); /* told at 1 s */
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 1 * S, true, &r); /* told at 1 s */
 	assert_true(countdown_due(&c, deadline) == 3 * S);
 	clock_now = 2 * S;
 	countdown_tick(&c, deadline, 2 * S);
@@ -441,10 +443,31 @@ static void test_conversation_fails(void **state)
 
 	(void)state;
 	conv_rc = PAM_CONV_ERR;
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	countdown_tick(&c, deadline, deadline - 45 * S);
 	assert_true(countdown_due(&c, deadline) == deadline - 30 * S);
 	assert_int_equal(n_told, 2);
+}
+
+/* A front end that drops info messages (su's session): every line, the summary too, is an
+   error message; the same lines. */
+static void test_style_error(void **state)
+{
+	struct countdown c;
+	struct slot_result r = queued(30 * S, 1);
+	const int64_t deadline = 1000 * S;
+
+	(void)state;
+	want_style = PAM_ERROR_MSG;
+	countdown_start(&c, FAKE_PAMH, PAM_ERROR_MSG, 15 * S, true, &r);
+	countdown_tick(&c, deadline, deadline - 15 * S);
+	countdown_turn(&c);
+	countdown_summary(FAKE_PAMH, PAM_ERROR_MSG, 30 * S, 1);
+	assert_int_equal(n_told, 4);
+	expect_told(0, "Login queue: you are next; your turn in about 30 s.");
+	expect_told(1, "Login queue: about 15 s to go.");
+	expect_told(2, "Login queue: your turn now.");
+	expect_told(3, "Login queue: you waited 30 s (you were next).");
 }
 
 static struct slot_result queued_at(int64_t deadline_us, int64_t now_us, int64_t position)
@@ -465,7 +488,7 @@ static void test_update_when_put_back(void **state)
 	struct slot_result r = queued_at(now + 20 * S, now, 3);
 
 	(void)state;
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	r = queued_at(now + 21 * S, now + 2 * S, 3); /* one second later: not told */
 	countdown_update(&c, &r);
 	r = queued_at(now + 18 * S, now + 4 * S, 3); /* earlier, same place: not told */
@@ -503,7 +526,7 @@ static void test_update_keeps_the_gap(void **state)
 	(void)state;
 	clock_step = 0;
 	clock_now = t0;
-	countdown_start(&c, FAKE_PAMH, 15 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
 	assert_true(countdown_due(&c, deadline - 30 * S) == deadline - 30 * S - 15 * S);
 	clock_now = t0 + 500 * MS;
 	r = queued_at(deadline, clock_now, 4);
@@ -547,7 +570,7 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	(void)state;
 	clock_step = 0;
 	clock_now = t0;
-	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 1 * S, true, &r);
 	assert_true(countdown_due(&c, deadline) == t0 + COUNTDOWN_GAP_US);
 	clock_now = t0 + COUNTDOWN_GAP_US;
 	countdown_tick(&c, deadline, clock_now);
@@ -573,7 +596,7 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	n_told = 0;
 	clock_now = t0;
 	r = queued_at(deadline, t0, 5);
-	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 1 * S, true, &r);
 	clock_now = t0 + COUNTDOWN_GAP_US;
 	countdown_tick(&c, deadline, clock_now);
 	clock_now += 50 * MS;
@@ -588,7 +611,7 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	n_told = 0;
 	clock_now = t0;
 	r = queued_at(deadline, t0, 5);
-	countdown_start(&c, FAKE_PAMH, 1 * S, true, &r);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 1 * S, true, &r);
 	clock_now = t0 + COUNTDOWN_GAP_US;
 	countdown_tick(&c, deadline, clock_now);
 	clock_now += 50 * MS;
@@ -617,6 +640,7 @@ int main(void)
 		cmocka_unit_test_setup(test_move_told_from_a_fresh_answer, reset_told),
 		cmocka_unit_test_setup(test_tick_skips_passed_marks, reset_told),
 		cmocka_unit_test_setup(test_conversation_fails, reset_told),
+		cmocka_unit_test_setup(test_style_error, reset_told),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -218,7 +218,7 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 	*res = (struct slot_result){ .verdict = SLOT_QUEUED, .wait_us = wait_us, .position = position,
 				     .deadline_us = clock_now + wait_us,
 				     .sched_interval_us = res->sched_interval_us };
-	countdown_start(&cd, FAKE_PAMH, o.countdown_us, talk, res);
+	countdown_start(&cd, FAKE_PAMH, PAM_TEXT_INFO, o.countdown_us, talk, res);
 	return queue_wait(&l, res, &w, &cd);
 }
 
