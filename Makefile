@@ -42,14 +42,14 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 LIB_SRCS = src/opt.c src/url.c src/str.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c \
 	   src/lslot.c src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c \
 	   src/lstore.c src/lscript.c src/trust.c src/stats.c src/pressure.c src/hold.c src/tls.c \
-	   src/once.c
+	   src/once.c src/waiters.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
 UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/test_countdown \
 	     build/test_slot build/test_rslot build/test_rnode build/test_lslot \
 	     build/test_hangup build/test_trust build/test_stats build/test_pressure build/test_symbols \
-	     build/test_queue build/test_once
+	     build/test_queue build/test_once build/test_waiters
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 
@@ -123,7 +123,7 @@ build/test_countdown: tests/unit/test_countdown.c $(LIB_OBJS) $(HEADERS)
 
 # The wait, against a scripted backend on a fake clock.
 QUEUE_WRAPS = -Wl,--wrap=fstime_mono_us,--wrap=hangup_wait_until,--wrap=lslot_call \
-	      -Wl,--wrap=rslot_call,--wrap=log_msg
+	      -Wl,--wrap=rslot_call,--wrap=log_msg,--wrap=stats_record_error
 build/test_queue: tests/unit/test_queue.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) $(QUEUE_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)
 

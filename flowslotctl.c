@@ -35,6 +35,7 @@
 #include "flowslot/queue.h"
 #include "flowslot/rslot.h"
 #include "flowslot/stats.h"
+#include "flowslot/waiters.h"
 
 #define CTL_ARGS_MAX 64
 #define CTL_INCLUDE_DEPTH 8
@@ -302,19 +303,41 @@ static const char *ctl_verdict_name(enum slot_verdict v)
 	return v == SLOT_ADMIT ? "admit" : v == SLOT_QUEUED ? "queue" : "refuse";
 }
 
-/* The schedule's view; down names the Redis that could not be read, whose logins wait on
-   this one (the per-host schedule), or is NULL. */
-static void ctl_print_view(const struct ctl *c, const struct slot_result *res, const char *down)
+/* The host's own waiters on the schedule (src/waiters.c), whatever it answers; false when
+   they cannot be read, said on stderr. */
+static bool ctl_host_waiters(const struct ctl *c, struct waiters_view *v)
 {
-	char wait[32], since[32];
+	const char *why;
 
-	if (c->json) {
-		printf("{\"key\": ");
-		ctl_json_str(c->key);
-		if (down != NULL) {
-			printf(", \"down\": ");
-			ctl_json_str(down);
-		}
+	if (waiters_read(c->o.state_dir, c->key, fstime_mono_us(), v, &why) == 0)
+		return true;
+	fprintf(stderr, "flowslotctl: %s/%s: %s: %s\n", c->o.state_dir, WAITERS_FILE, why,
+		strerror(errno));
+	return false;
+}
+
+/* What status shows: the schedule that answered (res; NULL: none did), the Redis that
+   could not be read (down; NULL: none), and the host's own waiters (host; NULL: unknown). */
+struct ctl_view {
+	const struct slot_result *res;
+	const char *down;
+	const struct waiters_view *host;
+};
+
+static void ctl_print_json(const struct ctl *c, const struct ctl_view *v)
+{
+	const struct slot_result *res = v->res;
+
+	printf("{\"key\": ");
+	ctl_json_str(c->key);
+	if (v->down != NULL) {
+		printf(", \"down\": ");
+		ctl_json_str(v->down);
+		printf(", \"shared_waiting\": null");
+	} else if (c->o.url.backend != URL_BACKEND_LOCAL) {
+		printf(", \"shared_waiting\": %" PRId64, res->waiting);
+	}
+	if (res != NULL) {
 		printf(", \"backend\": ");
 		ctl_json_str(c->where);
 		printf(", \"waiting\": %" PRId64 ", \"new_login\": {\"verdict\": \"%s\", "
@@ -323,45 +346,91 @@ static void ctl_print_view(const struct ctl *c, const struct slot_result *res, c
 		       res->waiting, ctl_verdict_name(res->verdict), res->wait_us / 1000,
 		       res->position);
 		if (res->since_us < 0)
-			printf("null}\n");
+			printf("null");
 		else
-			printf("%" PRId64 "}\n", res->since_us / 1000);
-		return;
+			printf("%" PRId64, res->since_us / 1000);
 	}
-	countdown_format(res->wait_us, wait, sizeof(wait));
-	countdown_format(res->since_us, since, sizeof(since));
-	printf("schedule:       %s\n", c->key);
-	if (down != NULL)
-		printf("down:           %s: logins queue on this host's schedule "
-		       "(fallback=local)\n",
-		       down);
-	printf("backend:        %s\n", c->where);
-	printf("waiting:        %" PRId64 "\n", res->waiting);
-	if (res->verdict == SLOT_REFUSE)
-		printf("new login:      refused (the wait, %s, is over max_wait)\n", wait);
+	if (v->host == NULL)
+		printf(", \"host\": null}\n");
+	else if (v->host->longest_us < 0)
+		printf(", \"host\": {\"waiting\": 0, \"longest_wait_ms\": null}}\n");
 	else
-		printf("new login:      waits %s, number %" PRId64 "\n", wait, res->position);
-	printf("last admission: %s%s\n", res->since_us < 0 ? "none" : since,
-	       res->since_us < 0 ? "" : " ago");
+		printf(", \"host\": {\"waiting\": %" PRId64 ", \"longest_wait_ms\": %" PRId64 "}}\n",
+		       v->host->count, v->host->longest_us / 1000);
 }
 
-/* status: the schedule the logins wait on. With Redis down and fallback=local, that is the
-   per-host one: shown, with the Redis named as down, and the exit status still 1. */
+static void ctl_print_view(const struct ctl *c, const struct ctl_view *v)
+{
+	const struct slot_result *res = v->res;
+	char wait[32], since[32], longest[32];
+
+	if (c->json) {
+		ctl_print_json(c, v);
+		return;
+	}
+	printf("schedule:       %s\n", c->key);
+	if (v->down != NULL) {
+		if (res != NULL)
+			printf("down:           %s: logins queue on this host's schedule "
+			       "(fallback=local)\n",
+			       v->down);
+		else
+			printf("down:           %s: %s\n", v->down, ctl_fallback(&c->o));
+		printf("shared queue:   unknown until %s is back\n", v->down);
+	}
+	if (res != NULL) {
+		countdown_format(res->wait_us, wait, sizeof(wait));
+		countdown_format(res->since_us, since, sizeof(since));
+		printf("backend:        %s\n", c->where);
+		printf("waiting:        %" PRId64 "\n", res->waiting);
+		if (res->verdict == SLOT_REFUSE)
+			printf("new login:      refused (the wait, %s, is over max_wait)\n", wait);
+		else
+			printf("new login:      waits %s, number %" PRId64 "\n", wait,
+			       res->position);
+		printf("last admission: %s%s\n", res->since_us < 0 ? "none" : since,
+		       res->since_us < 0 ? "" : " ago");
+	}
+	if (v->host == NULL) {
+		printf("this host:      unknown (the error is above)\n");
+	} else if (v->host->count == 0) {
+		printf("this host:      none waiting\n");
+	} else {
+		countdown_format(v->host->longest_us, longest, sizeof(longest));
+		printf("this host:      %" PRId64 " waiting, the longest for %s\n", v->host->count,
+		       longest);
+	}
+}
+
+/* status: the schedule the logins wait on, and the host's own waiters. With Redis down, the
+   shared queue's length is unknown: said so, with the waiters this host knows of and, with
+   fallback=local, the per-host schedule the logins queue on now; the exit status stays 1. */
 static int ctl_status(struct ctl *c)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	const struct slot_place none = { .id = "flowslotctl" };
 	char down[sizeof(c->where)];
+	struct waiters_view host;
+	struct ctl_view v = { .res = &res };
 	int rc = ctl_call_or_say(c, SLOT_PEEK, &res);
 
-	if (rc == 0)
-		ctl_print_view(c, &res, NULL);
-	if (rc != 1 || c->o.url.backend == URL_BACKEND_LOCAL || c->o.fallback != OPT_FALLBACK_LOCAL)
+	if (rc == 2)
+		return rc;
+	if (ctl_host_waiters(c, &host))
+		v.host = &host;
+	if (rc == 0) {
+		ctl_print_view(c, &v);
+		return rc;
+	}
+	if (c->o.url.backend == URL_BACKEND_LOCAL)
 		return rc;
 	snprintf(down, sizeof(down), "%s", c->where);
+	v.down = down;
 	res = (struct slot_result){ .verdict = SLOT_UNAVAILABLE };
-	if (ctl_call_local(c, SLOT_PEEK, &none, &res) != SLOT_UNAVAILABLE)
-		ctl_print_view(c, &res, down);
+	if (c->o.fallback != OPT_FALLBACK_LOCAL ||
+	    ctl_call_local(c, SLOT_PEEK, &none, &res) == SLOT_UNAVAILABLE)
+		v.res = NULL;
+	ctl_print_view(c, &v);
 	return rc;
 }
 
@@ -406,13 +475,15 @@ static int ctl_check(struct ctl *c)
 	return rc;
 }
 
-/* metrics: the host's counters (src/stats.c), then the schedule's gauges read live. A schedule
-   that cannot be read leaves its gauges out (flowslot_queue_up 0, and why on stderr), so that
-   the counters still reach the collector; a bad option or counters file fails the command. */
+/* metrics: the host's counters (src/stats.c), then the schedule's gauges read live, then the
+   host's own waiters (src/waiters.c). A schedule that cannot be read leaves its gauges out
+   (flowslot_queue_up 0, and why on stderr), so that the counters and the host's waiters
+   still reach the collector; a bad option or counters file fails the command. */
 static int ctl_metrics(struct ctl *c)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	const struct slot_place none = { .id = "flowslotctl" };
+	struct waiters_view host;
 	const char *why;
 	bool up;
 
@@ -447,6 +518,20 @@ static int ctl_metrics(struct ctl *c)
 		       "flowslot_queue_wait_seconds{key=\"");
 		stats_label(stdout, c->key);
 		printf("\"} %.3f\n", (double)res.wait_us / 1e6);
+	}
+	if (ctl_host_waiters(c, &host)) {
+		printf("# HELP flowslot_host_waiting Logins of this host waiting for the schedule, "
+		       "whether or not it can be read.\n"
+		       "# TYPE flowslot_host_waiting gauge\n"
+		       "flowslot_host_waiting{key=\"");
+		stats_label(stdout, c->key);
+		printf("\"} %" PRId64 "\n", host.count);
+		printf("# HELP flowslot_host_longest_wait_seconds How long the longest waiting of "
+		       "them has waited (0: none waits).\n"
+		       "# TYPE flowslot_host_longest_wait_seconds gauge\n"
+		       "flowslot_host_longest_wait_seconds{key=\"");
+		stats_label(stdout, c->key);
+		printf("\"} %.3f\n", host.longest_us < 0 ? 0.0 : (double)host.longest_us / 1e6);
 	}
 	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 }

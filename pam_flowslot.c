@@ -31,6 +31,7 @@
 #include "flowslot/queue.h"
 #include "flowslot/rslot.h"
 #include "flowslot/stats.h"
+#include "flowslot/waiters.h"
 
 enum gate_phase {
 	GATE_AUTH,
@@ -207,6 +208,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
 		if (v != SLOT_UNAVAILABLE)
 			return v;
+		stats_record_error(pamh, o->state_dir, o->key, o->slot.dry_run);
 	}
 	switch (o->fallback) {
 	case OPT_FALLBACK_OPEN:
@@ -489,55 +491,71 @@ static int gate_refuse_late(const struct gate_login *g, const struct slot_result
 	return gate_refuse(g, fstime_mono_us() - g->begun_us + res->wait_us, retry_us, res);
 }
 
+/* Waits for an admitted slot, and the pressure hold after it: what the phase returns. */
+static int gate_go(const struct gate_login *g, struct slot_result *res, enum stats_result r)
+{
+	pam_handle_t *pamh = g->q.pamh;
+	const struct opt *o = g->q.o;
+	const struct gate_who *who = g->who;
+	enum queue_end end;
+	int64_t waited_us = 0, position = res->position;
+	int rc = PAM_IGNORE;
+
+	if (r == STATS_WAITED) {
+		log_msg(pamh, LOG_NOTICE,
+			"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown,
+			(long long)(res->wait_us / 1000), (long long)res->position, g->via);
+		waited_us = fstime_mono_us();
+		end = gate_wait(g, res);
+		if (end == QUEUE_REFUSED)
+			return gate_refuse_late(g, res);
+		if (end == QUEUE_ABANDONED) {
+			log_msg(pamh, LOG_NOTICE,
+				"abandoned: service=%s user=%s rhost=%s position=%lld via=%s",
+				who->service_shown, who->user_shown, who->rhost_shown,
+				(long long)res->position, g->via);
+			gate_count(g, STATS_ABANDONED, 0);
+			return gate_denial(g->phase, SLOT_REFUSE);
+		}
+		waited_us = fstime_mono_us() - waited_us;
+	} else if (o->debug) {
+		log_msg(pamh, LOG_DEBUG,
+			"admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown,
+			(long long)res->position, g->via);
+	}
+	if (opt_pressure_on(o))
+		rc = gate_hold(g, res, &r, &waited_us);
+	gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
+	if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
+		countdown_summary(pamh, g->style, waited_us, position);
+	if (rc == PAM_IGNORE)
+		gate_set_admitted(pamh, g->phase, false);
+	return rc;
+}
+
 /* Tells the user and the log what became of the reservation, waits for an admitted slot,
-   and returns what the phase returns. */
+   and returns what the phase returns. A login that waits (for its slot, or in the pressure
+   hold) is one of the host's waiters for as long as it does (src/waiters.c). */
 static int gate_conclude(const struct gate_login *g, struct slot_result *res, enum slot_verdict v)
 {
 	pam_handle_t *pamh = g->q.pamh;
 	const struct opt *o = g->q.o;
 	const struct gate_who *who = g->who;
 	enum stats_result r = gate_result(g, res, v);
-	enum queue_end end;
-	int64_t waited_us = 0, position = res->position;
-	int rc = PAM_IGNORE;
+	struct waiter w = { .fd = -1 };
+	int rc;
 
 	if (o->slot.dry_run)
 		return gate_dry_run(g, res, v, r);
 	switch (v) {
 	case SLOT_ADMIT:
 	case SLOT_QUEUED:
-		if (r == STATS_WAITED) {
-			log_msg(pamh, LOG_NOTICE,
-				"queued: service=%s user=%s rhost=%s wait_ms=%lld position=%lld "
-				"via=%s",
-				who->service_shown, who->user_shown, who->rhost_shown,
-				(long long)(res->wait_us / 1000), (long long)res->position, g->via);
-			waited_us = fstime_mono_us();
-			end = gate_wait(g, res);
-			if (end == QUEUE_REFUSED)
-				return gate_refuse_late(g, res);
-			if (end == QUEUE_ABANDONED) {
-				log_msg(pamh, LOG_NOTICE,
-					"abandoned: service=%s user=%s rhost=%s position=%lld via=%s",
-					who->service_shown, who->user_shown, who->rhost_shown,
-					(long long)res->position, g->via);
-				gate_count(g, STATS_ABANDONED, 0);
-				return gate_denial(g->phase, SLOT_REFUSE);
-			}
-			waited_us = fstime_mono_us() - waited_us;
-		} else if (o->debug) {
-			log_msg(pamh, LOG_DEBUG,
-				"admitted: service=%s user=%s rhost=%s wait_ms=0 position=%lld via=%s",
-				who->service_shown, who->user_shown, who->rhost_shown,
-				(long long)res->position, g->via);
-		}
-		if (opt_pressure_on(o))
-			rc = gate_hold(g, res, &r, &waited_us);
-		gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
-		if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
-			countdown_summary(pamh, g->style, waited_us, position);
-		if (rc == PAM_IGNORE)
-			gate_set_admitted(pamh, g->phase, false);
+		if (r == STATS_WAITED || opt_pressure_on(o))
+			waiter_join(pamh, o->state_dir, g->q.key, g->begun_us, &w);
+		rc = gate_go(g, res, r);
+		waiter_leave(&w);
 		return rc;
 	case SLOT_REFUSE:
 		return gate_refuse(g, res->wait_us,

@@ -158,12 +158,12 @@ static inline void fuzz_check_store(const struct lstore *s, int64_t now_us)
 	}
 }
 
-/* The same member: the same score to the bit, name and pid. */
+/* The same member: the same score to the bit, name, pid and its namespace. */
 static inline bool fuzz_same_member(const struct lstore_member *a, double score, const char *name,
-				    size_t len, pid_t pid)
+				    size_t len, pid_t pid, uint64_t pidns)
 {
 	return memcmp(&a->score, &score, sizeof(score)) == 0 && a->len == len &&
-	       memcmp(a->name, name, len) == 0 && a->pid == pid;
+	       memcmp(a->name, name, len) == 0 && a->pid == pid && a->pidns == pidns;
 }
 
 /* What lstore_write writes of s reads back at now_us as s, unchanged, and writes as itself. */
@@ -182,7 +182,7 @@ static inline void fuzz_check_store_file(const struct lstore *s, int64_t now_us)
 	FUZZ_CHECK(back.n == s->n && back.expires_us == s->expires_us);
 	for (size_t i = 0; i < s->n; i++)
 		FUZZ_CHECK(fuzz_same_member(&back.m[i], s->m[i].score, s->m[i].name, s->m[i].len,
-					    s->m[i].pid));
+					    s->m[i].pid, s->m[i].pidns));
 	FUZZ_CHECK(lstore_write(&back, &again) == len && strcmp(again, out) == 0);
 	lstore_free(&back);
 	free(again);

@@ -99,16 +99,17 @@ struct ref_member {
 	const char *name;
 	size_t len;
 	pid_t pid;
+	uint64_t pidns;
 };
 
-/* "SCORE MEMBER PID\n", the score a finite number as strtod reads it (blanks before it
+/* "SCORE MEMBER PID\n" or "SCORE MEMBER PID NS\n" (NS not 0), the score a finite number as strtod reads it (blanks before it
    included), within the line [p, end); its fields in *m (name pointing into the line). A
    score that underflows (to a subnormal or 0) is one the rules leave open: *vague is set. */
 static bool ref_line(const char *p, const char *end, struct ref_member *m, bool *vague)
 {
 	const char *name, *at;
 	char *e;
-	int64_t pid;
+	int64_t pid, ns;
 
 	if (p == end)
 		return false;
@@ -126,9 +127,18 @@ static bool ref_line(const char *p, const char *end, struct ref_member *m, bool 
 	if (!fuzz_member_ok(name, m->len) || at == end)
 		return false;
 	at++;
-	if (!ref_digits(&at, INT_MAX, &pid) || at != end)
+	if (!ref_digits(&at, INT_MAX, &pid))
 		return false;
 	m->pid = (pid_t)pid;
+	m->pidns = 0;
+	if (at < end && *at == ' ') {
+		at++;
+		if (!ref_digits(&at, INT64_MAX, &ns) || ns == 0)
+			return false;
+		m->pidns = (uint64_t)ns;
+	}
+	if (at != end)
+		return false;
 	return true;
 }
 
@@ -140,8 +150,26 @@ static bool ref_read_set(const char *text, int64_t now_us, struct ref_member *re
 {
 	const char *at = text + strlen(LSTORE_MAGIC), *end;
 
+	char boot[LSTORE_BOOT_MAX + 1];
+	const char *name;
+
 	*n = 0;
-	if (*at++ != ' ' || !ref_digits(&at, INT64_MAX, expires_us) || *at != '\n')
+	if (*at++ != ' ' || !ref_digits(&at, INT64_MAX, expires_us))
+		return false;
+	/* A boot named: another than this one makes the file empty. */
+	lstore_boot(boot);
+	if (*at == ' ') {
+		for (name = ++at; *at > ' ' && *at <= '~'; at++)
+			;
+		if (at == name || at - name > LSTORE_BOOT_MAX || *at != '\n')
+			return false;
+		if (boot[0] != '\0' && ((size_t)(at - name) != strlen(boot) ||
+					memcmp(name, boot, strlen(boot)) != 0)) {
+			*expires_us = 0;
+			return true;
+		}
+	}
+	if (*at != '\n')
 		return false;
 	for (at++; *at != '\0'; at = end + 1) {
 		if ((end = strchr(at, '\n')) == NULL || *n == LSTORE_MEMBERS_MAX ||
@@ -193,7 +221,8 @@ static void check_same(const struct lstore *s, const struct ref_member *ref, siz
 	FUZZ_CHECK(s->n == n && s->expires_us == expires_us);
 	for (size_t i = 0; i < n; i++)
 		FUZZ_CHECK(
-		    fuzz_same_member(&s->m[i], ref[i].score, ref[i].name, ref[i].len, ref[i].pid));
+		    fuzz_same_member(&s->m[i], ref[i].score, ref[i].name, ref[i].len, ref[i].pid,
+				     ref[i].pidns));
 }
 
 /* Reads text at now_us into s, as the rules say it must. */

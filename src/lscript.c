@@ -550,7 +550,7 @@ static int lscript_error_reply(lua_State *L)
 
 /* redis.flowslot_gone(key), what only the host can know (pam_flowslot(7), "The queue's
    promises"): the leases ("l:" members) whose holder, the process that last renewed it, is
-   gone. Redis has no such function, which the script reads as "none known". */
+   gone, judged in its own PID namespace only. Redis has no such function, which the script reads as "none known". */
 static int lscript_flowslot_gone(lua_State *L)
 {
 	struct lscript_ctx *c = lscript_of(L);
@@ -563,8 +563,10 @@ static int lscript_flowslot_gone(lua_State *L)
 	for (size_t i = 0; i < c->s->n; i++) {
 		const struct lstore_member *m = &c->s->m[i];
 
-		if (m->pid > 0 && strncmp(m->name, "l:", 2) == 0 && kill(m->pid, 0) != 0 &&
-		    errno == ESRCH) {
+		/* A pid is judged only in the namespace that recorded it: in another, the same
+		   number is another process, or none, and the lease alone says. */
+		if (m->pid > 0 && m->pidns != 0 && m->pidns == c->s->pidns &&
+		    strncmp(m->name, "l:", 2) == 0 && kill(m->pid, 0) != 0 && errno == ESRCH) {
 			lua_pushlstring(L, m->name, m->len);
 			lua_rawseti(L, -2, k++);
 		}

@@ -31,6 +31,13 @@
    that a slow process (valgrind, a loaded machine) is not stopped; the instruction cap bounds its
    CPU. */
 #define LSLOT_SCRIPT_US INT64_C(10000000)
+/* A file taken over (its lock's holder stuck) is marked so (the sticky bit, which means
+   nothing else on a file), and its schedule goes on in "next.INO", INO its inode number, made
+   whole before it is linked there (linkat fails if another caller made it first). */
+#define LSLOT_TAKEN S_ISVTX
+#define LSLOT_NEXT_PREFIX "next."
+/* The most files a schedule goes on through: one taken over per holder stuck on it. */
+#define LSLOT_CHAIN_MAX 16
 
 uint64_t lslot_hash(uint64_t hash, const char *s)
 {
@@ -81,7 +88,7 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create
    it can be. A longer file is cut there, and so read as a bad one. */
 static char *lslot_read_all(int fd)
 {
-	size_t max = 64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + 48), n = 0;
+	size_t max = 64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + LSTORE_LINE_MORE), n = 0;
 	struct stat st;
 	char *buf;
 	ssize_t r;
@@ -116,6 +123,53 @@ static bool lslot_still_named(int dfd, const char *name, int fd)
 	       held.st_ino == named.st_ino && held.st_dev == named.st_dev;
 }
 
+/* The name of the file the schedule of inode ino goes on in once ino is taken over. */
+static void lslot_next_name(ino_t ino, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s%llx", LSLOT_NEXT_PREFIX, (unsigned long long)ino);
+}
+
+/* Whether fd is the schedule's file now: linked (not pruned), and not taken over. */
+static bool lslot_current(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_nlink != 0 && (st.st_mode & LSLOT_TAKEN) == 0;
+}
+
+/* The file fd's schedule goes on in: fd itself, or the last of the files it was taken over
+   by, the others closed. A file taken over whose next one is not made yet is returned, for
+   the caller to take over. -1 with errno (ELOOP: past LSLOT_CHAIN_MAX). */
+static int lslot_follow(int dfd, int fd)
+{
+	for (int hops = 0;; hops++) {
+		char next[sizeof(LSLOT_NEXT_PREFIX) + 20];
+		struct stat st;
+		int nfd;
+
+		if (fstat(fd, &st) != 0 || (st.st_mode & LSLOT_TAKEN) == 0)
+			return fd;
+		lslot_next_name(st.st_ino, next, sizeof(next));
+		nfd = openat(dfd, next, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT)
+			return fd;
+		close(fd);
+		if (nfd >= 0 && hops == LSLOT_CHAIN_MAX) {
+			close(nfd);
+			errno = ELOOP;
+			return -1;
+		}
+		if (nfd < 0)
+			return -1;
+		if (fstat(nfd, &st) != 0 || !trust_own_file(&st, 077)) {
+			close(nfd);
+			errno = EPERM;
+			return -1;
+		}
+		fd = nfd;
+	}
+}
+
 /* Whether the schedule in fd says nothing any more: its key is gone, as Redis lets it expire
    once its last slot, lease and ghost have passed. What cannot be read is not idle: it is left
    alone, for the next call on it to say why. */
@@ -135,21 +189,48 @@ static bool lslot_idle(int fd)
 }
 
 /* Removes the schedule file name if it is idle (a schedule that says nothing any more, as
-   Redis lets its key expire), unless someone holds it. An empty file is one its maker has
-   yet to lock and write, unless it is older than LSLOT_EMPTY_S. Returns whether it did. */
+   Redis lets its key expire), unless someone holds it or a file it was taken over by. An empty
+   file is one its maker has yet to lock and write, unless it is older than LSLOT_EMPTY_S.
+   Returns whether it did. */
 static bool lslot_prune_one(int dfd, const char *name)
 {
-	struct stat st;
-	bool gone = false;
-	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd[LSLOT_CHAIN_MAX + 2];
+	ino_t ino[LSLOT_CHAIN_MAX + 2];
+	struct stat st = { 0 };
+	bool gone = false, held;
+	int n = 0;
 
-	if (fd < 0)
+	fd[0] = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd[0] < 0)
 		return false;
-	if (fstat(fd, &st) == 0 && trust_own_file(&st, 0) &&
-	    (st.st_size > 0 || st.st_mtime < time(NULL) - LSLOT_EMPTY_S) &&
-	    flock(fd, LOCK_EX | LOCK_NB) == 0 && lslot_still_named(dfd, name, fd) && lslot_idle(fd))
+	held = fstat(fd[0], &st) == 0 && trust_own_file(&st, 0) &&
+	       (st.st_size > 0 || st.st_mtime < time(NULL) - LSLOT_EMPTY_S) &&
+	       flock(fd[0], LOCK_EX | LOCK_NB) == 0 && lslot_still_named(dfd, name, fd[0]);
+	ino[n++] = st.st_ino;
+	/* Each file it was taken over by, locked in turn: the last one holds the schedule. */
+	while (held && (st.st_mode & LSLOT_TAKEN) != 0 && n < (int)(sizeof(fd) / sizeof(fd[0]))) {
+		char next[sizeof(LSLOT_NEXT_PREFIX) + 20];
+
+		lslot_next_name(st.st_ino, next, sizeof(next));
+		fd[n] = openat(dfd, next, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd[n] < 0)
+			break; /* not made yet: its maker is under way */
+		held = fstat(fd[n], &st) == 0 && trust_own_file(&st, 077) &&
+		       flock(fd[n], LOCK_EX | LOCK_NB) == 0;
+		ino[n++] = st.st_ino;
+	}
+	if (held && (st.st_mode & LSLOT_TAKEN) == 0 && lslot_idle(fd[n - 1])) {
 		gone = unlinkat(dfd, name, 0) == 0;
-	close(fd); /* and with it the lock */
+		/* The next files go with it, while we hold them: no inode number is reused. */
+		for (int i = 0; gone && i + 1 < n; i++) {
+			char next[sizeof(LSLOT_NEXT_PREFIX) + 20];
+
+			lslot_next_name(ino[i], next, sizeof(next));
+			unlinkat(dfd, next, 0);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		close(fd[i]); /* and with them the locks */
 	return gone;
 }
 
@@ -207,7 +288,13 @@ static bool lslot_live(int dfd, const char *name)
 
 	if (fd < 0)
 		return false;
-	live = fstat(fd, &st) == 0 && trust_own_file(&st, 077) && !lslot_idle(fd);
+	if (fstat(fd, &st) != 0 || !trust_own_file(&st, 077)) {
+		close(fd);
+		return false;
+	}
+	if ((fd = lslot_follow(dfd, fd)) < 0)
+		return false;
+	live = !lslot_idle(fd);
 	close(fd);
 	return live;
 }
@@ -234,8 +321,10 @@ struct lslot_file {
 	int dfd;
 	char own[NAME_MAX + 1];
 	char name[NAME_MAX + 1];
+	int64_t start_us; /* when the call began, its tries again included */
 	int64_t waited_us;
 	bool busy; /* the lock went from holder to holder for all of lslot_lock_wait_us */
+	bool take; /* the file is stuck (or taken over, its next one not made): take it over */
 };
 
 /* Opens the schedule file for the key into f->name (see lslot_elsewhere). */
@@ -319,12 +408,13 @@ static void lslot_lock_failed(const pam_handle_t *pamh, const struct lslot_file 
 	else if (end == TRUST_LOCK_STUCK && w->holder > 0)
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s is stuck: pid %ld has held its lock for %" PRId64
-			" ms, changing nothing",
+			" ms, changing nothing: the schedule goes on without it",
 			dir, name, (long)w->holder, w->held_us / 1000);
 	else if (end == TRUST_LOCK_STUCK)
 		log_msg(pamh, LOG_ERR,
 			"local slot: %s/%s is stuck: its lock has been held for %" PRId64
-			" ms, changing nothing (the holder is not in /proc/locks)",
+			" ms, changing nothing (the holder is not in /proc/locks): the schedule goes"
+			" on without it",
 			dir, name, w->held_us / 1000);
 	else if (end == TRUST_LOCK_BUSY)
 		log_msg(pamh, LOG_ERR,
@@ -335,12 +425,34 @@ static void lslot_lock_failed(const pam_handle_t *pamh, const struct lslot_file 
 		log_msg(pamh, LOG_ERR, "local slot: cannot lock %s/%s: %m", dir, name);
 }
 
-/* Opens and locks the schedule file for the key, the one dir names once locked; -1 if none,
-   logged. A holder stuck on it makes it unusable at once; holders that come and go are
-   waited out until lslot_lock_wait_us (f->busy). */
+/* Whether fd is taken over, its next file not made yet (lslot_follow): linked, and marked. */
+static bool lslot_taken(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_nlink != 0 && (st.st_mode & LSLOT_TAKEN) != 0;
+}
+
+/* Opens the key's schedule file (lslot_open_file) and the file it goes on in (lslot_follow). */
+static int lslot_open_current(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
+{
+	int fd = lslot_open_file(pamh, f, peek);
+
+	if (fd >= 0 && (fd = lslot_follow(f->dfd, fd)) < 0) {
+		f->busy = errno == ELOOP;
+		log_msg(pamh, LOG_ERR, "local slot: cannot follow %s/%s to the file it goes on in: %s",
+			f->call->dir, f->name,
+			errno == ELOOP ? "taken over too many times" : strerror(errno));
+	}
+	return fd;
+}
+
+/* Opens and locks the schedule file for the key, the one its schedule is in once locked; -1
+   if none, logged. A holder stuck on it makes the call take it over (f->take), at once;
+   holders that come and go are waited out until lslot_lock_wait_us (f->busy). */
 static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, bool peek)
 {
-	const int64_t start_us = fstime_mono_us();
+	const int64_t start_us = f->start_us;
 	bool cut;
 	const int64_t wait_us = lslot_lock_wait_us(f->call, start_us, &cut);
 	int tries;
@@ -348,14 +460,28 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 	for (tries = 0; tries < LSLOT_OPEN_TRIES || fstime_mono_us() - start_us < wait_us;
 	     tries++) {
 		struct trust_lock_wait w = { .wait_us = start_us + wait_us - fstime_mono_us(),
-					     .stuck_us = LSLOT_STUCK_US };
-		int fd = lslot_open_file(pamh, f, peek);
+					     .stuck_us = LSLOT_STUCK_US,
+					     .end_mode = LSLOT_TAKEN };
+		int fd = lslot_open_current(pamh, f, peek);
 		enum trust_lock_end end;
 
 		if (fd < 0)
 			return -1;
+		if (lslot_taken(fd)) {
+			f->take = true;
+			return fd;
+		}
 		end = trust_lock_watch(fd, LOCK_EX, &w);
 		f->waited_us = fstime_mono_us() - start_us;
+		if (end == TRUST_LOCK_MOVED) {
+			close(fd);
+			continue;
+		}
+		if (end == TRUST_LOCK_STUCK) {
+			lslot_lock_failed(pamh, f, end, &w, cut);
+			f->take = true;
+			return fd;
+		}
 		if (end != TRUST_LOCKED) {
 			int err = end == TRUST_LOCK_FAILED ? errno : ETIMEDOUT;
 
@@ -365,7 +491,7 @@ static int lslot_open_locked(const pam_handle_t *pamh, struct lslot_file *f, boo
 			errno = err; /* never ENOENT, which would make a peek an empty schedule */
 			return -1;
 		}
-		if (lslot_still_named(f->dfd, f->name, fd))
+		if (lslot_current(fd))
 			return fd;
 		close(fd);
 	}
@@ -479,16 +605,19 @@ static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot
 	return SLOT_UNAVAILABLE;
 }
 
-/* One call of the file's schedule, the file locked; a login's max_wait less the time it
-   waited for the lock. A file that is not a store is logged, and starts afresh. */
+/* One call of the file's schedule, read from in (locked, or stuck) and written to out (in
+   itself, a new file, or -1 for none); a login's max_wait less the time it waited for the
+   lock. A file that is not a store is logged, and starts afresh. Written in place, the file
+   must still be the schedule's: one taken over or pruned while its lock was held (the holder
+   stopped) is written nothing, the call to be made again (*again). */
 static enum slot_verdict lslot_step(struct lslot_notes *notes, const struct lslot_file *f,
-				    int fd, struct slot_result *res)
+				    int in, int out, struct slot_result *res, bool *again)
 {
 	const struct lslot_call *call = f->call;
 	struct slot_params p = *call->p;
 	struct lstore st;
 	enum slot_verdict v;
-	char *text = lslot_read_all(fd), *out = NULL;
+	char *text = lslot_read_all(in), *buf = NULL;
 	const char *why;
 	bool old;
 	long len;
@@ -504,16 +633,81 @@ static enum slot_verdict lslot_step(struct lslot_notes *notes, const struct lslo
 	}
 	free(text);
 	st.pid = getpid();
+	st.pidns = lstore_pidns();
 	if (lslot_login(call))
 		p.max_wait_us = p.max_wait_us > f->waited_us ? p.max_wait_us - f->waited_us : 0;
 	v = lslot_run(notes, f, &st, &p, res);
-	if (v != SLOT_UNAVAILABLE && call->op != SLOT_PEEK && st.changed &&
-	    ((len = lstore_write(&st, &out)) < 0 || lslot_write_all(fd, out, (size_t)len) != 0)) {
+	if (v == SLOT_UNAVAILABLE || call->op == SLOT_PEEK || out < 0 ||
+	    (out == in && !st.changed)) {
+		/* nothing to write */
+	} else if (out == in && !lslot_current(in)) {
+		*again = true;
+	} else if ((len = lstore_write(&st, &buf)) < 0 ||
+		   lslot_write_all(out, buf, (size_t)len) != 0) {
 		lslot_note(notes, "local slot: cannot write %s/%s: %m", call->dir, f->name);
 		v = SLOT_UNAVAILABLE;
 	}
-	free(out);
+	free(buf);
 	lstore_free(&st);
+	return v;
+}
+
+/* Whether fd's file is as before (its size and times): no write between two looks. */
+static bool lslot_unchanged(int fd, const struct stat *before)
+{
+	struct stat now;
+
+	return fstat(fd, &now) == 0 && now.st_size == before->st_size &&
+	       now.st_mtim.tv_sec == before->st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == before->st_mtim.tv_nsec;
+}
+
+/* The call on a file whose lock's holder is stuck (fd): its schedule, read as it stands,
+   goes on in a new file made whole, then linked as next.INO, INO fd's inode number, where
+   the next callers find it (lslot_follow). fd is marked taken over first, so that its holder,
+   should it resume, writes nothing to it. Two that take it over at once: the one whose
+   linkat comes second makes its call again (*again), as does one that saw the holder write
+   while it read. A peek only reads. */
+static enum slot_verdict lslot_take(struct lslot_notes *notes, const struct lslot_file *f, int fd,
+				    struct slot_result *res, bool *again)
+{
+	char next[sizeof(LSLOT_NEXT_PREFIX) + 20], self[40];
+	enum slot_verdict v;
+	struct stat st;
+	int nfd;
+
+	if (f->call->op == SLOT_PEEK)
+		return lslot_step(notes, f, fd, -1, res, again);
+	if (fstat(fd, &st) != 0 || fchmod(fd, (st.st_mode & 07777) | LSLOT_TAKEN) != 0 ||
+	    fstat(fd, &st) != 0) {
+		lslot_note(notes, "local slot: cannot mark %s/%s taken over: %m", f->call->dir,
+			   f->name);
+		return SLOT_UNAVAILABLE;
+	}
+	nfd = openat(f->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (nfd < 0) {
+		lslot_note(notes, "local slot: cannot make a file in %s to take %s over: %m",
+			   f->call->dir, f->name);
+		return SLOT_UNAVAILABLE;
+	}
+	/* Locked before anyone can open it: the next caller waits for it to be made. */
+	flock(nfd, LOCK_EX);
+	v = lslot_step(notes, f, fd, nfd, res, again);
+	lslot_next_name(st.st_ino, next, sizeof(next));
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", nfd);
+	if (v == SLOT_UNAVAILABLE) {
+		/* logged; the file stays marked, for the next caller to take over at once */
+	} else if (!lslot_unchanged(fd, &st)) {
+		*again = true;
+	} else if (linkat(AT_FDCWD, self, f->dfd, next, AT_SYMLINK_FOLLOW) != 0 &&
+		   errno == EEXIST) {
+		*again = true;
+	} else if (errno = 0, faccessat(f->dfd, next, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+		lslot_note(notes, "local slot: cannot link %s/%s to take %s over: %m",
+			   f->call->dir, next, f->name);
+		v = SLOT_UNAVAILABLE;
+	}
+	close(nfd);
 	return v;
 }
 
@@ -528,6 +722,7 @@ static enum slot_verdict lslot_peek_empty(struct lslot_notes *notes, const struc
 
 	lstore_read(&st, "", fstime_mono_us(), &old, &why);
 	st.pid = getpid();
+	st.pidns = lstore_pidns();
 	v = lslot_run(notes, f, &st, f->call->p, res);
 	lstore_free(&st);
 	return v;
@@ -562,6 +757,27 @@ static void lslot_prepare(const struct lslot_call *given, struct lslot_call *c,
 		memcpy(f->own, c->prefix, sizeof(LSLOT_PREFIX) - 1);
 }
 
+/* One try of the call on f: opened, locked (or taken over) and run. */
+static enum slot_verdict lslot_try(const pam_handle_t *pamh, struct lslot_file *f,
+				   struct lslot_notes *notes, struct slot_result *res, bool *again)
+{
+	const bool peek = f->call->op == SLOT_PEEK;
+	enum slot_verdict verdict = SLOT_UNAVAILABLE;
+	int fd = lslot_open_locked(pamh, f, peek);
+
+	if (fd < 0 && peek && errno == ENOENT)
+		verdict = lslot_peek_empty(notes, f, res);
+	else if (fd < 0 && f->busy && lslot_login(f->call) && f->call->op == SLOT_RESERVE)
+		verdict = lslot_refuse_locked(f, res);
+	if (fd >= 0 && f->take)
+		verdict = lslot_take(notes, f, fd, res, again);
+	else if (fd >= 0)
+		verdict = lslot_step(notes, f, fd, fd, res, again);
+	if (fd >= 0)
+		close(fd); /* and with it the lock, before anything is logged */
+	return verdict;
+}
+
 enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *given,
 			     struct slot_result *res)
 {
@@ -569,20 +785,27 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 	struct lslot_call c;
 	struct lslot_file f;
 	struct lslot_notes notes = { .n = 0 };
-	const bool peek = given->op == SLOT_PEEK;
-	int fd = -1;
+	bool again = true;
 
 	lslot_prepare(given, &c, &f);
-	f.dfd = lslot_open_dir(pamh, c.dir, !peek);
-	if (f.dfd >= 0)
-		fd = lslot_open_locked(pamh, &f, peek);
-	if (fd < 0 && peek && errno == ENOENT)
-		verdict = lslot_peek_empty(&notes, &f, res);
-	else if (fd < 0 && f.busy && lslot_login(&c) && c.op == SLOT_RESERVE)
-		verdict = lslot_refuse_locked(&f, res);
-	if (fd >= 0) {
-		verdict = lslot_step(&notes, &f, fd, res);
-		close(fd); /* and with it the lock, before anything is logged */
+	f.start_us = fstime_mono_us();
+	f.dfd = lslot_open_dir(pamh, c.dir, given->op != SLOT_PEEK);
+	if (f.dfd < 0) {
+		again = false;
+		if (c.op == SLOT_PEEK && errno == ENOENT)
+			verdict = lslot_peek_empty(&notes, &f, res);
+	}
+	/* Made again while the file it was made on was taken over under it, or another took it
+	   over first: each time another caller's progress. */
+	for (int tries = 0; f.dfd >= 0 && again && tries < LSLOT_OPEN_TRIES; tries++) {
+		again = false;
+		f.take = f.busy = false;
+		verdict = lslot_try(pamh, &f, &notes, res, &again);
+	}
+	if (again) {
+		lslot_note(&notes, "local slot: %s/%s was taken over %d times under the call",
+			   c.dir, f.name, LSLOT_OPEN_TRIES);
+		verdict = SLOT_UNAVAILABLE;
 	}
 	lslot_say(pamh, &notes);
 	if (f.dfd >= 0)

@@ -2,6 +2,7 @@
 #include "flowslot/lstore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "flowslot/slot.h"
 
@@ -105,8 +108,9 @@ static int lstore_grow(struct lstore *s)
 	return 0;
 }
 
-/* Inserts a new member, in order, as pid's. */
-static int lstore_insert(struct lstore *s, double score, const char *name, size_t len, pid_t pid)
+/* Inserts a new member, in order, as pid's (of namespace pidns). */
+static int lstore_insert(struct lstore *s, double score, const char *name, size_t len, pid_t pid,
+			 uint64_t pidns)
 {
 	size_t at;
 	char *copy;
@@ -119,7 +123,9 @@ static int lstore_insert(struct lstore *s, double score, const char *name, size_
 	copy[len] = '\0';
 	at = lstore_slot(s, score, name, len);
 	memmove(&s->m[at + 1], &s->m[at], (s->n - at) * sizeof(s->m[0]));
-	s->m[at] = (struct lstore_member){ .score = score, .name = copy, .len = len, .pid = pid };
+	s->m[at] = (struct lstore_member){
+		.score = score, .name = copy, .len = len, .pid = pid, .pidns = pidns
+	};
 	s->n++;
 	s->changed = true;
 	return 0;
@@ -132,12 +138,13 @@ int lstore_add(struct lstore *s, double score, const char *name, size_t len)
 	size_t at;
 
 	if (i < 0)
-		return lstore_insert(s, score, name, len, s->pid) != 0 ? -1 : 1;
+		return lstore_insert(s, score, name, len, s->pid, s->pidns) != 0 ? -1 : 1;
 	m = s->m[i];
 	memmove(&s->m[i], &s->m[i + 1], (s->n - (size_t)i - 1) * sizeof(m));
 	s->n--;
 	m.score = score;
 	m.pid = s->pid;
+	m.pidns = s->pidns;
 	at = lstore_slot(s, score, m.name, m.len);
 	memmove(&s->m[at + 1], &s->m[at], (s->n - at) * sizeof(m));
 	s->m[at] = m;
@@ -210,20 +217,21 @@ static int lstore_read_old(struct lstore *s, const char *text)
 				":%" PRId64, v[0], v[1], v[2], v[3], v[1]);
 	else
 		len = snprintf(head, sizeof(head), "s:%" PRId64 ":%" PRId64, v[0], v[1]);
-	if (lstore_insert(s, 0, head, (size_t)len, 0) != 0)
+	if (lstore_insert(s, 0, head, (size_t)len, 0, 0) != 0)
 		return -1;
 	s->expires_us = v[0];
 	return 0;
 }
 
-/* "SCORE MEMBER PID": a line of the set, after the last. */
+/* "SCORE MEMBER PID" or "SCORE MEMBER PID NS": a line of the set, after the last. */
 static int lstore_read_line(struct lstore *s, const char *line, const char **why)
 {
 	const char *name, *at;
 	char *end;
 	double score;
-	int64_t pid;
+	int64_t pid, ns = 0;
 	size_t len;
+	bool bad;
 
 	errno = 0;
 	score = strtod(line, &end);
@@ -238,8 +246,13 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 		*why = len > LSTORE_MEMBER_MAX ? "a member too long" : "a bad member";
 		return -1;
 	}
-	if (*at++ != ' ' || !lstore_int(&at, &pid) || pid > INT_MAX || (*at != '\n' && *at)) {
-		*why = "a line that is not SCORE MEMBER PID";
+	bad = *at++ != ' ' || !lstore_int(&at, &pid) || pid > INT_MAX;
+	if (!bad && *at == ' ') {
+		at++;
+		bad = !lstore_int(&at, &ns) || ns == 0;
+	}
+	if (bad || (*at != '\n' && *at)) {
+		*why = "a line that is not SCORE MEMBER PID [NS]";
 		return -1;
 	}
 	if (s->n == LSTORE_MEMBERS_MAX) {
@@ -250,21 +263,46 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 		*why = "members out of order";
 		return -1;
 	}
-	if (lstore_insert(s, score, name, len, (pid_t)pid) != 0) {
+	if (lstore_insert(s, score, name, len, (pid_t)pid, (uint64_t)ns) != 0) {
 		*why = "out of memory";
 		return -1;
 	}
 	return 0;
 }
 
-static int lstore_read_set(struct lstore *s, const char *text, const char **why)
+/* Whether the boot named at *at ("" for none), up to the line's end, is another than s's; -1
+   for a name that is not one. *at moves to the line's end. */
+static int lstore_other_boot(const struct lstore *s, const char **at)
+{
+	size_t len;
+
+	if (**at != ' ')
+		return 0;
+	(*at)++;
+	len = strcspn(*at, " \n");
+	if (len == 0 || len > LSTORE_BOOT_MAX || !lstore_name_ok(*at, len))
+		return -1;
+	*at += len;
+	return s->boot[0] != '\0' && (strlen(s->boot) != len || memcmp(s->boot, *at - len, len) != 0);
+}
+
+static int lstore_read_set(struct lstore *s, const char *text, bool *other_boot,
+			   const char **why)
 {
 	const char *at = text + strlen(LSTORE_MAGIC);
 	const char *line;
+	int other;
 
-	if (*at++ != ' ' || !lstore_int(&at, &s->expires_us) || *at != '\n') {
+	if (*at++ != ' ' || !lstore_int(&at, &s->expires_us) ||
+	    (other = lstore_other_boot(s, &at)) < 0 || *at != '\n') {
 		*why = "a bad first line";
 		return -1;
+	}
+	/* Another boot's: its times are of a clock that is no more. */
+	*other_boot = other != 0;
+	if (other) {
+		s->expires_us = 0;
+		return 0;
 	}
 	for (line = at + 1; *line != '\0'; line = strchr(line, '\n') + 1) {
 		if (strchr(line, '\n') == NULL) {
@@ -277,13 +315,34 @@ static int lstore_read_set(struct lstore *s, const char *text, const char **why)
 	return 0;
 }
 
+void lstore_boot(char *out)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, LSTORE_BOOT_MAX) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, " \n")] = '\0';
+	if (!lstore_name_ok(out, strlen(out)))
+		out[0] = '\0';
+}
+
+uint64_t lstore_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, const char **why)
 {
-	bool expired;
+	bool expired, other_boot = false;
 	int r = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->now_us = now_us;
+	lstore_boot(s->boot);
 	*old = false;
 	if (text[0] == '\0')
 		return 0;
@@ -292,7 +351,7 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 		r = lstore_read_old(s, text);
 		*why = "out of memory";
 	} else {
-		r = lstore_read_set(s, text, why);
+		r = lstore_read_set(s, text, &other_boot, why);
 	}
 	/* An expired key is written back empty: Redis deletes a key it finds expired, and a clock
 	   that reads earlier later must not bring it back. */
@@ -301,22 +360,29 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 		lstore_clear(s);
 	if (s->n == 0) /* a key with no member does not exist, nor does its expiry */
 		s->expires_us = 0;
-	s->changed = *old || expired;
+	s->changed = *old || expired || other_boot;
 	return r;
 }
 
 long lstore_write(const struct lstore *s, char **out)
 {
-	size_t cap = 64 + s->n * (LSTORE_MEMBER_MAX + 48), len;
+	size_t cap = 64 + s->n * (LSTORE_MEMBER_MAX + LSTORE_LINE_MORE), len;
 	char *buf = malloc(cap);
 
 	if (buf == NULL)
 		return -1;
-	len = (size_t)snprintf(buf, cap, "%s %" PRId64 "\n", LSTORE_MAGIC,
-			       s->n > 0 ? s->expires_us : 0);
-	for (size_t i = 0; i < s->n; i++)
-		len += (size_t)snprintf(buf + len, cap - len, "%.17g %s %ld\n", s->m[i].score,
-					s->m[i].name, (long)s->m[i].pid);
+	len = (size_t)snprintf(buf, cap, "%s %" PRId64 "%s%s\n", LSTORE_MAGIC,
+			       s->n > 0 ? s->expires_us : 0, s->boot[0] != '\0' ? " " : "", s->boot);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct lstore_member *m = &s->m[i];
+
+		len += (size_t)snprintf(buf + len, cap - len, "%.17g %s %ld", m->score, m->name,
+					(long)m->pid);
+		if (m->pidns != 0)
+			len += (size_t)snprintf(buf + len, cap - len, " %" PRIu64, m->pidns);
+		buf[len++] = '\n';
+	}
+	buf[len] = '\0';
 	*out = buf;
 	return (long)len;
 }

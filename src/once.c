@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flowslot/fstime.h"
 #include "flowslot/lslot.h"
 #include "flowslot/trust.h"
 
@@ -64,6 +65,67 @@ bool once_due(const char *dir, const char *what, int period_s)
 			due = false;
 		else
 			once_stamp(fd, what);
+	}
+	if (fd >= 0)
+		close(fd); /* and with it the lock */
+	if (dfd >= 0)
+		close(dfd);
+	return due;
+}
+
+/* once_rate's table: one entry a message, by its hash. */
+struct once_rate_entry {
+	uint64_t hash; /* 0: unused */
+	int64_t said_us;
+	uint64_t held;
+};
+
+/* The entry of hash in t, or the one to give to it: unused, or said longest ago. */
+static struct once_rate_entry *once_rate_find(struct once_rate_entry *t, uint64_t hash)
+{
+	struct once_rate_entry *oldest = &t[0];
+
+	for (int i = 0; i < ONCE_RATE_MAX; i++) {
+		if (t[i].hash == hash)
+			return &t[i];
+		if (t[i].hash == 0 || (oldest->hash != 0 && t[i].said_us < oldest->said_us))
+			oldest = &t[i];
+	}
+	*oldest = (struct once_rate_entry){ .hash = hash, .said_us = INT64_MIN };
+	return oldest;
+}
+
+bool once_rate(const char *dir, const char *what, int64_t period_us, uint64_t *held)
+{
+	struct once_rate_entry t[ONCE_RATE_MAX], *e;
+	const uint64_t hash = lslot_hash(LSLOT_HASH_START, what) | 1; /* never 0 */
+	const int64_t now_us = fstime_mono_us();
+	struct stat st;
+	const char *why; /* unused: a table that cannot be kept only makes the message due */
+	bool due = true;
+	int dfd = trust_open_dir(dir, true, &why), fd = -1;
+
+	*held = 0;
+	if (dfd >= 0)
+		fd = openat(dfd, ONCE_RATE_FILE,
+			    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd >= 0 && trust_lock(fd, LOCK_EX, ONCE_LOCK_WAIT_US) == 0 && fstat(fd, &st) == 0 &&
+	    trust_own_file(&st, 077)) {
+		/* Anything but a whole table (a new file, a torn one) starts afresh. */
+		if (pread(fd, t, sizeof(t), 0) != (ssize_t)sizeof(t))
+			memset(t, 0, sizeof(t));
+		e = once_rate_find(t, hash);
+		if (e->said_us != INT64_MIN && e->said_us <= now_us &&
+		    now_us - e->said_us < period_us) {
+			due = false;
+			e->held++;
+		} else {
+			*held = e->held;
+			e->said_us = now_us;
+			e->held = 0;
+		}
+		if (pwrite(fd, t, sizeof(t), 0) != (ssize_t)sizeof(t))
+			due = true; /* not kept: said rather than lost */
 	}
 	if (fd >= 0)
 		close(fd); /* and with it the lock */

@@ -5,6 +5,7 @@
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
 #include "flowslot/rslot.h"
+#include "flowslot/stats.h"
 
 /* What a renewal leaves the wait to do. */
 enum queue_next {
@@ -16,8 +17,11 @@ enum queue_next {
 /* Where one wait stands. */
 struct queue_state {
 	bool held;	  /* a place is held: renew it */
-	bool failing;	  /* a renewal failed and that was logged: once a wait */
+	bool failing;	  /* in an outage: a renewal failed, and that was logged; the calls that
+			     fail after it log nothing until one is answered (once an outage) */
 	bool lost;	  /* the last renewal failed */
+	int failed;	  /* the calls that failed in the outage */
+	int64_t down_us;  /* when the first of them began */
 	int64_t renew_us; /* the renewal the lease asks for (or a failure's retry) */
 	int64_t next_us;  /* the next renewal: renew_us, or sooner to keep to the slot */
 	int64_t lease_us; /* the end of the lease last taken, from its call's start (or answer) */
@@ -37,9 +41,12 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 }
 
 /* One call about the place, bounded by max_wait_us, over by until_us if not 0, with the
-   options read afresh: the password is held only for the exchange, never through the wait. */
+   options read afresh: the password is held only for the exchange, never through the wait.
+   said: the login logged the outage it is in already, so the call's errors are not logged
+   again; each failure on Redis is counted all the same (stats_record_error). */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
-				    int64_t max_wait_us, int64_t until_us, struct slot_result *res)
+				    int64_t max_wait_us, int64_t until_us, bool said,
+				    struct slot_result *res)
 {
 	struct slot_params p = l->o->slot;
 	struct opt fresh;
@@ -56,8 +63,11 @@ static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op
 	opt_parse(&fresh, l->pamh, l->argc, l->argv);
 	fresh.slot = p;
 	fresh.until_us = until_us;
+	fresh.errors_said = said;
 	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);
 	opt_wipe(&fresh);
+	if (v == SLOT_UNAVAILABLE && l->pamh != NULL) /* a login's, not flowslotctl's */
+		stats_record_error(l->pamh, l->o->state_dir, l->o->key, l->o->slot.dry_run);
 	return v;
 }
 
@@ -89,11 +99,32 @@ static int64_t queue_next_us(const struct queue_login *l, const struct slot_resu
 	return next_us;
 }
 
-void queue_leave(const struct queue_login *l)
+/* Gives the place back; said as queue_call's. */
+static void queue_leave_said(const struct queue_login *l, bool said)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
-	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, &res);
+	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, said, &res);
+}
+
+void queue_leave(const struct queue_login *l)
+{
+	queue_leave_said(l, false);
+}
+
+/* A call answered after some failed: the outage is over for this login, said once. */
+static void queue_answered(const struct queue_login *l, struct queue_state *st)
+{
+	char over[32];
+
+	if (!st->failing)
+		return;
+	countdown_format(fstime_mono_us() - st->down_us, over, sizeof(over));
+	log_msg(l->pamh, LOG_NOTICE,
+		"queue: the schedule answers again, after %d failed call%s over %s", st->failed,
+		st->failed == 1 ? "" : "s", over);
+	st->failing = false;
+	st->failed = 0;
 }
 
 /* A renewal that failed: tried again until the slot (said once); past it, the login goes in
@@ -105,6 +136,7 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	char left[32];
 
 	st->lost = true;
+	st->failed++;
 	if (now_us < res->deadline_us) {
 		if (!st->failing) {
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
@@ -155,9 +187,13 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
 	int64_t began_us = fstime_mono_us(), left_us = queue_left_us(l, began_us);
-	enum slot_verdict v =
-	    queue_call(l, SLOT_RENEW, left_us, queue_until_us(l, res, st, began_us), &now);
+	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us,
+					 queue_until_us(l, res, st, began_us), st->failing, &now);
 
+	if (v == SLOT_UNAVAILABLE && !st->failing)
+		st->down_us = began_us;
+	else if (v != SLOT_UNAVAILABLE)
+		queue_answered(l, st);
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
 	   refused here, the place given back. */
 	if ((v == SLOT_ADMIT || v == SLOT_QUEUED) && now.wait_us > left_us) {
@@ -220,7 +256,7 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 			wake_us = queue_min(wake_us, st.next_us);
 		if (hangup_wait_until(w, wake_us)) {
 			if (st.held)
-				queue_leave(l);
+				queue_leave_said(l, st.failing);
 			return QUEUE_ABANDONED;
 		}
 		countdown_tick(cd, res->deadline_us, fstime_mono_us());

@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <string.h>
 
 #include "flowslot/fstime.h"
 #include "flowslot/log.h"
+#include "flowslot/once.h"
 #include "flowslot/tls.h"
 #include "flowslot/url.h"
 #include "slot_lua.h" /* RSLOT_SCRIPT and RSLOT_SCRIPT_SHA1, made from src/slot.lua */
@@ -169,12 +171,33 @@ void rnode_cap_reader(redisReader *r, struct rnode_cap *cap)
 	r->privdata = cap;
 }
 
+void rnode_err(const struct rnode_call *call, const char *fmt, ...)
+{
+	const struct opt *o = call->o;
+	char line[sizeof(call->where) + TLS_WHY_MAX + 256];
+	uint64_t held = 0;
+	va_list ap;
+
+	if (o->errors_said)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* flowslotctl (no PAM handle) says every error to whoever runs it. */
+	if (call->pamh != NULL && !once_rate(o->state_dir, line, RNODE_ERR_PERIOD_US, &held))
+		return;
+	if (held > 0)
+		log_msg(call->pamh, LOG_ERR, "%s (and %llu more since the last such line, not logged)",
+			line, (unsigned long long)held);
+	else
+		log_msg(call->pamh, LOG_ERR, "%s", line);
+}
+
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why)
 {
 	char shown[TLS_WHY_MAX + sizeof("...")]; /* a cause from TLS, whole */
 
-	log_msg(call->pamh, LOG_ERR, "%s: %s: %s", call->where, what,
-		log_escape(why, shown, sizeof(shown)));
+	rnode_err(call, "%s: %s: %s", call->where, what, log_escape(why, shown, sizeof(shown)));
 }
 
 /* Checks a status reply: AUTH's, READWRITE's, ASKING's. */
@@ -258,8 +281,8 @@ static int rnode_connect(struct rnode_call *call, const char *role, const struct
 	call->received = 0;
 	tv = fstime_timeval(call->deadline_us - now_us);
 	if (call->deadline_us <= now_us) {
-		log_msg(call->pamh, LOG_ERR, "%s: out of time before trying %s:%d", role,
-			node ? node->host : u->host, node ? node->port : u->port);
+		rnode_err(call, "%s: out of time before trying %s:%d", role,
+			  node ? node->host : u->host, node ? node->port : u->port);
 		return -1;
 	}
 	if (node == NULL && u->backend == URL_BACKEND_UNIX)
@@ -546,8 +569,8 @@ int rnode_ask_sentinel(struct rnode_call *call, const struct url_node *sentinel,
 	if (rnode_get_reply(call, &r, &why) != 0)
 		rnode_fail(call, "get-master-addr-by-name", why);
 	else if (r->type == REDIS_REPLY_NIL)
-		log_msg(call->pamh, LOG_ERR, "%s: get-master-addr-by-name: no master named \"%s\"",
-			call->where, o->url.master);
+		rnode_err(call, "%s: get-master-addr-by-name: no master named \"%s\"", call->where,
+			  o->url.master);
 	else if (r->type == REDIS_REPLY_ERROR)
 		rnode_fail(call, "get-master-addr-by-name", r->str);
 	else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||

@@ -115,8 +115,8 @@ static enum rnode_step rslot_reserve_sentinel(struct rnode_call *call, struct sl
 		}
 		rslot_add_failed(&failed, &master);
 	}
-	log_msg(call->pamh, LOG_ERR, "sentinel: no master to use: %s",
-		failed.n > 0 ? "every one named failed" : "no sentinel named one");
+	rnode_err(call, "sentinel: no master to use: %s",
+		  failed.n > 0 ? "every one named failed" : "no sentinel named one");
 	return RNODE_FAILED;
 }
 

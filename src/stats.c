@@ -17,7 +17,7 @@
 #include "flowslot/trust.h"
 
 #define STATS_MAGIC "flowslot"
-#define STATS_VERSION 1
+#define STATS_VERSION 2 /* 2: redis_errors */
 #define STATS_LOCK_WAIT_US 1000000
 
 const int64_t stats_bucket_ms[STATS_BUCKETS] = { 500,	1000,  2000,  5000,   10000,
@@ -117,6 +117,14 @@ int stats_count(struct stats_table *t, const char *tmpl, bool dry_run, enum stat
 	return i;
 }
 
+int stats_count_error(struct stats_table *t, const char *tmpl, bool dry_run)
+{
+	int i = stats_find(t, tmpl);
+
+	t->rec[i].series[dry_run ? 1 : 0].redis_errors++;
+	return i;
+}
+
 /* Opens the counters file in dfd with flags, checked and locked with op. */
 static int stats_open(int dfd, int flags, int op, const char **why)
 {
@@ -203,8 +211,17 @@ static int stats_write(int fd, const struct stats_table *t, int i, uint32_t n_be
 	return 0;
 }
 
-int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tmpl, bool dry_run,
-		 enum stats_result r, int64_t wait_us)
+/* What one update counts: a login's result, or a failed call on Redis (error). */
+struct stats_event {
+	const char *tmpl;
+	bool dry_run;
+	bool error;
+	enum stats_result r;
+	int64_t wait_us;
+};
+
+static int stats_update(const pam_handle_t *pamh, const char *state_dir,
+			const struct stats_event *ev)
 {
 	struct stats_table *t = malloc(sizeof(*t));
 	const char *why = "out of memory";
@@ -225,20 +242,38 @@ int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tm
 		if (got != 0)
 			stats_reset(t);
 		n_before = t->n;
-		i = stats_count(t, tmpl, dry_run, r, wait_us);
+		i = ev->error ? stats_count_error(t, ev->tmpl, ev->dry_run)
+			      : stats_count(t, ev->tmpl, ev->dry_run, ev->r, ev->wait_us);
 		why = "cannot write the counters file";
 		if (stats_write(fd, t, i, n_before, got != 0) == 0)
 			rc = 0;
 	}
 	if (rc != 0)
-		log_msg(pamh, LOG_WARNING, "counters: %s in %s: %m: the login is not counted", why,
-			state_dir);
+		log_msg(pamh, LOG_WARNING, "counters: %s in %s: %m: the %s is not counted", why,
+			state_dir, ev->error ? "failed call on Redis" : "login");
 	if (fd >= 0)
 		close(fd); /* and with it the lock */
 	if (dfd >= 0)
 		close(dfd);
 	free(t);
 	return rc;
+}
+
+int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tmpl, bool dry_run,
+		 enum stats_result r, int64_t wait_us)
+{
+	const struct stats_event ev = { .tmpl = tmpl, .dry_run = dry_run, .r = r,
+					.wait_us = wait_us };
+
+	return stats_update(pamh, state_dir, &ev);
+}
+
+int stats_record_error(const pam_handle_t *pamh, const char *state_dir, const char *tmpl,
+		       bool dry_run)
+{
+	const struct stats_event ev = { .tmpl = tmpl, .dry_run = dry_run, .error = true };
+
+	return stats_update(pamh, state_dir, &ev);
 }
 
 int stats_load(const char *state_dir, struct stats_table *t, const char **why)
@@ -293,7 +328,7 @@ static bool stats_series_used(const struct stats_series *s)
 	for (int r = 0; r < STATS_RESULTS; r++)
 		if (s->logins[r] != 0)
 			return true;
-	return s->wait_count != 0;
+	return s->wait_count != 0 || s->redis_errors != 0;
 }
 
 /* The records in use: those below n, then "other"; with only, just the template only. */
@@ -374,10 +409,30 @@ static void stats_format_waits(FILE *out, const struct stats_table *t, const cha
 	}
 }
 
+static void stats_format_errors(FILE *out, const struct stats_table *t, const char *only)
+{
+	const struct stats_record *rec;
+	uint32_t i = 0;
+
+	fputs("# HELP flowslot_redis_errors_total Calls of this host's logins on Redis that "
+	      "failed, each, whether it was logged or not.\n"
+	      "# TYPE flowslot_redis_errors_total counter\n",
+	      out);
+	while ((rec = stats_next(t, only, &i)) != NULL) {
+		for (int d = 0; d < 2; d++) {
+			if (!stats_series_used(&rec->series[d]))
+				continue;
+			stats_open_labels(out, "flowslot_redis_errors_total", rec->key, d);
+			fprintf(out, "} %" PRIu64 "\n", rec->series[d].redis_errors);
+		}
+	}
+}
+
 int stats_format(FILE *out, const struct stats_table *t, const char *only)
 {
 	stats_format_logins(out, t, only);
 	stats_format_waits(out, t, only);
+	stats_format_errors(out, t, only);
 	return ferror(out) ? -1 : 0;
 }
 

@@ -253,6 +253,8 @@ enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w)
 			struct stat st;
 
 			trust_lock_seen(fd, &now, &st, &seen);
+			if ((st.st_mode & w->end_mode) != 0)
+				return TRUST_LOCK_MOVED;
 			if (changed_us < 0 || !trust_same_file(&seen, &now))
 				changed_us = now_us;
 			if (since_us < 0 || ending ||
@@ -301,6 +303,7 @@ int trust_lock(int fd, int op, int64_t wait_us)
 		return 0;
 	case TRUST_LOCK_BUSY:
 	case TRUST_LOCK_STUCK:
+	case TRUST_LOCK_MOVED:
 		errno = ETIMEDOUT;
 		return -1;
 	case TRUST_LOCK_FAILED:

@@ -283,9 +283,11 @@ nrcli() { rcli nat -a "$PW" --no-auth-warning "$@"; }
 has_schedule() { nrcli zrangebyscore "$1" 0 0 | grep -q '^s:'; }
 CA="tls_ca_file=$TMP/pki/ca.crt"
 NAME="tls_server_name=redis.example.net"
-# native SERVICE URL [OPTIONS]: a service on URL, fallback=closed, timeout $TO.
+# native SERVICE URL [OPTIONS]: a service on URL, fallback=closed, timeout $TO; a state_dir of
+# its own, as a host of its own: a host logs each cause at most once a second, and each of these
+# logins is to name its own, whatever the one before met.
 native() {
-	service "$1" "auth required @M url=$2 key=nat-$1 timeout=${TO}s countdown=0 fallback=closed ${3:-}" \
+	service "$1" "auth required @M url=$2 key=nat-$1 timeout=${TO}s countdown=0 fallback=closed state_dir=$TMP/st-$1 ${3:-}" \
 		"$permit"
 }
 # timed NAME SERVICE: one login as alice; its time in $took (ms).

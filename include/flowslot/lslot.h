@@ -18,7 +18,7 @@
 #define LSLOT_SHARED 16
 
 /* A holder that keeps a schedule file's lock this long, the file unchanged, is stuck, and the
-   file unusable for the call that found it so. A call holds the lock for its own reading,
+   call that found it so takes the file over: the schedule goes on in a new file. A call holds the lock for its own reading,
    deciding and writing: about a millisecond, 20 ms at worst under a burst of 100 logins on a
    file of 1,024 ghosts on a loaded 2-core machine (400 ms before the file was read in one
    pass). So this is a hundred times any call's work, yet short next to a login's wait; a wait
@@ -54,9 +54,10 @@ struct lslot_call {
 /* Asks the queue of the schedule kept in a file under dir (created 0700 when missing), as
    rslot_call asks Redis's: the same verdicts, on this host's CLOCK_MONOTONIC; a waiter is
    alive while its lease runs and its process exists. Returns SLOT_UNAVAILABLE, with the
-   reason logged, when the directory or file cannot be used safely, or its lock is stuck
-   (LSLOT_STUCK_US); a reservation that could not have the lock within its max_wait, its
-   holders coming and going, is refused (SLOT_REFUSE, res->lock_busy). */
+   reason logged, when the directory or file cannot be used safely; a file whose lock's
+   holder is stuck (LSLOT_STUCK_US) is taken over, its schedule going on in a new file; a
+   reservation that could not have the lock within its max_wait, its holders coming and
+   going, is refused (SLOT_REFUSE, res->lock_busy). */
 enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *call,
 			     struct slot_result *res);
 

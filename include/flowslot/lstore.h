@@ -17,14 +17,19 @@
 #define LSTORE_MEMBERS_MAX (3 * LSTORE_PLACES_MAX + 3 * 1024 + 1)
 /* The longest member: slot.lua's are under 120 bytes. */
 #define LSTORE_MEMBER_MAX 255
-/* The file's first line: its format, then when the key expires (0: never). */
+/* A line's bytes besides its member, at most: the score, the pid, its namespace, the spaces. */
+#define LSTORE_LINE_MORE 72
+/* The file's first line: its format, then when the key expires (0: never), then the boot it
+   was written in (/proc/sys/kernel/random/boot_id), which its CLOCK_MONOTONIC times are of. */
 #define LSTORE_MAGIC "flowslot-store 1"
+#define LSTORE_BOOT_MAX 64
 
 struct lstore_member {
 	double score;
 	char *name; /* NUL-terminated: printable ASCII but the space */
 	size_t len;
 	pid_t pid; /* the process that last added it, 0 for none known */
+	uint64_t pidns; /* the PID namespace pid is in (its inode number), 0 for none known */
 };
 
 struct lstore {
@@ -32,12 +37,26 @@ struct lstore {
 	size_t n, cap;
 	int64_t expires_us; /* on the store's clock; 0: the key has no expiry */
 	int64_t now_us;	    /* the store's clock for this call: TIME */
+	char boot[LSTORE_BOOT_MAX + 1]; /* this boot's id, "" if unknown (lstore_boot) */
 	pid_t pid;	    /* the caller, recorded on what it adds */
+	uint64_t pidns;	    /* the caller's PID namespace (lstore_pidns), recorded with pid */
 	bool changed;	    /* what the file holds must be written */
 };
 
+/* The PID namespace of this process: the inode number of /proc/self/ns/pid, 0 if unknown. A
+   pid is judged only within the namespace that recorded it. */
+uint64_t lstore_pidns(void);
+
+/* This boot's id, as the kernel gives it (/proc/sys/kernel/random/boot_id), into out of
+   LSTORE_BOOT_MAX + 1 bytes; "" if it cannot be read. */
+void lstore_boot(char *out);
+
 /* Reads a file's text at now_us (an empty text is an empty set; a key whose expiry has come
-   is gone). A text written by an earlier version ("tat at interval burst" and its lines) is
+   is gone). A text whose first line names another boot than this one is read as empty: its
+   times are of that boot's clock; one that names none (this format's earlier files) is of
+   this boot. A member's line is "SCORE MEMBER PID", or "SCORE MEMBER PID NS" with the PID
+   namespace NS that PID is in; without NS, the namespace is unknown (0). A text written by an
+   earlier version ("tat at interval burst" and its lines) is
    read for its head alone, as the schedule's next admission and settings (*old set).
    Returns 0, or -1 with *why, the set empty, for a text that is not a store: a bad line, a
    member too long or out of order, a score that is not a number, too many members. */

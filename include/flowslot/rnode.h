@@ -85,7 +85,17 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 int rnode_ask_sentinel(struct rnode_call *call, const struct url_node *sentinel,
 		       struct url_node *master);
 
-/* Logs "WHERE: what: why" at LOG_ERR, why escaped. */
+/* Errors of one cause (one line's text) are logged at most this often on a host. */
+#define RNODE_ERR_PERIOD_US INT64_C(1000000)
+
+/* Logs an error of the exchange at LOG_ERR: unless the login said its outage already
+   (o->errors_said), and, for a login (a PAM handle), at most once in RNODE_ERR_PERIOD_US
+   on the host for the same text (once_rate, in o->state_dir), the next one that is logged
+   saying how many were not. */
+void rnode_err(const struct rnode_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* rnode_err of "WHERE: what: why", why escaped. */
 void rnode_fail(const struct rnode_call *call, const char *what, const char *why);
 
 /* True when a and b are the same address and port. */

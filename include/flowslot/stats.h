@@ -30,6 +30,7 @@ enum stats_result {
 /* One set of series: real logins, or those of a dry run. */
 struct stats_series {
 	uint64_t logins[STATS_RESULTS];
+	uint64_t redis_errors; /* calls on Redis that failed, each, logged or not */
 	uint64_t buckets[STATS_BUCKETS + 1]; /* not cumulative; the last is +Inf */
 	uint64_t wait_sum_us;
 	uint64_t wait_count;
@@ -65,6 +66,15 @@ bool stats_valid(const struct stats_table *t);
 int stats_count(struct stats_table *t, const char *tmpl, bool dry_run, enum stats_result r,
 		int64_t wait_us);
 
+/* Counts one call on Redis that failed, of a login of template, in t. Returns the index of
+   the record counted in. */
+int stats_count_error(struct stats_table *t, const char *tmpl, bool dry_run);
+
+/* Counts one call on Redis that failed in state_dir's counters file, as stats_record counts
+   a login. */
+int stats_record_error(const pam_handle_t *pamh, const char *state_dir, const char *tmpl,
+		       bool dry_run);
+
 /* Counts one login in state_dir's counters file (created 0600 as needed), under its lock,
    reading the header, the records in use and "other", and writing back only the record
    counted (and the header, for a new one). A file that is not a counters table is started
@@ -78,7 +88,7 @@ int stats_record(const pam_handle_t *pamh, const char *state_dir, const char *tm
 int stats_load(const char *state_dir, struct stats_table *t, const char **why);
 
 /* Writes t in the Prometheus text exposition format: flowslot_logins_total and the
-   flowslot_wait_seconds histogram, with HELP and TYPE: of the key template only, or of all
+   flowslot_wait_seconds histogram and flowslot_redis_errors_total, with HELP and TYPE: of the key template only, or of all
    when only is NULL. A caller may print more families after. */
 int stats_format(FILE *out, const struct stats_table *t, const char *only);
 

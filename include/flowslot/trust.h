@@ -44,12 +44,14 @@ enum trust_lock_end {
 	TRUST_LOCK_STUCK,  /* one holder kept it stuck_us, the file unchanged (or all of a
 			      shorter wait, of stuck_us / 4 at least): it is stuck */
 	TRUST_LOCK_FAILED, /* flock failed otherwise: errno says why */
+	TRUST_LOCK_MOVED,  /* the file was marked end_mode: its lock no longer matters */
 };
 
 /* A wait for a file's lock: how long it may take, and what it saw of the holders. */
 struct trust_lock_wait {
 	int64_t wait_us;   /* at most this long in all */
 	int64_t stuck_us;  /* a holder seen this long, the file unchanged, is stuck; 0: never */
+	mode_t end_mode;   /* mode bits that, once set on the file, end the wait (with stuck_us) */
 	pid_t holder;	   /* out: the holder last seen (/proc/locks), 0 if none could be */
 	int64_t held_us;   /* out: how long that holder was seen holding, the file unchanged */
 	int64_t waited_us; /* out: the whole wait */
@@ -64,7 +66,8 @@ struct trust_lock_wait {
    w->stuck_us. A holder kept for w->stuck_us with the file unchanged ends the wait at once
    (TRUST_LOCK_STUCK), as does one kept through the whole of a shorter wait, if that is a
    quarter of w->stuck_us at least; holders that come and go are waited out until w->wait_us
-   (TRUST_LOCK_BUSY). */
+   (TRUST_LOCK_BUSY). A file given one of w->end_mode's bits meanwhile ends it at the next
+   poll (TRUST_LOCK_MOVED). */
 enum trust_lock_end trust_lock_watch(int fd, int op, struct trust_lock_wait *w);
 
 #endif

@@ -118,6 +118,8 @@ def parse_login(d, lid, meta, starts, admits, events):
                     via = via or kv.get("via", "")
                 elif msg.startswith("abandoned: "):
                     abandoned_at = t
+                elif "is stuck: " in msg and "goes on without it" in msg:
+                    flags.add("stuck")  # it took the file over
                 elif "admitting without a wait" in msg:
                     via = "fallback-open"
                 elif msg.startswith("fallback=closed"):

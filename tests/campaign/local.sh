@@ -374,3 +374,38 @@ fault_statedir_ro_fallback_bounds() {
 	local_lost_bounds
 	echo "expect fallback 1 # a login came while Redis was down"
 }
+
+# url=local, the schedule file's lock held by a stopped process (a user's su stopped while it
+# held it, issue 29): the file the schedule is in now (the last one it went on in, if an earlier
+# round took one over), locked by tests/lockhold.py, which stops itself; healed by its end.
+local_current_file() {
+	local f=$FAULT_STATE_DIR/slot.campaign next
+	while [ -k "$f" ]; do
+		next=$FAULT_STATE_DIR/next.$(printf %x "$(stat -c %i "$f")")
+		[ -e "$next" ] || break
+		f=$next
+	done
+	echo "$f"
+}
+campaign_fault statedir-lock-stop "url=local, the schedule file's lock held by a stopped process for 5 s"
+fault_statedir_lock_stop_setup() {
+	FAULT_URL=local
+	FAULT_HOLD_MS=5000
+}
+fault_statedir_lock_stop_inject() {
+	python3 "$TOP/tests/lockhold.py" stop "$(local_current_file)" > "$FAULT_DIR/lockhold.out" 2>&1 &
+	LOCK_HOLDER=$!
+	PIDS="$PIDS $LOCK_HOLDER"
+	wait_for 5 grep -q holding "$FAULT_DIR/lockhold.out"
+}
+fault_statedir_lock_stop_heal() {
+	kill -CONT "$LOCK_HOLDER"
+	kill "$LOCK_HOLDER"
+	wait "$LOCK_HOLDER" 2> /dev/null
+}
+fault_statedir_lock_stop_teardown() { :; }
+fault_statedir_lock_stop_bounds() {
+	echo "P5 3s # a stuck holder costs the others its detection time, 2 s and a quarter, once: the first call to find it so takes the file over (MODEL.md, the per-host store's own edges)"
+	echo "P7 3s # a reservation decided after that detection time is given a slot from then"
+	echo "expect stuck 1 # a login found the holder stuck and took the file over"
+}

@@ -952,19 +952,20 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
-/* A holder stuck on the lock (stopped): the file is unusable for every call that meets it,
-   each told so within LSLOT_STUCK_US (and not its max_wait), with the holder named; the login
-   is then the failure policy's (the module's), never refused as if the queue were long. Once
-   the holder is gone, the schedule is as it was. */
+/* A holder stuck on the lock (stopped, as a user may stop their own su): it costs the others
+   its detection time, LSLOT_STUCK_US, never their wait (issue 29). The first call that finds
+   it so takes the file over: one line naming the holder, and the schedule goes on, as it
+   stood, in a new file (next.INO), where every later call finds it at once; the old one is
+   marked taken over, so that its holder, resumed, writes nothing to it. */
 static void test_lock_stuck(void **state)
 {
 	struct fixture *fx = *state;
-	/* 30 s apart: the waiter's slot stays far off through the stuck calls' 8 s and more. */
-	const struct slot_params p = { .interval_us = 30 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const struct slot_params p = { .interval_us = 30 * S, .max_wait_us = 120 * S, .burst = 1 };
 	const struct slot_params quick = { .interval_us = 30 * S, .max_wait_us = 0, .burst = 1 };
-	struct slot_result res;
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	struct slot_place waiter;
-	char path[PATH_MAX], holder[64];
+	char path[PATH_MAX], next[PATH_MAX], holder[64];
+	struct stat st;
 	int64_t t0, took;
 	pid_t pid;
 
@@ -972,46 +973,156 @@ static void test_lock_stuck(void **state)
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
 	waiter = fx->place;
 	slot_path(fx, "held", path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(next, sizeof(next), "%s/next.%llx", fx->state, (unsigned long long)st.st_ino);
 	pid = fx->holder = locker_stopped(path, LOCK_EX);
 	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)pid);
 
 	t0 = fstime_mono_us();
-	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
 	took = fstime_mono_us() - t0;
 	if (took < LSLOT_STUCK_US || took > LSLOT_STUCK_US + 5 * S)
-		fail_msg("told after %lld ms", (long long)(took / MS));
+		fail_msg("queued after %lld ms", (long long)(took / MS));
+	assert_int_equal(res.position, 2);
+	assert_true(res.wait_us > 30 * S);
 	assert_non_null(strstr(fx->msg, path));
 	assert_non_null(strstr(fx->msg, holder));
+	assert_non_null(strstr(fx->msg, "the schedule goes on without it"));
 	/* One line for the call. */
 	assert_ptr_equal(strchr(fx->msg, '\n'), fx->msg + strlen(fx->msg) - 1);
-	/* Whatever its max_wait: a stuck holder is no long queue. */
-	assert_int_equal(reserve(fx, "held", &quick, &res), SLOT_UNAVAILABLE);
-	assert_non_null(strstr(fx->msg, holder));
-	/* A renewal fails likewise (tried again until its slot), in as long. */
-	t0 = fstime_mono_us();
-	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_UNAVAILABLE);
-	took = fstime_mono_us() - t0;
-	assert_true(took >= LSLOT_STUCK_US && took <= LSLOT_STUCK_US + 5 * S);
-	/* The try that keeps to the slot is over by it (until_us), and names the holder. */
-	t0 = fstime_mono_us();
-	assert_int_equal(call_until(fx, "held", &p, &waiter, t0 + 1 * S, &res), SLOT_UNAVAILABLE);
-	took = fstime_mono_us() - t0;
-	if (took < 1 * S || took > 1 * S + LSLOT_STUCK_US / 4)
-		fail_msg("a renewal due over in 1 s took %lld ms", (long long)(took / MS));
-	assert_non_null(strstr(fx->msg, holder));
-	/* A peek (flowslotctl) is no login: it is told in a second, the holder named. */
-	t0 = fstime_mono_us();
-	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &waiter, &res), SLOT_UNAVAILABLE);
-	took = fstime_mono_us() - t0;
-	assert_true(took < LSLOT_STUCK_US);
-	assert_non_null(strstr(fx->msg, holder));
+	assert_int_equal(stat(path, &st), 0);
+	assert_true((st.st_mode & S_ISVTX) != 0);
+	assert_int_equal(stat(next, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
 
+	/* Every later call goes on in the new file at once, and says nothing: the queue is long
+	   for a login that cannot wait; the waiter keeps its place; a peek counts them. */
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "held", &quick, &res), SLOT_REFUSE);
+	assert_false(res.lock_busy);
+	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 1);
+	assert_string_equal(fx->msg, "");
+	assert_int_equal(call(fx, "held", &p, SLOT_PEEK, &waiter, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 3);
+	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 3);
+	took = fstime_mono_us() - t0;
+	if (took > LSLOT_STUCK_US / 4)
+		fail_msg("calls after the takeover took %lld ms", (long long)(took / MS));
+
+	/* The holder resumed and gone, the schedule is the new file's. */
 	locker_end(pid);
 	fx->holder = 0;
 	assert_int_equal(call(fx, "held", &p, SLOT_RENEW, &waiter, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 1);
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 4);
+}
+
+/* A holder stuck on the file a stuck one was taken over by: each costs its detection time,
+   no more, and the schedule goes on through both. */
+static void test_lock_stuck_twice(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 30 * S, .max_wait_us = 300 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], next[PATH_MAX], holder[64];
+	struct stat st;
+	int64_t t0, took;
+	pid_t first, second;
+
+	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "twice", path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(next, sizeof(next), "%s/next.%llx", fx->state, (unsigned long long)st.st_ino);
+	first = fx->holder = locker_stopped(path, LOCK_EX);
+	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 1);
+	second = locker_stopped(next, LOCK_EX);
+	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)second);
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_QUEUED);
+	took = fstime_mono_us() - t0;
+	locker_end(second);
 	assert_int_equal(res.position, 2);
+	if (took < LSLOT_STUCK_US || took > LSLOT_STUCK_US + 5 * S)
+		fail_msg("queued after %lld ms", (long long)(took / MS));
+	assert_non_null(strstr(fx->msg, holder));
+	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 3);
+	locker_end(first);
+	fx->holder = 0;
+}
+
+/* Issue 29's storm: six logins at once on a file whose holder is stopped. None goes in
+   unqueued: one of them (or more, at once) takes the file over, and all are queued an
+   interval apart, within the detection time and a little more. */
+static void test_lock_stuck_storm(void **state)
+{
+	enum { N = 6 };
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 120 * S, .burst = 1 };
+	struct slot_result res;
+	int64_t waits[N], got[3], t0, took;
+	int go[2], out[2], seen = 0;
+	char path[PATH_MAX];
+	pid_t pids[N];
+
+	assert_int_equal(reserve(fx, "storm", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "storm", path, sizeof(path));
+	fx->holder = locker_stopped(path, LOCK_EX);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(out), 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char c;
+
+			close(go[1]);
+			close(out[0]);
+			(void)!read(go[0], &c, 1);
+			got[0] = child_reserve(fx, "storm", &p, &res);
+			got[1] = res.wait_us;
+			got[2] = res.position;
+			_exit(write(out[1], got, sizeof(got)) == sizeof(got) ? 0 : 1);
+		}
+	}
+	close(go[0]);
+	close(out[1]);
+	t0 = fstime_mono_us();
+	close(go[1]);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(read(out[0], got, sizeof(got)), sizeof(got));
+		if (got[0] != SLOT_QUEUED)
+			fail_msg("login %d of %d: verdict %lld", i + 1, N, (long long)got[0]);
+		waits[i] = got[1];
+		if (got[2] >= 1 && got[2] <= N)
+			seen |= 1 << got[2];
+	}
+	assert_int_equal(seen, ((1 << N) - 1) << 1); /* numbers 1 to N, each once */
+	took = fstime_mono_us() - t0;
+	close(out[0]);
+	for (int i = 0; i < N; i++) {
+		int status;
+
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	if (took > LSLOT_STUCK_US + 5 * S)
+		fail_msg("all queued after %lld ms", (long long)(took / MS));
+	sort_us(waits, N);
+	for (int i = 1; i < N; i++) {
+		if (waits[i] - waits[i - 1] < p.interval_us - LSLOT_STUCK_US - 5 * S)
+			fail_msg("logins %d and %d told %lld us apart", i, i + 1,
+				 (long long)(waits[i] - waits[i - 1]));
+	}
+	if (waits[0] < p.interval_us - LSLOT_STUCK_US - 5 * S)
+		fail_msg("the first told %lld us", (long long)waits[0]);
+	/* Each child's place went with it (its process gone): the queue is as before. */
+	assert_int_equal(reserve(fx, "storm", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 1);
 }
 
 /* Issue 18's rule beside the stuck holder's: a lock that goes from holder to holder is waited
@@ -1414,6 +1525,99 @@ static void test_gone_holder(void **state)
 	assert_true(res.wait_us <= p.interval_us && res.wait_us > p.interval_us - SLACK);
 }
 
+/* The file with each line that ends in FROM made to end in TO. */
+static void rewrite_line_ends(const char *path, const char *from, const char *to)
+{
+	char buf[8192], out[8192], end[64];
+	size_t o = 0;
+
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	snprintf(end, sizeof(end), "%s\n", from);
+	for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		size_t len = (size_t)(nl + 1 - line), cut = strlen(end);
+
+		if (len >= cut && memcmp(nl + 1 - cut, end, cut) == 0)
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%.*s%s\n",
+					      (int)(len - cut), line, to);
+		else
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%.*s", (int)len, line);
+	}
+	write_file(path, out, 0600);
+}
+
+/* Issue 29 item 4: a pid is judged only in the PID namespace that recorded it. A waiter whose
+   process is gone, recorded in another namespace (a unit with private PIDs, a container
+   sharing the state_dir), is no gone one here: its number means another process, or none, and
+   its lease alone says; a line of the earlier format (no namespace) likewise. In our own, it
+   is gone (test_gone_holder). */
+static void test_gone_holder_other_ns(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	char path[PATH_MAX], mine[64], other[64], buf[8192];
+	struct slot_result res;
+	pid_t child;
+	int status;
+
+	make_state_dir(fx, 0700);
+	slot_path(fx, "k", path, sizeof(path));
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(child_reserve(fx, "k", &p, &res) == SLOT_QUEUED ? 0 : 1);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(mine, sizeof(mine), " %ld %" PRIu64, (long)child, lstore_pidns());
+	assert_true(lstore_pidns() != 0);
+	assert_true(read_file(path, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, mine)); /* recorded with its namespace */
+
+	/* Another namespace: its place stands, this login second. */
+	snprintf(other, sizeof(other), " %ld 1", (long)child);
+	rewrite_line_ends(path, mine, other);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 2);
+	/* No namespace known (the earlier format's line): the same. */
+	snprintf(buf, sizeof(buf), " %ld", (long)child);
+	rewrite_line_ends(path, other, buf);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 3);
+}
+
+/* Issue 29 item 4: a state_dir that outlives a reboot. A file from another boot (its first line
+   names another boot_id) holds times of a clock that is no more: it is read as empty, and
+   written back as this boot's. A file that names no boot (this format's earlier files) is
+   this boot's. */
+static void test_other_boot(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 5 * S, .max_wait_us = 60 * S, .burst = 1 };
+	const int64_t now_us = fstime_mono_us();
+	char path[PATH_MAX], text[512], buf[8192], boot[LSTORE_BOOT_MAX + 1];
+	struct slot_result res;
+	const char *boots[3] = { "00000000-0000-4000-8000-000000000000", "", boot };
+
+	lstore_boot(boot);
+	assert_true(strlen(boot) == 36);
+	make_state_dir(fx, 0700);
+	slot_path(fx, "b", path, sizeof(path));
+	for (int i = 0; i < 3; i++) {
+		/* The next slot 30 s off: a login now would wait for it. */
+		snprintf(text, sizeof(text),
+			 "flowslot-store 1 %" PRId64 "%s%s\n"
+			 "0 s:%" PRId64 ":%" PRId64 ":0:5000000:1:%" PRId64 " 0\n",
+			 now_us + 60 * S, boots[i][0] != '\0' ? " " : "", boots[i], now_us + 30 * S, now_us,
+			 now_us);
+		write_file(path, text, 0600);
+		assert_int_equal(reserve(fx, "b", &p, &res), i == 0 ? SLOT_ADMIT : SLOT_QUEUED);
+		assert_string_equal(fx->msg, ""); /* no file to complain of */
+		assert_true(read_file(path, buf, sizeof(buf)) > 0);
+		assert_true(strncmp(buf, "flowslot-store 1 ", 17) == 0);
+		assert_non_null(strstr(strtok(buf, "\n"), boot));
+	}
+}
+
 /* Issue 18 item 8: a file whose waiters are dead or lapsed, whose ghosts have expired and
    whose time has passed is dead, second line or not: pruned, so that a new key has a file of
    its own rather than sharing one. */
@@ -1519,6 +1723,8 @@ int main(void)
 		T(test_admit_then_wait),
 		T(test_burst_on_ghosts),
 		T(test_gone_holder),
+		T(test_gone_holder_other_ns),
+		T(test_other_boot),
 		T(test_dead_files_pruned),
 		T(test_shared_peek),
 		T(test_burst),
@@ -1539,6 +1745,8 @@ int main(void)
 		T(test_concurrent_queued),
 		T(test_renew_leave),
 		T(test_lock_stuck),
+		T(test_lock_stuck_twice),
+		T(test_lock_stuck_storm),
 		T(test_lock_busy),
 		T(test_many_hosts_pruned),
 		T(test_many_hosts_live),
@@ -1547,5 +1755,8 @@ int main(void)
 	};
 #undef T
 
+	/* TESTS=test_lock_stuck runs the tests whose names match (cmocka's filter). */
+	if (getenv("TESTS") != NULL)
+		cmocka_set_test_filter(getenv("TESTS"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,6 +224,54 @@ static void test_warn_many(void **state)
 	assert_string_equal(fx->logged, "");
 }
 
+/* once_rate: a cause said at most once a period, the times held back counted and told with
+   the next one said; another cause is its own; past ONCE_RATE_MAX causes, the one said
+   longest ago gives its place up. */
+static void test_rate(void **state)
+{
+	struct fixture *fx = *state;
+	const int64_t period_us = 300000;
+	uint64_t held = 99;
+	char cause[32];
+	struct stat st;
+	char path[200];
+
+	assert_true(once_rate(fx->state, "a: cannot connect", period_us, &held));
+	assert_int_equal(held, 0);
+	assert_false(once_rate(fx->state, "a: cannot connect", period_us, &held));
+	assert_false(once_rate(fx->state, "a: cannot connect", period_us, &held));
+	assert_true(once_rate(fx->state, "b: cannot connect", period_us, &held));
+	assert_int_equal(held, 0);
+	usleep(period_us + 50000);
+	assert_true(once_rate(fx->state, "a: cannot connect", period_us, &held));
+	assert_int_equal(held, 2);
+	assert_false(once_rate(fx->state, "a: cannot connect", period_us, &held));
+	snprintf(path, sizeof(path), "%s/" ONCE_RATE_FILE, fx->state);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* ONCE_RATE_MAX other causes: "a", said longest ago but for "b", is held to no more. */
+	for (int i = 0; i < ONCE_RATE_MAX; i++) {
+		snprintf(cause, sizeof(cause), "cause %d", i);
+		assert_true(once_rate(fx->state, cause, period_us, &held));
+	}
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, ONCE_RATE_MAX * 24);
+	assert_true(once_rate(fx->state, "a: cannot connect", period_us, &held));
+	assert_int_equal(held, 0);
+}
+
+/* A state directory that cannot be used: every line is due, none lost. */
+static void test_rate_unusable(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t held;
+
+	assert_int_equal(mkdir(fx->state, 0777), 0);
+	assert_int_equal(chmod(fx->state, 0777), 0);
+	for (int i = 0; i < 3; i++)
+		assert_true(once_rate(fx->state, "a: cannot connect", 1000000, &held));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +280,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unusable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warn_unknown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warn_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_unusable, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,7 @@ struct call {
 			     own bound */
 	int64_t max_wait_us;
 	int64_t interval_us;
+	bool said; /* Redis: opt.errors_said, the outage logged already */
 };
 static struct step steps[MAX_STEPS];
 static size_t n_steps, next_step;
@@ -122,9 +123,27 @@ enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *
 				    enum slot_op op, const char *key,
 				    const struct slot_place *place, struct slot_result *res)
 {
+	enum slot_verdict v;
+
 	(void)key, (void)place;
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	return backend(op, false, &o->slot, o->until_us, res);
+	v = backend(op, false, &o->slot, o->until_us, res);
+	calls[n_calls - 1].said = o->errors_said;
+	return v;
+}
+
+/* The failed calls counted (stats_record_error), each. */
+static int n_errors;
+
+int __wrap_stats_record_error(const pam_handle_t *pamh, const char *state_dir, const char *tmpl,
+			      bool dry_run);
+int __wrap_stats_record_error(const pam_handle_t *pamh, const char *state_dir, const char *tmpl,
+			      bool dry_run)
+{
+	(void)state_dir, (void)tmpl, (void)dry_run;
+	assert_ptr_equal(pamh, FAKE_PAMH);
+	n_errors++;
+	return 0;
 }
 
 /* The log and the conversation. */
@@ -178,6 +197,16 @@ static size_t warnings(void)
 	return warnings_with("");
 }
 
+static size_t notices_with(const char *text)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_logged; i++)
+		if (logged_prio[i] == LOG_NOTICE && strstr(logged[i], text) != NULL)
+			n++;
+	return n;
+}
+
 /* One login: interval 6 s, max_wait 12 s, reserved at T0 with a place whose slot is wait_us
    away, position 2 unless said (the clock is at T0 when it starts to wait). */
 static struct opt o;
@@ -193,6 +222,7 @@ static int setup(void **state)
 	o.slot.max_wait_us = 12 * S;
 	o.countdown_us = 0;
 	clock_now = T0;
+	n_errors = 0;
 	position = 2;
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
@@ -361,6 +391,12 @@ static void test_one_failed_renewal(void **state)
 	assert_int_equal(warnings(), 1);
 	assert_int_equal(warnings_with("cannot be renewed"), 1);
 	assert_int_equal(warnings_with("blind"), 0);
+	/* The outage said once as it starts (its errors logged), once as it ends; counted. */
+	assert_false(calls[0].said);
+	assert_true(calls[1].said);
+	assert_false(calls[2].said);
+	assert_int_equal(notices_with("answers again, after 1 failed call over 2.3 s"), 1);
+	assert_int_equal(n_errors, 1);
 }
 
 /* Every renewal fails, at once: tried every SLOT_RENEW_US, a timeout (500 ms) before the slot,
@@ -386,6 +422,12 @@ static void test_all_renewals_fail(void **state)
 	assert_int_equal(warnings(), 2);
 	assert_int_equal(warnings_with("cannot be renewed"), 1);
 	assert_int_equal(warnings_with("going in blind"), 1);
+	/* Only the first call's errors are logged; every failure is counted. */
+	assert_false(calls[0].said);
+	for (size_t i = 1; i < n_calls; i++)
+		assert_true(calls[i].said);
+	assert_int_equal(notices_with("answers again"), 0);
+	assert_int_equal(n_errors, 4);
 }
 
 /* A failure near the slot: the next try is a timeout (500 ms) before the slot, not

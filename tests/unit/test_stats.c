@@ -350,6 +350,34 @@ static void test_partial(void **state)
 	free(t);
 }
 
+/* Failed calls on Redis: counted each, per template and dry run, apart from the logins, in
+   the file and as flowslot_redis_errors_total. */
+static void test_errors(void **state)
+{
+	struct fixture *fx = *state;
+	struct stats_table *t = new_table();
+	const char *why = NULL;
+	char *text;
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(stats_record_error(NULL, fx->state, "k", false), 0);
+	assert_int_equal(stats_record_error(NULL, fx->state, "k", true), 0);
+	assert_int_equal(record(fx, "k", false, STATS_WAITED, S), 0);
+	assert_int_equal(stats_load(fx->state, t, &why), 0);
+	assert_int_equal(t->rec[0].series[0].redis_errors, 3);
+	assert_int_equal(t->rec[0].series[1].redis_errors, 1);
+	assert_int_equal(t->rec[0].series[0].logins[STATS_WAITED], 1);
+	assert_int_equal(t->rec[0].series[1].logins[STATS_WAITED], 0);
+	text = formatted(t);
+	assert_non_null(strstr(text, "# TYPE flowslot_redis_errors_total counter\n"
+				     "flowslot_redis_errors_total{key=\"k\"} 3\n"
+				     "flowslot_redis_errors_total{key=\"k\",dry_run=\"yes\"} 1\n"));
+	/* A dry run with only errors still has its series shown. */
+	assert_non_null(strstr(text, "flowslot_logins_total{key=\"k\",dry_run=\"yes\",result=\"admitted\"} 0\n"));
+	free(text);
+	free(t);
+}
+
 static void test_missing(void **state)
 {
 	struct fixture *fx = *state;
@@ -390,6 +418,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test(test_escaping),
 	};
