@@ -10,6 +10,7 @@
  * here.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -35,6 +36,7 @@
 #include "flowslot/queue.h"
 #include "flowslot/rslot.h"
 #include "flowslot/stats.h"
+#include "flowslot/str.h"
 #include "flowslot/waiters.h"
 
 #define CTL_ARGS_MAX 64
@@ -55,6 +57,7 @@ struct ctl {
 	struct ctl_args args;
 	struct opt o;
 	const char *service; /* --service, for %s in the key; NULL: none */
+	const char *pam_dir; /* --pam-dir: the stacks */
 	bool json;
 	char key[OPT_KEY_MAX + 1];
 	char where[URL_HOST_MAX + OPT_DIR_MAX + URL_MASTER_MAX +
@@ -457,10 +460,237 @@ static int ctl_reset(struct ctl *c)
 	return 0;
 }
 
+/* check, on the stacks: every pam_flowslot line of every service in --pam-dir, each line once
+   per schedule it gives (its key expanded for that service), with the settings the schedule
+   keeps, the strictest of its callers'. */
+#define CTL_STACK_LINES_MAX 256
+
+struct ctl_stack_line {
+	char where[PATH_MAX + 16]; /* "file:line" */
+	char sched[OPT_KEY_MAX + URL_HOST_MAX + URL_MASTER_MAX + OPT_DIR_MAX + 64];
+	char key[OPT_KEY_MAX + 1];
+	int64_t interval_us;
+	int64_t burst;
+};
+
+struct ctl_stacks {
+	const char *dir;
+	const char *conf; /* "conf=..." of the command line, before each line's own; NULL: none */
+	struct ctl_stack_line *line; /* CTL_STACK_LINES_MAX of them */
+	int n;
+	int left_out; /* lines past CTL_STACK_LINES_MAX */
+};
+
+/* Which schedule o's logins of service share: the backend, then the key. */
+static void ctl_schedule_of(const struct opt *o, const char *service, struct ctl_stack_line *l)
+{
+	const struct url *u = &o->url;
+	int n;
+
+	key_expand(o->key, service, NULL, NULL, l->key, sizeof(l->key));
+	switch (u->backend) {
+	case URL_BACKEND_LOCAL:
+		n = snprintf(l->sched, sizeof(l->sched), "local %s", o->state_dir);
+		break;
+	case URL_BACKEND_UNIX:
+		n = snprintf(l->sched, sizeof(l->sched), "unix %s/%d", u->socket, u->db);
+		break;
+	case URL_BACKEND_SENTINEL:
+		n = snprintf(l->sched, sizeof(l->sched), "sentinel %s/%d", u->master, u->db);
+		break;
+	case URL_BACKEND_CLUSTER:
+		n = snprintf(l->sched, sizeof(l->sched), "cluster %s:%d", u->nodes[0].host,
+			     u->nodes[0].port);
+		break;
+	case URL_BACKEND_TCP:
+	default:
+		n = snprintf(l->sched, sizeof(l->sched), "redis %s:%d/%d", u->host, u->port, u->db);
+		break;
+	}
+	if (n >= 0 && (size_t)n < sizeof(l->sched))
+		snprintf(l->sched + n, sizeof(l->sched) - (size_t)n, " key %s", l->key);
+}
+
+/* The options of one module line (n words), as a login of service would have them: said only
+   when they are bad (the configuration file's own problems are said once, above). Returns 0,
+   or -1 when they are bad. */
+static int ctl_stack_opts(const char *service, const char **w, int n, struct ctl_stack_line *l)
+{
+	struct opt o;
+	int err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3),
+	    null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int bad;
+
+	fflush(stderr);
+	if (err >= 0 && null >= 0)
+		dup2(null, STDERR_FILENO);
+	opt_parse(&o, NULL, n, w);
+	fflush(stderr);
+	if (err >= 0 && null >= 0)
+		dup2(err, STDERR_FILENO);
+	if (err >= 0)
+		close(err);
+	if (null >= 0)
+		close(null);
+	bad = o.errors;
+	if (bad > 0) { /* said, this once */
+		opt_wipe(&o);
+		opt_parse(&o, NULL, n, w);
+	}
+	l->interval_us = o.slot.interval_us;
+	l->burst = o.slot.burst;
+	ctl_schedule_of(&o, service, l);
+	opt_wipe(&o);
+	return bad > 0 ? -1 : 0;
+}
+
+static void ctl_stack_file(struct ctl_stacks *st, const char *service, const char *name, int depth);
+
+/* One line of a stack file, at where: an include followed, or a pam_flowslot line noted. */
+static void ctl_stack_line(struct ctl_stacks *st, const char *service, const char *where,
+			   char *line, int depth)
+{
+	char *w[CTL_ARGS_MAX + 3];
+	const char *args[CTL_ARGS_MAX + 3], *base;
+	struct ctl_stack_line l;
+	int n, argc = 0;
+
+	line[strcspn(line, "#")] = '\0';
+	n = ctl_words(line, w, (int)(sizeof(w) / sizeof(w[0])));
+	if (n >= 2 && strcmp(w[0], "@include") == 0) {
+		ctl_stack_file(st, service, w[1], depth + 1);
+		return;
+	}
+	if (n < 3)
+		return;
+	if (strcmp(w[1], "include") == 0 || strcmp(w[1], "substack") == 0) {
+		ctl_stack_file(st, service, w[2], depth + 1);
+		return;
+	}
+	base = strrchr(w[2], '/') != NULL ? strrchr(w[2], '/') + 1 : w[2];
+	if (strcmp(base, "pam_flowslot.so") != 0)
+		return;
+	if (st->conf != NULL) /* before the line's own, which wins */
+		args[argc++] = st->conf;
+	for (int i = 3; i < n; i++) {
+		size_t len = strlen(w[i]);
+
+		if (w[i][0] == '[' && len >= 2 && w[i][len - 1] == ']') {
+			w[i][len - 1] = '\0';
+			w[i]++;
+		}
+		args[argc++] = w[i];
+	}
+	snprintf(l.where, sizeof(l.where), "%s", where);
+	if (ctl_stack_opts(service, args, argc, &l) != 0) {
+		fprintf(stderr,
+			"flowslotctl: %s: the bad options above: its logins meet the failure "
+			"policy (fallback=)\n",
+			where);
+		return;
+	}
+	for (int i = 0; i < st->n; i++)
+		if (strcmp(st->line[i].where, l.where) == 0 &&
+		    strcmp(st->line[i].sched, l.sched) == 0)
+			return; /* an included line, met again */
+	if (st->n == CTL_STACK_LINES_MAX) {
+		st->left_out++;
+		return;
+	}
+	st->line[st->n++] = l;
+}
+
+/* The lines of the stack file name (in st->dir unless absolute), following includes. */
+static void ctl_stack_file(struct ctl_stacks *st, const char *service, const char *name, int depth)
+{
+	char path[PATH_MAX], where[PATH_MAX + 16], line[4096];
+	unsigned lineno = 0;
+	FILE *f;
+
+	if (depth > CTL_INCLUDE_DEPTH)
+		return; /* --service names it for that stack */
+	if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s", name);
+	else
+		snprintf(path, sizeof(path), "%s/%s", st->dir, name);
+	if ((f = fopen(path, "re")) == NULL)
+		return; /* as libpam, which skips an include it cannot read */
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		snprintf(where, sizeof(where), "%s:%u", path, lineno);
+		ctl_stack_line(st, service, where, line, depth);
+	}
+	fclose(f);
+}
+
+static int ctl_stack_service(const struct dirent *d)
+{
+	return d->d_name[0] != '.' && (d->d_type == DT_REG || d->d_type == DT_UNKNOWN);
+}
+
+/* Names, on stderr, each two lines of the stacks that give one schedule different settings:
+   the schedule holds every one of its callers to the strictest. Returns how many. */
+static int ctl_check_stacks(const char *dir, const char *conf)
+{
+	struct ctl_stacks st = { .dir = dir, .conf = conf };
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, ctl_stack_service, alphasort), said = 0;
+
+	if (n < 0) {
+		fprintf(stderr, "flowslotctl: cannot read the stacks in %s: %s\n", dir,
+			strerror(errno));
+		return 0;
+	}
+	st.line = calloc(CTL_STACK_LINES_MAX, sizeof(*st.line));
+	for (int i = 0; i < n; i++) {
+		if (st.line != NULL)
+			ctl_stack_file(&st, names[i]->d_name, names[i]->d_name, 0);
+		free(names[i]);
+	}
+	free(names);
+	if (st.line == NULL) {
+		perror("flowslotctl");
+		return 0;
+	}
+	for (int i = 1; i < st.n; i++) {
+		const struct ctl_stack_line *b = &st.line[i];
+
+		for (int j = 0; j < i; j++) {
+			const struct ctl_stack_line *a = &st.line[j];
+			char ia[32], ib[32], key[CTL_ESCAPED(OPT_KEY_MAX)];
+
+			if (strcmp(a->sched, b->sched) != 0 ||
+			    (a->interval_us == b->interval_us && a->burst == b->burst))
+				continue;
+			slot_duration(a->interval_us, ia, sizeof(ia));
+			slot_duration(b->interval_us, ib, sizeof(ib));
+			fprintf(stderr,
+				"flowslotctl: key %s: %s gives interval=%s burst=%lld, %s "
+				"interval=%s burst=%lld: the schedule holds both to the strictest\n",
+				log_escape(a->key, key, sizeof(key)), a->where, ia, (long long)a->burst,
+				b->where, ib, (long long)b->burst);
+			said++;
+			break;
+		}
+	}
+	if (st.left_out > 0)
+		fprintf(stderr, "flowslotctl: %d more pam_flowslot lines in %s, not compared\n",
+			st.left_out, dir);
+	free(st.line);
+	return said;
+}
+
 static int ctl_check(struct ctl *c)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	int rc = ctl_call_or_say(c, SLOT_PEEK, &res);
+	const char *conf = NULL;
+	int split;
+
+	for (int i = 0; i < c->args.n; i++)
+		if (str_skip_prefix(c->args.v[i], "conf=") != NULL)
+			conf = c->args.v[i];
+	split = ctl_check_stacks(c->pam_dir, conf);
 
 	if (rc == 0)
 		printf("ok: a login would queue on %s (schedule %s, %" PRId64 " waiting)\n",
@@ -472,6 +702,12 @@ static int ctl_check(struct ctl *c)
 			"ignored as a login ignores %s\n",
 			c->o.n_unknown, c->o.n_unknown == 1 ? "" : "s",
 			c->o.n_unknown == 1 ? "it" : "them");
+	/* Not an error either: the logins queue, on the strictest settings. */
+	if (split > 0)
+		fprintf(stderr,
+			"flowslotctl: %d module line%s in %s disagree%s with another on a schedule "
+			"(named above): set interval= and burst= in the configuration file alone\n",
+			split, split == 1 ? "" : "s", c->pam_dir, split == 1 ? "s" : "");
 	return rc;
 }
 
@@ -752,7 +988,7 @@ static int ctl_wait(struct ctl *c)
 static const struct ctl_command ctl_commands[] = {
 	{ "status", ctl_status, "status [KEY]   the schedule: waiting logins, the wait now" },
 	{ "reset", ctl_reset, "reset [KEY]    empty the schedule (logged)" },
-	{ "check", ctl_check, "check          try the options as a login would" },
+	{ "check", ctl_check, "check          try the options as a login would; compare the stacks" },
 	{ "wait", ctl_wait, "wait [KEY]     take a place and wait, with a countdown" },
 	{ "metrics", ctl_metrics, "metrics [KEY]  the host's counters and the queue, for Prometheus" },
 };
@@ -879,6 +1115,8 @@ static const struct ctl_command *ctl_read_args(struct ctl *c, int argc, char **a
 	struct ctl_args line = { .n = 0 };
 	const struct ctl_command *cmd = NULL;
 	int got = ctl_read_words(c, argc, argv, &line, &pam_dir, &cmd, key);
+
+	c->pam_dir = pam_dir;
 
 	*rc = got > 0 ? 0 : 2;
 	if (got != 0) {

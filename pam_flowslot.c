@@ -27,6 +27,7 @@
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
+#include "flowslot/once.h"
 #include "flowslot/opt.h"
 #include "flowslot/queue.h"
 #include "flowslot/rslot.h"
@@ -43,6 +44,8 @@ enum gate_phase {
 #define GATE_ADMITTED "pam_flowslot_admitted"
 /* The PAM environment variable that tells the session its login went through the gate. */
 #define GATE_ENV "FLOWSLOT_ADMITTED"
+/* A schedule's settings other than a stack's: said at most once in this long (gate_settings). */
+#define GATE_SETTINGS_PERIOD_S 3600
 
 static const char *const gate_phase_name[] = {
 	[GATE_AUTH] = "auth",
@@ -228,17 +231,21 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	}
 }
 
-/* The schedule decides by its own settings, the strictest seen since it was made: says so
-   once, at the reservation, when they are not this stack's. */
+/* The schedule decides by its own settings, the strictest seen since it was made: says so,
+   at the reservation, when they are not this stack's; at most once an hour on the host for
+   each key and disagreement, since every login of that stack meets the same one. */
 static void gate_settings(pam_handle_t *pamh, const struct opt *o, const char *key,
 			  const struct slot_result *res)
 {
-	char key_shown[160], text[200];
+	char key_shown[4 * OPT_KEY_MAX + 4], text[200], what[sizeof(key_shown) + sizeof(text) + 8];
 
 	if (!slot_settings_differ(&o->slot, res, text, sizeof(text)))
 		return;
 	log_escape(key, key_shown, sizeof(key_shown));
-	log_msg(pamh, LOG_WARNING, "key %s: %s", key_shown, text);
+	snprintf(what, sizeof(what), "key %s: %s", key_shown, text);
+	if (once_due(o->state_dir, what, GATE_SETTINGS_PERIOD_S))
+		log_msg(pamh, LOG_WARNING,
+			"%s (the strictest since it was made; said at most once an hour)", what);
 }
 
 /* Whether the user's messages cannot be live. auto: under sshd (SSH_CONNECTION, which sshd

@@ -45,8 +45,7 @@ int64_t slot_commit_us(const struct slot_params *p)
 	return SLOT_COMMIT_US;
 }
 
-/* A duration as an option is written: "7s", "1500ms". */
-static void slot_duration(int64_t us, char *buf, size_t bufsz)
+void slot_duration(int64_t us, char *buf, size_t bufsz)
 {
 	if (us % 1000000 == 0)
 		snprintf(buf, bufsz, "%llds", (long long)(us / 1000000));
@@ -70,7 +69,7 @@ bool slot_settings_differ(const struct slot_params *p, const struct slot_result 
 	slot_duration(p->interval_us, ours, sizeof(ours));
 	snprintf(buf, bufsz,
 		 "the schedule keeps interval=%s burst=%lld, not this stack's interval=%s "
-		 "burst=%lld (the strictest since it was made)",
+		 "burst=%lld",
 		 theirs, (long long)burst, ours, (long long)p->burst);
 	return true;
 }

@@ -237,6 +237,36 @@ check "check, a configuration file writable by others: exit $rc, 'unsafe permiss
 		grep -q '^flowslotctl: 1 file with unsafe permissions (named above)' '$TMP/check-conf-unsafe.out' &&
 		! grep -q 'bad option' '$TMP/check-conf-unsafe.out'"
 
+# 3d. check reads the stacks (issue 28): two stacks whose lines give one schedule different
+# settings are named, each by file and line. Here the pam-auth-update profile's bare line in
+# common-session (3 s, from the configuration file) and an sshd line with interval=7s, on the
+# default key, as the old sshd example made them; su and sshd include common-session, whose
+# line is named once. A line on a key of its own disagrees with nobody. Not an error: logins
+# still queue, on the strictest settings.
+mkdir -p "$TMP/pamd"
+printf 'state_dir=%s/state\ninterval=3s\n' "$TMP" > "$TMP/stacks.conf"
+gate='[success=ok ignore=ignore module_unknown=ignore default=die]'
+printf 'session [success=1 default=ignore] pam_succeed_if.so quiet uid eq 0\nsession %s pam_flowslot.so\n' "$gate" > "$TMP/pamd/common-session"
+printf 'auth required pam_unix.so\nsession %s /usr/lib/x86_64-linux-gnu/security/pam_flowslot.so interval=7s\n@include common-session\n' "$gate" > "$TMP/pamd/sshd"
+printf 'session required pam_env.so\n@include common-session\n' > "$TMP/pamd/su"
+printf 'auth %s pam_flowslot.so key=console interval=9s\n' "$gate" > "$TMP/pamd/login"
+"$CTL" --pam-dir "$TMP/pamd" "conf=$TMP/stacks.conf" check > "$TMP/check-stacks.out" 2> "$TMP/check-stacks.err"
+rc=$?
+check "check with two stacks that disagree on one key: exit $rc, both named with file and line ($(grep -m1 'gives' "$TMP/check-stacks.err"))" \
+	sh -c "[ $rc = 0 ] && grep -q '^ok: ' '$TMP/check-stacks.out' &&
+		grep -qx 'flowslotctl: key pam_flowslot: $TMP/pamd/common-session:2 gives interval=3s burst=1, $TMP/pamd/sshd:2 interval=7s burst=1: the schedule holds both to the strictest' '$TMP/check-stacks.err'"
+check "... once, and nothing of the line on a key of its own ($(grep -c gives "$TMP/check-stacks.err") lines)" \
+	sh -c "[ \$(grep -c 'gives' '$TMP/check-stacks.err') = 1 ] && ! grep -q 'pamd/login' '$TMP/check-stacks.err' &&
+		grep -q '1 module line in $TMP/pamd disagrees with another on a schedule' '$TMP/check-stacks.err'"
+printf 'auth required pam_unix.so\nsession %s pam_flowslot.so\n@include common-session\n' "$gate" > "$TMP/pamd/sshd"
+printf 'session %s pam_flowslot.so interval=3x\n' "$gate" > "$TMP/pamd/bad"
+"$CTL" --pam-dir "$TMP/pamd" "conf=$TMP/stacks.conf" check > "$TMP/check-agree.out" 2> "$TMP/check-agree.err"
+rc=$?
+check "... the sshd line bare, as the example ships it: no disagreement (exit $rc); a stack's bad option named with its line" \
+	sh -c "[ $rc = 0 ] && ! grep -q 'gives\|disagree' '$TMP/check-agree.err' &&
+		grep -q 'bad value for interval: \"3x\"' '$TMP/check-agree.err' &&
+		grep -q '$TMP/pamd/bad:1: the bad options above' '$TMP/check-agree.err'"
+
 # 4. wait in tmux: one line rewritten in place, the turn, and Ctrl-C giving the place back.
 W="$C $R key=c4 interval=5s"
 "$CTL" $W wait 2> /dev/null # takes the slot: the next one waits about 5 s

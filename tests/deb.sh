@@ -98,6 +98,9 @@ check "the two go in staggered, the second at least 0.5 s after the first (${gap
 # is removed, and after it is then purged, with the example's lines left in /etc/pam.d/sshd.
 # Nobody may be locked out. Each removal names the lines left; the purge removes the default
 # state_dir.
+# The settings come from the configuration file alone, copied from the example and edited to
+# interval=3s: the sshd example and the profile, on one schedule (the default key), keep it,
+# and su through the profile waits 3 s, not the 7 s an sshd line of its own once imposed.
 if [ -f /etc/pam.d/sshd ] && unshare --mount --propagation private true 2> /dev/null; then
 	mkdir -p "$TMP/walk"
 	cp "$DEB" "$TMP/walk/pkg.deb"
@@ -115,24 +118,48 @@ step() {
 }
 in_as() { pamtester sshd "$1" acct_mgmt open_session close_session; }
 useradd -m walker
+useradd -m walker2
+useradd -m -G sudo admin
 step before in_as walker
 step install env DEBIAN_FRONTEND=noninteractive dpkg -i pkg.deb
 step installed in_as walker
+# The settings, where they live: the example configuration, copied and edited.
+sed 's/^#interval=7s$/interval=3s/' /usr/share/doc/libpam-flowslot/pam_flowslot.conf.example \
+	> /etc/security/pam_flowslot.conf
+grep -x 'interval=3s' /etc/security/pam_flowslot.conf > conf.interval
 # The example as the package installs it, before "@include common-session", as it says.
 doc=/usr/share/doc/libpam-flowslot/sshd-flowslot
 grep -v '^#' "$doc" | grep . > example.lines
 awk -v f=example.lines '/^@include common-session/ { while ((getline l < f) > 0) print l } { print }' \
 	/etc/pam.d/sshd > sshd.new && cat sshd.new > /etc/pam.d/sshd
 cp /etc/pam.d/sshd sshd.with-example
-# Two at once: both in, the second one interval (7 s) after the first.
+# Two at once: both in, the second one interval (3 s, from the file) after the first.
 step example1 in_as walker &
 sleep 0.5
 step example2 in_as walker
 wait
 step enable env DEBIAN_FRONTEND=noninteractive pam-auth-update --enable flowslot
 cp /etc/pam.d/common-session common-session.enabled
+# flowslotctl check on the stacks as they now are (no disagreement), and on a copy whose sshd
+# line says interval=7s, as the sshd example did: the two lines named, with file and line.
+step check flowslotctl check
+mkdir pamd.split
+cp -a /etc/pam.d/. pamd.split/
+sed -i '/pam_flowslot.so$/s/$/ interval=7s/' pamd.split/sshd
+step check-split flowslotctl --pam-dir /walk/pamd.split check
 step enabled in_as walker
+# Right behind it, walker's su to walker2 through the profile (su sets PAM_RUSER to its
+# caller): it queues on the same schedule, 3 s behind.
+step su pamtester -I ruser=walker su walker2 open_session close_session
+# Who is exempt, alike in the sshd example and the profile: root and group sudo, as the user
+# logging in and as su's caller. An exempt login never reaches the gate: the counters of
+# flowslotctl metrics, which count every login the gate decides, stay as they were.
+flowslotctl metrics > metrics.before 2>&1
 step root in_as root
+step admin in_as admin
+step su-root pamtester -I ruser=root su walker2 open_session close_session
+step su-admin pamtester -I ruser=admin su walker2 open_session close_session
+flowslotctl metrics > metrics.after 2>&1
 # The example's logins kept the host's schedule in the default state_dir.
 ls -A /run/pam_flowslot > state.before 2>&1
 # Removed, then purged on its own, as "apt-get remove" then "apt-get purge" do.
@@ -174,12 +201,22 @@ STEPS
 		sh -c "grep -n 'pam_flowslot.so\|^@include common-session' '$W/sshd.with-example' | head -1 | grep -q pam_flowslot"
 	check "walk: two logins through the sshd example both go in (rc $(rc_at example1), $(rc_at example2))" \
 		[ "$(rc_at example1)" = 0 -a "$(rc_at example2)" = 0 ]
-	check "walk: ... the second waited its turn, on the host's schedule ($(ms_at example1) ms, $(ms_at example2) ms)" \
-		[ "$(ms_at example2)" -ge 5000 ]
+	check "walk: ... the second waited its turn, on the host's schedule, 3 s from the file ($(ms_at example1) ms, $(ms_at example2) ms)" \
+		[ -s "$W/conf.interval" -a "$(ms_at example2)" -ge 2000 ]
 	check "walk: pam-auth-update --enable flowslot (rc $(rc_at enable))" \
 		sh -c "[ '$(rc_at enable)' = 0 ] && grep -q pam_flowslot '$W/common-session.enabled'"
 	check "walk: logins with the profile enabled: a user and root (rc $(rc_at enabled), $(rc_at root))" \
 		[ "$(rc_at enabled)" = 0 -a "$(rc_at root)" = 0 ]
+	check "walk: flowslotctl check: the sshd example and the profile agree (rc $(rc_at check); $(grep -c 'gives' "$W/check.out") disagreements)" \
+		sh -c "[ '$(rc_at check)' = 0 ] && grep -q '^ok: ' '$W/check.out' && ! grep -q 'gives\|disagree' '$W/check.out'"
+	check "walk: ... and with interval=7s on the sshd line, it names both lines ($(grep -m1 'gives' "$W/check-split.out"))" \
+		grep -Eq '^flowslotctl: key pam_flowslot: /walk/pamd.split/common-session:[0-9]+ gives interval=3s burst=1, /walk/pamd.split/sshd:[0-9]+ interval=7s burst=1' "$W/check-split.out"
+	decided() { awk '/^flowslot_logins_total/ { n += $NF } END { print n + 0 }' "$W/metrics.$1"; }
+	check "walk: root, a member of sudo, and su by either, through the sshd example and the profile: exempt, none counted ($(decided before) decided logins before, $(decided after) after; rc $(rc_at root) $(rc_at admin) $(rc_at su-root) $(rc_at su-admin))" \
+		[ "$(decided before)" -ge 4 -a "$(decided after)" = "$(decided before)" -a \
+		"$(rc_at root)$(rc_at admin)$(rc_at su-root)$(rc_at su-admin)" = 0000 ]
+	check "walk: su right behind, through the profile, waits the file's 3 s, not 7 s (rc $(rc_at su), $(ms_at su) ms)" \
+		[ "$(rc_at su)" = 0 -a "$(ms_at su)" -ge 1000 -a "$(ms_at su)" -lt 5000 ]
 	check "walk: dpkg --remove (rc $(rc_at remove)): the module gone, the profile out of common-session" \
 		sh -c "[ '$(rc_at remove)' = 0 ] && [ ! -e '$W/module.after' ] && ! grep -q pam_flowslot '$W/common-session.after'"
 	check "walk: ... the postrm names the lines left in /etc/pam.d/sshd ($(grep -m1 'sshd:' "$W/remove.out" | sed 's/^ *//'))" \

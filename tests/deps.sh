@@ -21,7 +21,7 @@ PACKAGES="gcc make pkg-config libc6-dev libpam0g-dev libpam-modules libhiredis-d
 liblua5.1-0-dev pamtester libpam-wrapper libpamtest0-dev redis-server redis-tools valgrind faketime locales
 groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux sudo
 redis-sentinel iproute2 stunnel4 openssl libssl-dev socat python3 python3-prometheus-client
-python3-hypothesis python3-redis"
+python3-hypothesis python3-redis strace"
 
 # make deb, besides (debhelper, lintian).
 DEB_PACKAGES="dpkg-dev debhelper lintian fakeroot"

@@ -152,6 +152,25 @@ check "README.md, HACKING.md, docs/MODEL.md: every paragraph's parentheses balan
 shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8 debian"
 requisite=$(grep -rnE 'requisite +pam_flowslot' $shown | cut -d: -f1,2 | tr '\n' ' ')
 check "no example puts pam_flowslot.so under requisite${requisite:+ (at: $requisite)}" [ -z "$requisite" ]
+# Settings live in one place, the configuration file (issue 28): no module line that the
+# examples, the profile or the docs show carries an option, commented-out ones included,
+# which an administrator would uncomment as they are.
+optioned=$(grep -rnE 'pam_flowslot\.so +([a-z_]+=|(quiet|debug|dry_run)([[:space:]]|$))' $shown | cut -d: -f1,2 | tr '\n' ' ')
+check "no module line in the examples, the profile or the docs carries an option${optioned:+ (at: $optioned)}" \
+	[ -z "$optioned" ]
+say=$(grep -lF 'pam_flowslot.conf' etc/pam.d/* | wc -l)
+check "each example stack says its settings live in the configuration file ($say of $(ls etc/pam.d | wc -l))" \
+	[ "$say" = "$(ls etc/pam.d | wc -l)" ]
+# Every shipped stack exempts the same callers as the pam-auth-update profile: the same
+# pam_succeed_if tests, with the same jumps, in the same order (issue 28).
+exempt_of() {
+	grep -v '^#' "$1" | grep 'pam_succeed_if' | tr -s ' \t' ' ' |
+		sed -E 's/^.*\[(success=[0-9]+) default=ignore\] pam_succeed_if\.so (.*)$/\1 \2/' | paste -sd ';'
+}
+profile_exempt=$(exempt_of etc/pam-configs/flowslot)
+unlike=$(for f in etc/pam.d/*; do [ "$(exempt_of "$f")" = "$profile_exempt" ] || echo "$f"; done | tr '\n' ' ')
+check "every shipped stack exempts the profile's callers ($profile_exempt)${unlike:+; not: $unlike}" \
+	[ -n "$profile_exempt" -a -z "$unlike" ]
 secrets=$(grep -rhoE '/etc/[a-z/]*[A-Za-z_.-]*\.secret' $shown | sort -u | tr '\n' ' ')
 check "one password file name in the examples and docs ($secrets)" \
 	[ "$secrets" = "/etc/security/pam_flowslot.secret " ]

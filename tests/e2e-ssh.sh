@@ -268,6 +268,28 @@ SSH_ASKPASS="$TMP/askpass" SSH_ASKPASS_REQUIRE=force DISPLAY=none \
 check "keyboard-interactive, gated in auth: FLOWSLOT_ADMITTED=auth reaches the shell ($(cat "$TMP/m2.out"))" \
 	grep -qx 'marker=auth' "$TMP/m2.out"
 
+# 6. Who is exempt over ssh (issue 28): the shipped sshd lines whole, "uid eq 0" included, as
+# every shipped stack has them. A queue 60 s long (max_wait 1 s), taken by a login of nobody's:
+# root goes in at once, the gate never reached; without that one line (example(), as the
+# sections above use the lines) root is refused, as anyone the lines do not exempt.
+service occ6 "session required @M url=unix://$TMP/r.sock key=exempt6 interval=60s" "session required @P/pam_permit.so"
+login occ6 occ6 nobody open_session
+mapfile -t whole < <(grep -v '^#' "$TOP/etc/pam.d/sshd-flowslot" | grep . |
+	sed -E "s|pam_flowslot.so|$MODULE url=unix://$TMP/r.sock key=exempt6 interval=60s max_wait=1s countdown=0|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|" |
+	sed "$OWN_STATE")
+start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"${whole[@]}" "session required @P/pam_permit.so" || exit 1
+key_login x1
+refusals=$(grep -ac 'refused: service=sshd-flowslot user=root .*max_wait_ms=1000' "$TMP/sshd-flowslot.err")
+check "root over ssh through the shipped sshd lines (${#whole[@]}): exempt, in at once past a 60 s queue (rc $(cat "$TMP/x1.rc"), $refusals refusals)" \
+	sh -c "[ $(rc_of occ6) = 0 ] && [ $(cat "$TMP/x1.rc") = 0 ] && [ $refusals = 0 ]"
+mapfile -t gate < <(example sshd-flowslot "unix://$TMP/r.sock" "key=exempt6 interval=60s max_wait=1s countdown=0")
+start_sshd 120 "auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
+	"${gate[@]}" "session required @P/pam_permit.so" || exit 1
+key_login x2
+check "... and without the uid eq 0 line, refused (rc $(cat "$TMP/x2.rc"))" \
+	sh -c "[ $(cat "$TMP/x2.rc") != 0 ] && grep -aq 'refused: service=sshd-flowslot user=root .*max_wait_ms=1000' '$TMP/sshd-flowslot.err'"
+
 # Every sshd process ran in a /tmp of its own (tests/sshd.sh): none of pam_wrapper's directories
 # with this run's service files is left in the machine's /tmp, where they would race with
 # others'. (It sees those left behind, as every sshd process that ends in _exit leaves its own:

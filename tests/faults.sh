@@ -122,6 +122,11 @@ for kind in link nobody; do
 	check "state_dir $kind: admitted with a warning, nothing written" \
 		sh -c "[ $(rc_of d$kind) = 0 ] && grep -q 'local slot unusable' '$TMP/d$kind.err' && [ -z \"\$(ls -A '$TMP/elsewhere')\$(ls -A '$TMP/st-nobody')\" ]"
 done
+# ... and with fallback=closed, refused, the user told in the module's words.
+service dirclosed "auth required @M url=local state_dir=$TMP/st-nobody fallback=closed" "$permit"
+login dclosed dirclosed alice
+check "state_dir nobody, fallback=closed: refused as unavailable, the user told so" \
+	sh -c "[ $(rc_of dclosed) != 0 ] && grep -qx 'The login queue is unavailable. Please try again later.' '$TMP/dclosed.err' && [ -z \"\$(ls -A '$TMP/st-nobody')\" ]"
 mkdir "$TMP/tiny"
 if mount -t tmpfs -o size=16k tmpfs "$TMP/tiny" 2> /dev/null; then
 	mkdir -m 0700 "$TMP/tiny/state"

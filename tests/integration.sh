@@ -331,7 +331,7 @@ check "session: refused with PAM_SESSION_ERR" \
 
 # The example stack in etc/, as shipped but for where Redis is.
 grep -v '^#' "$TOP/etc/pam.d/flowslot-example" |
-	sed "s|pam_flowslot.so|$MODULE|; s|url=redis://127.0.0.1:6379/0|url=unix://$TMP/r.sock|; $OWN_STATE" \
+	sed "s|pam_flowslot.so\$|$MODULE url=unix://$TMP/r.sock|; $OWN_STATE" \
 	> "$TMP/svc/example"
 echo "session required $PAM_DIR/pam_permit.so" >> "$TMP/svc/example"
 login ex1 example alice open_session

@@ -91,10 +91,13 @@ struct slot_result {
 	bool lock_busy;
 };
 
+/* A duration of us microseconds as an option is written, "7s", "1500ms", into buf. */
+void slot_duration(int64_t us, char *buf, size_t bufsz);
+
 /* When the schedule decides by settings other than p's (res->sched_interval_us and
    sched_burst, where the backend said), writes them and p's into buf for the log, "the
-   schedule keeps interval=7s burst=1, not this stack's interval=3s burst=4 (the strictest
-   since it was made)", and returns true; else false, buf untouched. */
+   schedule keeps interval=7s burst=1, not this stack's interval=3s burst=4", and returns true;
+   else false, buf untouched. */
 bool slot_settings_differ(const struct slot_params *p, const struct slot_result *res, char *buf,
 			  size_t bufsz);
 
