@@ -195,12 +195,14 @@ deps:
 	sh tests/deps.sh
 
 install: pam_flowslot.so flowslotctl
-	install -d -m 0755 "$(DESTDIR)$(PAMDIR)" "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man5" \
+	install -d -m 0755 "$(DESTDIR)$(PAMDIR)" "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man7" \
+		"$(DESTDIR)$(MANDIR)/man5" \
 		"$(DESTDIR)$(SBINDIR)" \
 		"$(DESTDIR)$(DOCDIR)" \
 		"$(DESTDIR)$(PAMCONFIGDIR)"
 	install -m 0644 pam_flowslot.so "$(DESTDIR)$(PAMDIR)/pam_flowslot.so"
 	install -m 0644 pam_flowslot.8 "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8"
+	install -m 0644 pam_flowslot.7 "$(DESTDIR)$(MANDIR)/man7/pam_flowslot.7"
 	install -m 0755 flowslotctl "$(DESTDIR)$(SBINDIR)/flowslotctl"
 	install -m 0644 flowslotctl.8 "$(DESTDIR)$(MANDIR)/man8/flowslotctl.8"
 	install -m 0644 etc/profile.d/flowslot-wait.sh "$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh"
@@ -218,7 +220,7 @@ uninstall:
 	rm -f "$(DESTDIR)$(PAMDIR)/pam_flowslot.so" "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8" \
 		"$(DESTDIR)$(SBINDIR)/flowslotctl" "$(DESTDIR)$(MANDIR)/man8/flowslotctl.8" \
 		"$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh" \
-		"$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5" \
+		"$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5" "$(DESTDIR)$(MANDIR)/man7/pam_flowslot.7" \
 		"$(DESTDIR)$(DOCDIR)/pam.d-example" "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example" \
 		"$(DESTDIR)$(DOCDIR)/sshd-flowslot" "$(DESTDIR)$(DOCDIR)/login-flowslot" \
 		"$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf" \

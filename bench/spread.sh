@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Measurement 8: what waiting costs Redis in queues spread over realistic waits, with the
-# leases that fit the wait (pam_flowslot(8), "Leases that fit the wait") against a renewal of
+# leases that fit the wait (pam_flowslot(7), "Leases that fit the wait") against a renewal of
 # every place every 2 s, as before them, in the same run, on one private redis-server on TCP
 # loopback (the module's calls to a Redis elsewhere go over TCP). Each row is a queue in a
 # steady state (bench/queuecost.c spread): N places reserved at once, their waits spread from

@@ -548,7 +548,7 @@ static int lscript_error_reply(lua_State *L)
 	return 1;
 }
 
-/* redis.flowslot_gone(key), what only the host can know (pam_flowslot(8), "The queue's
+/* redis.flowslot_gone(key), what only the host can know (pam_flowslot(7), "The queue's
    promises"): the leases ("l:" members) whose holder, the process that last renewed it, is
    gone, judged in its own PID namespace only. Redis has no such function, which the script reads as "none known". */
 static int lscript_flowslot_gone(lua_State *L)

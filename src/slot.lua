@@ -47,7 +47,7 @@
 -- places, and those admitted to go in later), and the time since the last admission, -1 for
 -- none. reset answers what the schedule held just before it emptied it.
 --
--- The rules (pam_flowslot(8), "The queue's promises"):
+-- The rules (pam_flowslot(7), "The queue's promises"):
 -- - The schedule is the virtual-scheduling form of GCRA; a waiter's slot follows from its rank
 --   among the waiters alive now, so a place given up moves everyone behind it up.
 -- - One clock per schedule: the server's TIME plus an offset that is raised (never lowered)

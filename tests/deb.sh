@@ -50,8 +50,9 @@ dpkg-deb -x "$DEB" "$ROOT"
 dpkg-deb -e "$DEB" "$TMP/control"
 check "the module in the multiarch security directory: /$SECDIR, mode 0644" \
 	[ "$(stat -c %a "$ROOT/$SECDIR/pam_flowslot.so" 2> /dev/null)" = 644 ]
-check "the man pages: pam_flowslot(8) and pam_flowslot.conf(5)" \
+check "the man pages: pam_flowslot(8), pam_flowslot(7) and pam_flowslot.conf(5)" \
 	test -f "$ROOT/usr/share/man/man8/pam_flowslot.8.gz" -a \
+	-f "$ROOT/usr/share/man/man7/pam_flowslot.7.gz" -a \
 	-f "$ROOT/usr/share/man/man5/pam_flowslot.conf.5.gz"
 check "the pam-auth-update profile in /usr/share/pam-configs" \
 	cmp -s "$ROOT/usr/share/pam-configs/flowslot" etc/pam-configs/flowslot

@@ -35,9 +35,19 @@ conf_opts=$(sed -nE 's/^#([a-z_]+)(=.*)?$/\1/p' etc/security/pam_flowslot.conf |
 check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" \
 	[ "$conf_opts" = "$(echo "$code_opts" | tr ' ' '\n' | grep -vx conf | grep . | tr '\n' ' ')" ]
 
-conf5_opts=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 |
-	sed -nE '/^\.TP/{n; s/^\.BI? ([a-z_]+)(=| |$).*/\1/p}' | sort -u | tr '\n' ' ')
-check "pam_flowslot.conf(5) OPTIONS: every option but conf ($conf5_opts)" [ "$conf5_opts" = "$conf_opts" ]
+# pam_flowslot.conf(5) does not repeat the option list: its OPTIONS point at pam_flowslot(8)'s,
+# and its OPTIONS and EXAMPLES name only options the parser knows.
+conf5=$(sed -n '/^\.SH OPTIONS/,/^\.SH "*SEE ALSO/p' pam_flowslot.conf.5)
+conf5_opts=$( (grep -oE '\\fB[a-z_]+=' <<< "$conf5" | sed -E 's/^\\fB//; s/=$//'
+	sed -nE 's/^\.BI? ([a-z_]+)=.*/\1/p' <<< "$conf5"
+	sed -n '/^\.EX/,/^\.EE/p' <<< "$conf5" | sed -nE 's/^([a-z_]+)=.*/\1/p') | sort -u | tr '\n' ' ')
+unknown=$(for opt in $conf5_opts; do case " $code_opts" in *" $opt "*) ;; *) echo "$opt" ;; esac; done)
+check "pam_flowslot.conf(5) names only options the parser knows ($conf5_opts)${unknown:+; not: $unknown}" \
+	[ -n "$conf5_opts" -a -z "$unknown" ]
+conf5_list=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 | grep -c '^\.TP')
+check "pam_flowslot.conf(5) OPTIONS point at pam_flowslot(8) rather than list the options ($conf5_list entries)" \
+	sh -c '[ "$1" = 0 ] && sed -n "/^\.SH OPTIONS/,/^\.SH/p" pam_flowslot.conf.5 | tr "\n" " " |
+		grep -q "OPTIONS of \.BR pam_flowslot (8)"' sh "$conf5_list"
 
 # flowslotctl(8) lists exactly the commands of the tool's table.
 ctl_code=$(sed -nE 's/^\s*\{ "([a-z]+)", ctl_[a-z_]+, ".*/\1/p' flowslotctl.c | sort | tr '\n' ' ')
@@ -46,7 +56,7 @@ ctl_man=$(sed -n '/^\.SH COMMANDS/,/^\.SH/p' flowslotctl.8 |
 check "flowslotctl.8 COMMANDS match the tool's table ($ctl_man)" [ -n "$ctl_code" -a "$ctl_man" = "$ctl_code" ]
 
 # The man pages render without a warning.
-for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
+for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
 	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "$page" 2>&1)
 	check "groff -ww renders $page without warnings" [ -z "$warnings" ]
 	# As man shows it in a terminal of 80 to 120 columns: man-db sets the line length to 78n
@@ -98,7 +108,7 @@ check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z
 # tests/README.md, the index of the man pages' promises: every test a row names is in its file
 # (a shell check's description on its check line, or a helper's quoted argument; a unit test's
 # function; a Python def or class; a property's row of docs/MODEL.md), every row names one, and
-# every tag of "The queue's promises" in pam_flowslot(8) has a row.
+# every tag of "The queue's promises" in pam_flowslot(7) has a row.
 index_unfound() {
 	grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | while IFS= read -r row; do
 		cells=$(printf '%s\n' "$row" | sed -E 's/.* \| (.*) \|$/\1/' | grep -oE '`[^`]+`: "[^"]+"')
@@ -119,7 +129,7 @@ index_rows=$(grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by 
 unfound=$(index_unfound)
 check "tests/README.md: every test its $index_rows rows name exists${unfound:+; not found: $(echo "$unfound" | paste -sd ' ')}" \
 	[ "$index_rows" -gt 0 -a -z "$unfound" ]
-promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" pam_flowslot.8 |
+promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" pam_flowslot.7 |
 	sed -n '/^\.TP/{n; s/^\.B //p}' | sed 's/\\-/-/g')
 unindexed=$(printf '%s\n' "$promise_tags" | while IFS= read -r tag; do
 	grep -qF "| The queue's promises: $tag: " tests/README.md || echo "$tag"
@@ -128,7 +138,7 @@ check "tests/README.md has a row for each of the $(printf '%s\n' "$promise_tags"
 	[ -n "$promise_tags" -a -z "$unindexed" ]
 
 # Every paragraph of the pages and the README closes the parentheses it opens.
-for page in pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8; do
+for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
 	open=$(LC_ALL=C groff -man -Tascii -P-cbou "$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
 	check "$page: every paragraph's parentheses balance${open:+ (not: $open)}" [ -z "$open" ]
 done
@@ -139,7 +149,7 @@ check "README.md, HACKING.md, docs/MODEL.md: every paragraph's parentheses balan
 # The shipped examples and the docs show the module's line as the stacks do: no "requisite"
 # (a login fails with "Module is unknown" once the package is gone), and one name for the
 # password file.
-shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.conf.5 flowslotctl.8 debian"
+shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8 debian"
 requisite=$(grep -rnE 'requisite +pam_flowslot' $shown | cut -d: -f1,2 | tr '\n' ' ')
 check "no example puts pam_flowslot.so under requisite${requisite:+ (at: $requisite)}" [ -z "$requisite" ]
 # Settings live in one place, the configuration file (issue 28): no module line that the
@@ -225,16 +235,16 @@ dest="$TMP/dest dir" # a DESTDIR with a space, as a package built under such a c
 make -s install DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make install puts the module in PAMDIR, mode 0644" \
 	[ "$(stat -c %a "$dest/lib/security/pam_flowslot.so" 2> /dev/null)" = 644 ]
-check "make install puts the man pages in man8 and man5" \
+check "make install puts the man pages in man8, man7 and man5" \
 	test -f "$dest/usr/share/man/man8/pam_flowslot.8" -a -f "$dest/usr/share/man/man5/pam_flowslot.conf.5" \
-	-a -f "$dest/usr/share/man/man8/flowslotctl.8"
+	-a -f "$dest/usr/share/man/man8/flowslotctl.8" -a -f "$dest/usr/share/man/man7/pam_flowslot.7"
 check "make install puts flowslotctl in SBINDIR, mode 0755" \
 	[ "$(stat -c %a "$dest/usr/sbin/flowslotctl" 2> /dev/null)" = 755 ]
 modes=$(find "$dest" -type f ! -path '*/sbin/*' -printf '%m\n' | sort -u | tr '\n' ' ')
 check "make install: every other file mode 0644 ($modes)" [ "$modes" = "644 " ]
 check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 15 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 16 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 

@@ -294,7 +294,7 @@ for backend in redis local; do
 	check "$backend: ... while the one ahead of it goes in" [ "$(rc_of "x2$backend")" = 0 ]
 done
 
-# 11. Leases that fit the wait (pam_flowslot(8), L2): a queued storm, 30 logins at once at
+# 11. Leases that fit the wait (pam_flowslot(7), L2): a queued storm, 30 logins at once at
 # interval=6s (waits up to 3 minutes), costs the schedule far fewer script calls than a
 # renewal of every place every 2 s would. Counted over a 20 s window once all have queued
 # (INFO commandstats), against the fewest that fixed cadence would have made in it: every

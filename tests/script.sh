@@ -219,7 +219,7 @@ r=$(call reset pk 2000000 1 60000000)
 check "reset: answers what it held ($r), and the key is gone" \
 	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s exists pk) = 0 ]"
 
-# --- The queue's promises at the edges (pam_flowslot(8), "The queue's promises").
+# --- The queue's promises at the edges (pam_flowslot(7), "The queue's promises").
 # e KEY OP ID WHO HOST [PER_HOST LEASE_US MAX_WAIT_US]: one call at interval 5 s, burst 1 (long
 # enough that no slot comes while a check runs, however slow the machine).
 e() { call "$2" "$1" 5000000 1 "${8:-60000000}" "$3" "$4" "$5" "${6:-0}" "${7:-60000000}"; }
@@ -329,7 +329,7 @@ call reserve v1 1000000 1 60000000 c wc hc 0 60000000 0 2000000 > /dev/null
 v=$(call peek v1 1000000 1 60000000)
 check "peek counts logins admitted to go in later as waiting ($v)" [ "$(field "$v" 4)" = 2 ]
 
-# --- Leases that fit the wait (pam_flowslot(8), L1), called as the module calls it: the lease
+# --- Leases that fit the wait (pam_flowslot(7), L1), called as the module calls it: the lease
 # near the slot 5 s (ARGV[10]), the commit window 2 s (ARGV[11]), interval 1 s (near: within
 # 4 s). ahead KEY MS: a schedule whose next slot is MS off (as a queue gone in would leave it).
 server_us() { rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }'; }

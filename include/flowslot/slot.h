@@ -37,7 +37,7 @@ enum slot_verdict {
 /* When to renew a place whose slot is wait_us off (as the call that held or kept it
    answered), on a schedule of interval_us (its own; 0 when not known), counted from when that
    call began: SLOT_RENEW_US near its turn (within two intervals and SLOT_COMMIT_US), else a
-   quarter of the wait, within SLOT_RENEW_US and SLOT_RENEW_MAX_US (pam_flowslot(8), "Leases
+   quarter of the wait, within SLOT_RENEW_US and SLOT_RENEW_MAX_US (pam_flowslot(7), "Leases
    that fit the wait"; src/slot.lua's lease_for). */
 int64_t slot_renew_us(int64_t wait_us, int64_t interval_us);
 

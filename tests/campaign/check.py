@@ -19,7 +19,7 @@ COLUMNS = ("id host user t_start t_admit t_end rc outcome position wait_ms inter
            "max_wait_ms timeout_ms per_host rhost cpu_ms t_res t_decide via flags t_slot "
            "decisions").split()
 
-# docs/MODEL.md and pam_flowslot(8): a waiter renews every 2 s; a place not renewed for 5 s is
+# docs/MODEL.md and pam_flowslot(7): a waiter renews every 2 s; a place not renewed for 5 s is
 # given up; a login first in line within 2 s of its slot is admitted (the commit window).
 RENEW_US = 2000000
 # queue.c: a login first in line, or whose renewal failed, renews a timeout (the per-host
@@ -180,7 +180,7 @@ def parse_login(d, lid, meta, starts, admits, events):
     if given:
         rec["t_slot"] = given[-1][0] + given[-1][1] * 1000
     # Gone in blind past its lease: its place lapsed before its slot, and that slot may be
-    # given again (pam_flowslot(8), A lapsed place at its slot counts as admitted). The lease
+    # given again (pam_flowslot(7), A lapsed place at its slot counts as admitted). The lease
     # runs 5 s from the last call that reached the schedule, which was at most one renewal
     # period (and the failed call's timeout) before the first failure.
     if "blind" in flags and given and first_failure is not None:
@@ -431,7 +431,7 @@ def evaluate(fault, d, eps, base):
     off = [r["id"] for r in admitted if schedule_of(r, meta) is None]
     if off:
         notes.append("%d login(s) admitted without a wait by the failure policy, on no schedule "
-                     "(pam_flowslot(8): when the local schedule cannot be used, the login is "
+                     "(pam_flowslot(7): when the local schedule cannot be used, the login is "
                      "admitted without a wait and a warning is logged): %s" % (
                          len(off), " ".join(off)))
     exempt = [r["id"] for s in by_sched.values() for r in s

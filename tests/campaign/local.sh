@@ -2,7 +2,7 @@
 # The fault campaign's one-host faults (tests/campaign/CONTRACT.md): Redis stopped and
 # restarted, its clock stepped, waiters killed, stopped and hung up, state_dir full and
 # unwritable. Sourced by run.sh after tests/campaign/lib.sh. Each fault's bounds name the
-# section of docs/MODEL.md or pam_flowslot(8) they come from.
+# section of docs/MODEL.md or pam_flowslot(7) they come from.
 # shellcheck shell=bash disable=SC2034 # the FAULT_* settings are read by run.sh
 
 # local_redis_pid NAME: the server's pid, from start_redis's file.
@@ -28,7 +28,7 @@ fault_redis_stop_short_inject() { kill -STOP "$(local_redis_pid rss)"; }
 fault_redis_stop_short_heal() { kill -CONT "$(local_redis_pid rss)"; }
 fault_redis_stop_short_teardown() { stop_redis rss; }
 fault_redis_stop_short_bounds() {
-	echo "P1 300ms # a call held up by the stop returns that much late, and a login admitted by it goes in as late, while the next keeps its slot: spacing on the schedule's clock, less the call's delay (pam_flowslot(8), The queue's promises: Order, on the schedule's own clock; MODEL.md P1)"
+	echo "P1 300ms # a call held up by the stop returns that much late, and a login admitted by it goes in as late, while the next keeps its slot: spacing on the schedule's clock, less the call's delay (pam_flowslot(7), The queue's promises: Order, on the schedule's own clock; MODEL.md P1)"
 	echo "P5 300ms # the renewal that would admit the next waiter is held up as long (MODEL.md P5)"
 }
 
@@ -43,7 +43,7 @@ fault_redis_stop_long_inject() { kill -STOP "$(local_redis_pid rsl)"; }
 fault_redis_stop_long_heal() { kill -CONT "$(local_redis_pid rsl)"; }
 fault_redis_stop_long_teardown() { stop_redis rsl; }
 fault_redis_stop_long_bounds() {
-	echo "P1 500ms # a renewal at the slot that times out goes in blind at the last slot given, one timeout late, and the next keeps its slot (pam_flowslot(8), A renewal that fails; MODEL.md P1: late by d, the next may follow by interval - d)"
+	echo "P1 500ms # a renewal at the slot that times out goes in blind at the last slot given, one timeout late, and the next keeps its slot (pam_flowslot(7), A queue of live waiters: a renewal that fails; MODEL.md P1: late by d, the next may follow by interval - d)"
 	echo "P5 7s # a reservation that timed out is made when the server resumes: its place holds those behind as a killed login's does, until its lease (5 s) ends and a renewal (2 s apart) drops it (MODEL.md, Redis stopped)"
 	echo "P7 4s # the same places make a reservation after the resume see a longer queue, up to max_wait (4 s), past which it is refused (MODEL.md, Redis stopped)"
 	echo "expect renew_failed 1 # a waiter's renewal failed while Redis was stopped"
@@ -98,7 +98,7 @@ fault_redis_restart_saved_bounds() {
 
 # With its data, but down past every lease (5 s): when it is back, a place whose login went in
 # blind at its slot meanwhile is counted as admitted at that slot if it was first in line, so
-# that a newcomer does not take the slot again (pam_flowslot(8), A lapsed place at its slot
+# that a newcomer does not take the slot again (pam_flowslot(7), A lapsed place at its slot
 # counts as admitted; issue 18's "spacing broken by a failed renewal across a restart").
 campaign_fault redis-restart-lease "Redis restarted with its data (SHUTDOWN SAVE, the same dump) after 5.5 s down, past every lease; interval 4 s"
 fault_redis_restart_lease_setup() {
@@ -117,7 +117,7 @@ fault_redis_restart_lease_inject() {
 fault_redis_restart_lease_heal() { start_redis rrl --save 3600 1; }
 fault_redis_restart_lease_teardown() { stop_redis rrl; }
 fault_redis_restart_lease_bounds() {
-	echo "P2 - # a waiter cut off past its lease takes its place back at its next renewal only if nobody queued since it lapsed, else it joins the back (pam_flowslot(8), Ghosts; MODEL.md P2)"
+	echo "P2 - # a waiter cut off past its lease takes its place back at its next renewal only if nobody queued since it lapsed, else it joins the back (pam_flowslot(7), Ghosts; MODEL.md P2)"
 	echo "P5 8s # waiters cannot renew while Redis is down (5.5 s); the places that lapsed meanwhile are dropped at the first call after, and those behind learn it at their next renewal, 2 s at most, within timeout (MODEL.md P5)"
 	echo "P6 1 # a renewal that takes back a lapsed place is not counted again (MODEL.md P6)"
 	echo "expect blind 1 # a waiter's slot came while Redis was down: it went in blind"
@@ -181,7 +181,7 @@ fault_clock_forward_heal() { :; }
 fault_clock_forward_teardown() { stop_redis cf; }
 fault_clock_forward_bounds() {
 	echo "P1 8s # the schedule keeps time by the server's clock: a step forward by d brings admissions up to d closer (MODEL.md P1)"
-	echo "P2 6s # a step forward past a lease ends leases early: a waiter takes its place back at its next renewal only if nobody queued since its lease ended, so every login that reserves before that renewal (2 s) goes ahead of it and it joins the back, up to its max_wait (6 s) later (MODEL.md P2; pam_flowslot(8), Ghosts)"
+	echo "P2 6s # a step forward past a lease ends leases early: a waiter takes its place back at its next renewal only if nobody queued since its lease ended, so every login that reserves before that renewal (2 s) goes ahead of it and it joins the back, up to its max_wait (6 s) later (MODEL.md P2; pam_flowslot(7), Ghosts)"
 	echo "P3 8s # slots come d sooner on the server's clock (MODEL.md P1, P3)"
 	echo "P5 2s # the places whose leases ended are dropped at the next call, and those behind learn it at their next renewal (MODEL.md P5)"
 	echo "P6 1 # a renewal that takes back a lapsed place is not counted again: one more place per WHO (MODEL.md P6)"
@@ -223,8 +223,8 @@ fault_waiter_kill_inject() {
 fault_waiter_kill_heal() { :; }
 fault_waiter_kill_teardown() { stop_redis wk; }
 fault_waiter_kill_bounds() {
-	echo "P5 7s # a killed login's place stops delaying within its lease (5 s) from its last renewal, once the next call drops it: a renewal of those behind, 2 s apart (MODEL.md P5; pam_flowslot(8), A queue of live waiters)"
-	echo "P7 3s # the same place, first in line past its slot, makes the slots granted behind it drift with now until its lease ends, less than 3 s past its slot (pam_flowslot(8), A lapsed place at its slot counts as admitted; MODEL.md P5, P7)"
+	echo "P5 7s # a killed login's place stops delaying within its lease (5 s) from its last renewal, once the next call drops it: a renewal of those behind, 2 s apart (MODEL.md P5; pam_flowslot(7), A queue of live waiters)"
+	echo "P7 3s # the same place, first in line past its slot, makes the slots granted behind it drift with now until its lease ends, less than 3 s past its slot (pam_flowslot(7), A lapsed place at its slot counts as admitted; MODEL.md P5, P7)"
 	echo "expect killed 1 # a waiter was killed (two when the queue held three)"
 }
 
