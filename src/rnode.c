@@ -178,7 +178,7 @@ void rnode_err(const struct rnode_call *call, const char *fmt, ...)
 	uint64_t held = 0;
 	va_list ap;
 
-	if (o->errors_said)
+	if (o->errors_said || call->said)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -347,12 +347,17 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 			       pl->who,	      pl->host, per_host, lease,    commit };
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
-	int64_t left_ms;
+	int64_t left_ms, max_wait_us;
 
 	memcpy(argv + 4, args, sizeof(args));
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
-	snprintf(max_wait, sizeof(max_wait), "%" PRId64, p->max_wait_us);
+	max_wait_us = p->max_wait_us;
+	if (call->left_from_us > 0) {
+		max_wait_us -= fstime_mono_us() - call->left_from_us;
+		max_wait_us = max_wait_us > 0 ? max_wait_us : 0;
+	}
+	snprintf(max_wait, sizeof(max_wait), "%" PRId64, max_wait_us);
 	snprintf(db, sizeof(db), "%d", o->url.db);
 	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
 	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);
@@ -481,6 +486,14 @@ static int rnode_read_role(struct rnode_call *call)
 	return rc;
 }
 
+/* Notes, after an attempt failed, whether it ran out of its connection's time: a server slow
+   or stopped, which may yet act on what was sent (rslot asks it again). */
+static void rnode_note_timeout(struct rnode_call *call)
+{
+	if (fstime_mono_us() >= call->deadline_us)
+		call->timed_out = true;
+}
+
 enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target *t,
 			      redisReply **reply, struct rnode_hop *hop)
 {
@@ -492,8 +505,10 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 	redisReply *r = NULL;
 	const char *why = NULL;
 
-	if (rnode_connect(call, "redis", t->node) != 0)
+	if (rnode_connect(call, "redis", t->node) != 0) {
+		rnode_note_timeout(call);
 		return RNODE_FAILED;
+	}
 	/* Only a cluster node accepts READWRITE: a server at a remembered or seed address that
 	   is no cluster member (a standalone Redis) fails like any node, and its answer to the
 	   script is never taken. (One that lacks the script gets no EVAL.) */
@@ -536,6 +551,8 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 		rnode_fail(call, "script failed", r->str);
 	}
 out:
+	if (step == RNODE_FAILED)
+		rnode_note_timeout(call);
 	freeReplyObject(r);
 	rnode_disconnect(call);
 	return step;

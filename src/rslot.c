@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
@@ -180,6 +181,22 @@ static enum rnode_step rslot_reserve_cluster(struct rnode_call *call, struct slo
 	}
 }
 
+/* One decision as the url's backend makes it. */
+static enum rnode_step rslot_decide(struct rnode_call *call, struct slot_result *res,
+				    int *redirects)
+{
+	const struct rnode_target direct = { 0 };
+
+	switch (call->o->url.backend) {
+	case URL_BACKEND_SENTINEL:
+		return rslot_reserve_sentinel(call, res);
+	case URL_BACKEND_CLUSTER:
+		return rslot_reserve_cluster(call, res, redirects);
+	default:
+		return rslot_try(call, &direct, res, NULL);
+	}
+}
+
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res)
@@ -192,29 +209,38 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 				struct slot_result *res, char *where, size_t wheresz)
 {
 	struct rnode_call call = { .pamh = pamh, .o = o, .key = key, .op = op, .place = place };
-	const struct rnode_target direct = { 0 };
 	enum rnode_step step;
-	int redirects = 0;
+	int redirects = 0, tries = 1;
+	int64_t began_us = fstime_mono_us();
 
-	call.budget_end_us = fstime_mono_us() + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
+	call.budget_end_us = began_us + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
 	if (o->until_us > 0 && o->until_us < call.budget_end_us)
 		call.budget_end_us = o->until_us;
 
-	switch (o->url.backend) {
-	case URL_BACKEND_SENTINEL:
-		step = rslot_reserve_sentinel(&call, res);
-		break;
-	case URL_BACKEND_CLUSTER:
-		step = rslot_reserve_cluster(&call, res, &redirects);
-		break;
-	default:
-		step = rslot_try(&call, &direct, res, NULL);
-		break;
+	/* A reservation that timed out (a server slow or stopped, which may make it once it goes
+	   on) is asked again with the same place id while the budget lasts, with what is left of
+	   max_wait: the script answers the place it made, and makes no second one. Its failures
+	   are logged once. */
+	while ((step = rslot_decide(&call, res, &redirects)) != RNODE_DONE && op == SLOT_RESERVE &&
+	       call.timed_out && fstime_mono_us() < call.budget_end_us) {
+		call.timed_out = false;
+		call.said = true;
+		call.left_from_us = began_us;
+		tries++;
 	}
 	if (where != NULL)
 		snprintf(where, wheresz, "%s", call.where);
 	if (step != RNODE_DONE)
 		return SLOT_UNAVAILABLE;
+	if (tries > 1 && !o->errors_said) {
+		char after[32];
+
+		countdown_format(call.replied_us - began_us, after, sizeof(after));
+		log_msg(pamh, LOG_NOTICE,
+			"%s: the reservation was answered when asked again with the same place "
+			"(%d tries over %s)",
+			call.where, tries, after);
+	}
 	res->deadline_us = call.replied_us + res->wait_us;
 	if (o->debug)
 		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where, redirects);

@@ -18,7 +18,9 @@
 --            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:0"  WHO's ghost
 --          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
---          reset empties it
+--          reset empties it. A reserve whose id holds a place already (a login asking again
+--          after its call timed out, which the server made late) answers that place as renew
+--          does, and holds no other
 -- ARGV[2]  interval in microseconds (T), as the caller has it: the schedule keeps its own
 -- ARGV[3]  burst (b): logins that may start together after a quiet spell, as ARGV[2]
 -- ARGV[4]  max_wait in microseconds: a longer wait is refused and reserves nothing; for renew,
@@ -57,6 +59,8 @@
 --   interval, the smallest burst), until it goes quiet and expires, or is reset. A login that
 --   is refused has no say: what its call tidies is tidied by the schedule's own settings, and
 --   they are what is written back.
+-- - A reservation is idempotent by its place's id: asked again, it answers the place it made,
+--   as a renewal does, and holds no second one.
 -- - A ghost is taken back once (a place taken back leaves none), by a retry or by its own
 --   renewal after its lease ran out, and only if nobody queued after it left: else the login
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
@@ -513,6 +517,10 @@ end
 -- The operation decides its answer; every one then saves the schedule (below). places: how
 -- many are held, where the operation knows.
 local result, places
+-- A reserve asked again answers the place it made (the renewal below).
+if op == 'reserve' and arrival_of(self) then
+  op = 'renew'
+end
 if op == 'leave' then
   give_up(self, now)
   result = reply(1, 0, 1)

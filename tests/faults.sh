@@ -255,6 +255,33 @@ check "a lock busy past max_wait (3 s): refused after $((t1 - t0)) ms, 'try agai
 		grep -q 'Too many logins at the moment. Please try again later.' '$TMP/bz1.out' '$TMP/bz1.err' &&
 		grep -q 'cannot lock .* busy' '$TMP/bz1.err' && ! grep -q -e 'is stuck' -e unusable '$TMP/bz1.err'"
 
+# A Redis stall of about two timeouts (SIGSTOP 1 s, timeout=500ms; issue 29): the reservation
+# that times out is asked again for the same place within 4 x timeout, and the server, resumed,
+# answers it on Redis. The login goes in after the waiter ahead of it, an interval later, and
+# follows no fallback. (Before, it queued on the host's empty schedule and went in first, while
+# the place Redis made for it when it resumed stood unrenewed for its lease.)
+start_redis stall || exit 1
+service stall "auth required @M url=unix://$TMP/stall.sock interval=3s countdown=0 timeout=500ms state_dir=$TMP/st-stall" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login sl0 stall alice # goes in; the next slot is 3 s off
+login sl1 stall bob &
+waiter=$!
+wait_for 5 grep -q 'queued: ' "$TMP/sl1.err"
+kill -STOP "$(cat "$TMP/stall.pid")"
+login sl2 stall carol &
+late=$!
+sleep 1
+kill -CONT "$(cat "$TMP/stall.pid")"
+wait "$waiter" "$late"
+order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+check "a Redis stall of two timeouts: the reservation asked again is answered on Redis ($(grep -o 'SYSLOG(5).*asked again.*' "$TMP/sl2.err" | cut -d' ' -f2-)), in after the waiter ($order), an interval apart (gaps $(gaps)ms)" \
+	sh -c "[ $(rc_of sl1) = 0 ] && [ $(rc_of sl2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+		grep -q 'answered when asked again with the same place' '$TMP/sl2.err' &&
+		grep -q 'queued: .*via=redis' '$TMP/sl2.err' && ! grep -q 'fallback=' '$TMP/sl2.err' &&
+		[ \$(grep -c 'SYSLOG(3)' '$TMP/sl2.err') = 1 ]" && gaps_ok 2700
+stop_redis stall
+
 # An outage with logins waiting (issue 28: an 8 s stop with five waiters wrote 24 LOG_ERR lines):
 # each login logs it once as it starts (its first failed call's cause) and once as Redis answers
 # again, whatever the calls that fail between; the counters count every failed call.

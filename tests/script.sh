@@ -150,6 +150,14 @@ qe1=$(q reserve e1 we h3)
 qe2=$(q reserve e2 we h3)
 check "two live attempts of one user hold two places ($(field "$qe1" 3), $(field "$qe2" 3))" \
 	sh -c "[ $(field "$qe1" 1)$(field "$qe2" 1) = 22 ] && [ $(field "$qe2" 3) = $(($(field "$qe1" 3) + 1)) ]"
+# A reservation asked again with its id (its call timed out on a server that made it late,
+# issue 29) answers the place it made, and holds no second: it keeps its arrival, ahead of e2.
+n0=$(waiting s qq)
+at0=$(rcli s zscore qq w:e1:we:h3)
+qe1b=$(q reserve e1 we h3)
+check "a reservation asked again answers its place ($qe1b), arrival kept ($at0, $(rcli s zscore qq w:e1:we:h3)), no second held ($n0, $(waiting s qq))" \
+	sh -c "[ $(field "$qe1b" 1) = 2 ] && [ '$(rcli s zscore qq w:e1:we:h3)' = '$at0' ] &&
+		[ $(waiting s qq) = $n0 ]"
 # per_host: h1 holds b2 and d; a third is refused at once, reserving nothing.
 before=$(waiting s qq)
 qf=$(q reserve f wf h1 2)

@@ -118,6 +118,8 @@ def parse_login(d, lid, meta, starts, admits, events):
                     via = via or kv.get("via", "")
                 elif msg.startswith("abandoned: "):
                     abandoned_at = t
+                elif "answered when asked again with the same place" in msg:
+                    flags.add("asked_again")  # its reservation timed out, and was asked again
                 elif "is stuck: " in msg and "goes on without it" in msg:
                     flags.add("stuck")  # it took the file over
                 elif "admitting without a wait" in msg:
@@ -282,7 +284,7 @@ def parse_bound(v):
 
 
 def read_bounds(d):
-    """P<n> VALUE # reason; expect WHAT N # reason."""
+    """P<n> VALUE # reason; expect WHAT N # reason; never WHAT # reason (expects, N = -1)."""
     bounds, reasons, expects = {}, {}, []
     path = os.path.join(d, "bounds")
     if os.path.exists(path):
@@ -294,6 +296,8 @@ def read_bounds(d):
                     continue
                 if p[0] == "expect" and len(p) == 3:
                     expects.append((p[1], int(p[2]), reason.strip()))
+                elif p[0] == "never" and len(p) == 2:
+                    expects.append((p[1], -1, reason.strip()))
                 elif re.fullmatch(r"P[1-8]", p[0]) and len(p) == 2:
                     bounds[p[0]] = parse_bound(p[1])
                     reasons[p[0]] = (p[1], reason.strip())
@@ -610,7 +614,10 @@ def evaluate(fault, d, eps, base):
     if not any(k == "inject" for _, k, _ in events) and fault != "none":
         violations.append("%s: never injected" % fault)
     for what, n, reason in expects:
-        if count.get(what, 0) < n:
+        if n < 0 and count.get(what, 0) > 0:
+            violations.append("%s: expected no %s, saw %d (%s)" % (
+                fault, what, count[what], reason))
+        elif count.get(what, 0) < n:
             violations.append("%s: expected at least %d %s, saw %d (%s)" % (
                 fault, n, what, count.get(what, 0), reason))
     return dict(meta=meta, logins=logins, props=props, notes=notes, violations=violations,

@@ -50,6 +50,26 @@ fault_redis_stop_long_bounds() {
 	echo "expect fallback 1 # a login that came meanwhile queued on the host's schedule (fallback=local)"
 }
 
+# About two timeouts, while logins arrive (issue 29: a stall of that size is ordinary, a fork
+# for a snapshot, a slow command, a paused VM): a reservation that times out is asked again
+# with its place id within the decision's budget (4 x timeout), and the server, resumed,
+# answers the place it made. No login follows the fallback onto the host's schedule, where
+# it went in after logins that came seconds later, while its place on Redis stood unrenewed.
+campaign_fault redis-stall "Redis stopped (SIGSTOP) for 1 s, two timeouts (500 ms), while logins arrive every 250 ms, then resumed"
+fault_redis_stall_setup() {
+	campaign_redis rst || return 1
+	FAULT_HOLD_MS=1000 FAULT_GAP_MS=250
+}
+fault_redis_stall_inject() { kill -STOP "$(local_redis_pid rst)"; }
+fault_redis_stall_heal() { kill -CONT "$(local_redis_pid rst)"; }
+fault_redis_stall_teardown() { stop_redis rst; }
+fault_redis_stall_bounds() {
+	echo "P1 500ms # as redis-stop-long: a renewal at the slot that times out goes in blind at the last slot given (MODEL.md P1)"
+	echo "P5 1s # calls held up by the stop return that much late (MODEL.md P5)"
+	echo "expect asked_again 1 # a reservation that timed out was answered when asked again (MODEL.md P5: a reservation asked again)"
+	echo "never fallback_local # no login queued on the host's schedule: each was answered on Redis within 4 x timeout"
+}
+
 # ---- Redis restarted ------------------------------------------------------------------------
 # Without persistence: the schedule and its queue are lost; waiters join the new one at their
 # next renewal.

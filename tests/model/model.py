@@ -230,6 +230,8 @@ class Schedule:
         return (1, 0, 1, c.interval, c.burst)
 
     def reserve(self, c, s, pid, who, host):
+        if any(p.id == pid for p in self.places):  # asked again: the place it made, renewed
+            return self.renew(c, s, pid, who, host)
         g = self.ghosts.get(who) if who != '-' else None
         if s.per_host > 0 and host != '-':
             own = 1 if g and g.host == host else 0

@@ -445,6 +445,21 @@ class Queue(RuleBasedStateMachine):
             login.state = 'gone'
 
     @rule(i=st.integers(0, 9))
+    @unless_skipped('reserve_again')
+    def reserve_again(self, i):
+        """A waiter's reservation asked again with its own id, as a login whose first call
+        timed out on a server that made it late asks (src/rslot.c), with what is left of its
+        max_wait: the place it holds answers, as a renewal; it holds no second one."""
+        login = self.pick(i)
+        if login and not login.stopped:
+            left = max(login.limit - (self.now + 1), 0)
+            r = self.call('reserve', Settings(login.s.interval, login.s.burst, left,
+                                              login.s.per_host), login)
+            self.answered(login, r)
+            if r[0] == 2:
+                self.per_host(login)
+
+    @rule(i=st.integers(0, 9))
     @unless_skipped('kill')
     def kill(self, i):
         login = self.pick(i)

@@ -952,6 +952,35 @@ static void test_renew_leave(void **state)
 	assert_int_equal(count_lines(path), 2); /* the schedule and B's ghost */
 }
 
+/* A reservation asked again with the same place (its first call timed out, and the store made
+   it late) answers that place, and holds no second one: C, behind it, stays behind it. */
+static void test_reserve_again(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 3 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	struct slot_place b;
+	char path[PATH_MAX];
+	int64_t slot_us;
+
+	slot_path(fx, "k", path, sizeof(path));
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_ADMIT);
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	b = fx->place;
+	slot_us = res.deadline_us;
+	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 2);
+	assert_int_equal(count_lines(path), 3);
+
+	assert_int_equal(call(fx, "k", &p, SLOT_RESERVE, &b, &res), SLOT_QUEUED);
+	assert_int_equal(res.deadline_us, slot_us);
+	assert_int_equal(res.position, 1);
+	assert_int_equal(count_lines(path), 3);
+	assert_int_equal(call(fx, "k", &p, SLOT_RENEW, &fx->place, &res), SLOT_QUEUED);
+	assert_int_equal(res.position, 2);
+	assert_int_equal(res.deadline_us, slot_us + p.interval_us);
+}
+
 /* A holder stuck on the lock (stopped, as a user may stop their own su): it costs the others
    its detection time, LSLOT_STUCK_US, never their wait (issue 29). The first call that finds
    it so takes the file over: one line naming the holder, and the schedule goes on, as it
@@ -1744,6 +1773,7 @@ int main(void)
 		T(test_concurrent),
 		T(test_concurrent_queued),
 		T(test_renew_leave),
+		T(test_reserve_again),
 		T(test_lock_stuck),
 		T(test_lock_stuck_twice),
 		T(test_lock_stuck_storm),

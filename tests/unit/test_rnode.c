@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fakepeer.h"
+#include "flowslot/fstime.h"
 #include "flowslot/key.h"
 #include "flowslot/ncache.h"
 #include "flowslot/opt.h"
@@ -211,6 +212,83 @@ static void assert_log_is(int errs, const char *needle)
 		fail_msg("want %d LOG_ERR lines, log:\n%s", errs, fakepeer_log());
 	if (needle != NULL && strstr(fakepeer_log(), needle) == NULL)
 		fail_msg("no \"%s\" in the log:\n%s", needle, fakepeer_log());
+}
+
+/* One server, by address: A. */
+static void direct(struct opt *o)
+{
+	opts(o, URL_BACKEND_TCP, NULL, 0);
+	strcpy(o->url.host, "127.0.0.1");
+	o->url.port = 7001;
+}
+
+/* A reservation that timed out (a server stopped, which may yet make it) is asked again with
+   the same place id, and the answer taken: one LOG_ERR for the timeout, one NOTICE for the
+   answer. */
+static void test_reserve_asked_again(void **state)
+{
+	struct opt o;
+
+	(void)state;
+	direct(&o);
+	fakepeer_add(A, ""); /* silent: the call times out */
+	fakepeer_add(A, ADMIT);
+	assert_int_equal(reserve(&o), SLOT_ADMIT);
+	assert_int_equal(fakepeer_conns(), 2);
+	/* The same place, with what is left of max_wait (60 s at first). */
+	assert_non_null(strstr(fakepeer_sent(0), place.id));
+	assert_non_null(strstr(fakepeer_sent(1), place.id));
+	assert_non_null(strstr(fakepeer_sent(0), "$8\r\n60000000\r\n"));
+	assert_non_null(strstr(fakepeer_sent(1), "$8\r\n59"));
+	assert_log_is(1, "timed out");
+	if (fakepeer_log_count(5) != 1 ||
+	    strstr(fakepeer_log(), "answered when asked again with the same place (2 tries") ==
+		NULL)
+		fail_msg("no NOTICE of the answer, log:\n%s", fakepeer_log());
+}
+
+/* Asked again while the decision's budget lasts, 4 x timeout, and then given up, its
+   failures logged once. */
+static void test_reserve_asked_again_within_budget(void **state)
+{
+	struct opt o;
+	int64_t t0, took;
+
+	(void)state;
+	direct(&o);
+	for (int i = 0; i < 8; i++)
+		fakepeer_add(A, "");
+	t0 = fstime_mono_us();
+	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	assert_int_equal(fakepeer_conns(), 4);
+	assert_true(took >= 4 * o.timeout_us - 10000);
+	assert_true(took < 4 * o.timeout_us + 1000000);
+	assert_log_is(1, "timed out");
+	assert_int_equal(fakepeer_log_count(5), 0);
+}
+
+/* A server that refuses the connection, or answers with an error, made nothing: no second
+   try. Nor does a renewal (the wait tries again at its own pace) ask again. */
+static void test_not_asked_again(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	direct(&o);
+	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE); /* refused */
+	assert_int_equal(fakepeer_conns(), 1);
+	fakepeer_reset();
+	fakepeer_add(A, "-ERR pam_flowslot: bad arguments\r\n");
+	fakepeer_add(A, ADMIT);
+	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
+	assert_int_equal(fakepeer_conns(), 1);
+	fakepeer_reset();
+	fakepeer_add(A, "");
+	fakepeer_add(A, ADMIT);
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, KEY, &place, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(fakepeer_conns(), 1);
 }
 
 /* MOVED: the named node runs the script, and is remembered for the slot. */
@@ -1063,6 +1141,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ncache_unsafe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ncache_put_unsafe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ncache_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reserve_asked_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reserve_asked_again_within_budget, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_not_asked_again, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
