@@ -231,7 +231,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	}
 }
 
-/* The schedule decides by its own settings, the strictest seen since it was made: says so,
+/* The schedule decides by its own settings, the strictest asked for in the last minute: says so,
    at the reservation, when they are not this stack's; at most once an hour on the host for
    each key and disagreement, since every login of that stack meets the same one. */
 static void gate_settings(pam_handle_t *pamh, const struct opt *o, const char *key,
@@ -245,7 +245,8 @@ static void gate_settings(pam_handle_t *pamh, const struct opt *o, const char *k
 	snprintf(what, sizeof(what), "key %s: %s", key_shown, text);
 	if (once_due(o->state_dir, what, GATE_SETTINGS_PERIOD_S))
 		log_msg(pamh, LOG_WARNING,
-			"%s (the strictest since it was made; said at most once an hour)", what);
+			"%s (the strictest asked for in the last minute; said at most once an hour)",
+			what);
 }
 
 /* Whether the user's messages cannot be live. auto: under sshd (SSH_CONNECTION, which sshd

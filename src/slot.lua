@@ -106,6 +106,8 @@ end
 -- of the indexes, below 0.
 local LEASE, GHOST = 1e16, 2e16
 local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
+-- Settings stricter than a caller's hold this long after a reservation last asked for them.
+local ASKED_FOR, ASKED = 60000000, 2 ^ 52
 -- A place given up is remembered this long, so that the same login tried again takes it back;
 -- so many at most per HOST and per schedule.
 local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
@@ -199,17 +201,47 @@ local admitted_at = f[6] or at or 0
 if #f == 1 then
   admitted_at = 0
 end
--- The schedule's own settings (the caller's, for a schedule that has none) tidy what lapsed;
--- the strictest of them and the caller's decide for the caller, and are kept if it is let in
--- or queued.
+-- The settings. The schedule's own (the caller's, for a schedule that has none) tidy what
+-- lapsed, and decide a renewal and a leave: a waiter has no say. A reservation (and peek,
+-- which answers as one) that asks for settings at least as strict is decided by its own,
+-- which are kept if it is let in or queued, and so is the time it asked. A looser one is
+-- decided by the strictest of its own and the schedule's while they were asked for within
+-- ASKED_FOR, and by its own after that: the schedule's settings, and its next slot, follow
+-- the callers it has.
 local own_interval, own_burst = interval, burst
 if f[4] and f[4] >= 1 and ours then
   own_interval = f[4]
-  interval = math.max(interval, f[4])
 end
 if f[5] and f[5] >= 1 and ours then
   own_burst = f[5]
-  burst = math.min(burst, f[5])
+end
+-- When a reservation last asked for the schedule's settings, or stricter ones, on its clock:
+-- the member "t", scored -(ASKED + time), below every index; none (a schedule that a renewal
+-- made, after a reset, or an earlier version's): never, so the next reservation decides.
+local function asked_at()
+  local score = not from_string and redis.call('ZSCORE', K, 't')
+  return score and -(score + 0) - ASKED or 0
+end
+local asks, shift = false, 0
+if op == 'reserve' or op == 'peek' then
+  if interval >= own_interval and burst <= own_burst then
+    asks = true
+  elseif now - asked_at() >= ASKED_FOR then
+    asks, shift = true, math.min(interval - own_interval, 0)
+  else
+    interval, burst = math.max(interval, own_interval), math.min(burst, own_burst)
+  end
+else
+  interval, burst = own_interval, own_burst
+end
+
+-- Settings that follow a looser caller move the next slot on from the last admission by
+-- their interval, not the old one (undone for a refused caller, which has no say).
+local function follow(sign)
+  if shift ~= 0 then
+    tat_raw = tat_raw + sign * shift
+    tat = math.max(tat_raw, now)
+  end
 end
 
 local reading = op == 'peek' or op == 'reset'
@@ -265,6 +297,7 @@ end
 -- leaves renewing waiters no place: each holds one anew at the back of the fresh queue at its
 -- next renewal, as a lease that ran out does.
 if reading then
+  follow(1)
   local live, since = 0, -1
   if not from_string then
     live = redis.call('ZCOUNT', K, '(' .. us(LEASE + now), LEASES_END) - #gone_leases()
@@ -514,6 +547,8 @@ if leases then
   end
 end
 
+follow(1)
+
 -- The operation decides its answer; every one then saves the schedule (below). places: how
 -- many are held, where the operation knows.
 local result, places
@@ -594,13 +629,14 @@ end
 -- which a cluster node refuses to make while its slot migrates. So the new head goes in one
 -- ZADD with this call's place, before the old head goes. Unchanged, with the next slot ahead,
 -- the key outlives this call: nothing to write.
+-- A refused login has no say in the settings kept, nor in the next slot (verdicts 0 and 3).
+if result[1] == 0 or result[1] == 3 then
+  interval, burst, asks = own_interval, own_burst, false
+  follow(-1)
+end
 if changed or tat <= now then
   local m
   if changed then
-    -- A refused login has no say in the settings kept (verdicts 0 and 3).
-    if result[1] == 0 or result[1] == 3 then
-      interval, burst = own_interval, own_burst
-    end
     m = 's:' .. field(1, tat) .. ':' .. now_s .. ':' .. field(3, off) .. ':' ..
         field(4, interval) .. ':' .. field(5, burst) .. ':' .. field(6, admitted_at)
     if m ~= s_member then
@@ -610,6 +646,9 @@ if changed or tat <= now then
     -- A place this call holds that was there already (an id reserving twice) adds none.
     if #adds > 0 and redis.call('ZADD', K, unpack(adds)) < #adds / 2 then
       places = nil
+    end
+    if asks then
+      redis.call('ZADD', K, us(-(ASKED + now)), 't')
     end
   end
   -- The last place's slot, were everyone ahead of it admitted (see the lapsed places), and the

@@ -208,7 +208,42 @@ said2=$(cat "$TMP"/st[3-8].err | grep -c 'key q7: the schedule keeps interval=3s
 check "... and says so once an hour, not once a login: once for 4 logins ($said), once for another disagreement's 2 ($said2)" \
 	[ "$said" = 1 -a "$said2" = 1 ]
 check "... and says that it says so once an hour" \
-	grep -q 'SYSLOG(4): key q7: .*burst=4 (the strictest since it was made; said at most once an hour)$' "$TMP/st3.err"
+	grep -q 'SYSLOG(4): key q7: .*burst=4 (the strictest asked for in the last minute; said at most once an hour)$' "$TMP/st3.err"
+
+# 7b. Settings that cannot lock everyone out (issue 29): a stricter setting holds only while
+# reservations ask for it, a minute at most after the last. qsslow (interval=20s) goes in; a
+# 2 s stack's login (max_wait=5s) is refused, its slot 20 s off; once the schedule's settings
+# were asked for over a minute ago (its member t moved 61 s back, rather than waiting a minute),
+# the next 2 s login is decided by its own: in within 2 s, and the schedule keeps 2 s.
+service qsslow "auth requisite @M $R key=qs interval=20s countdown=0" "auth required @P/pam_permit.so"
+service qsfast "auth requisite @M $R key=qs interval=2s max_wait=5s countdown=0" \
+	"auth required @P/pam_permit.so"
+login f0 qsslow f0
+login f1 qsfast f1
+asked=$(rcli r zscore qs t)
+rcli r zadd qs "$(awk -v s="$asked" 'BEGIN { printf "%.0f", s + 61e6 }')" t > /dev/null
+t0=$(now_ms)
+login f2 qsfast f2
+took=$(($(now_ms) - t0))
+kept=$(rcli r zrangebyscore qs 0 0 | cut -d: -f5)
+check "a stricter interval asked for over a minute ago gives way: a 2 s login refused by it before ($(rc_of f1)) is let in after $took ms ($(rc_of f2)), and the schedule keeps ${kept:-nothing} us" \
+	sh -c "[ $(rc_of f1) != 0 ] && grep -q 'refused: service=qsfast' '$TMP/f1.err' && [ $(rc_of f2) = 0 ] &&
+		[ $took -lt 4000 ] && [ '$kept' = 2000000 ]"
+# After a reset (the key emptied, as flowslotctl reset does), the settings of the logins that
+# come after it: a waiter of the 20 s stack renews, remaking the schedule with its 20 s, which
+# nobody asked for; the next 2 s login is told 2 s. (Before, 37 s and 57 s, issue 29.)
+service qrslow "auth requisite @M $R key=qr interval=20s countdown=0" "auth required @P/pam_permit.so"
+service qrfast "auth requisite @M $R key=qr interval=2s max_wait=30s countdown=0 debug" \
+	"auth required @P/pam_permit.so"
+login g0 qrslow g0
+bg_login g1 qrslow g1
+wait_for 5 grep -q 'queued: ' "$TMP/g1.err"
+rcli r del qr > /dev/null
+bg_wait # g1: in at its next renewal, first on a fresh schedule
+login g2 qrfast g2
+told=$(grep -o '\(admitted\|queued\): .*wait_ms=[0-9]*' "$TMP/g2.err" | sed 's/.*wait_ms=//')
+check "after a reset, the old waiter's renewal brings back no 20 s: the next 2 s login is told ${told:-nothing} ms" \
+	sh -c "[ $(rc_of g1) = 0 ] && [ $(rc_of g2) = 0 ] && [ -n '$told' ] && [ '$told' -le 2000 ]"
 
 # 8. url=local, issue 18 item 4: 30 logins at once against a file of 1,024 ghosts (as many as
 # slot.lua keeps) wait the lock out: none is let in without a wait, and they go in spread over

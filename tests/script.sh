@@ -128,8 +128,8 @@ check "the schedule is one interval past the server's TIME ($((tat - server_us))
 q() { call "$1" qq 1000000 1 60000000 "$2" "$3" "$4" "${5:-0}" "${6:-60000000}"; }
 field() { echo "$1" | awk -v n="$2" '{ print $n }'; }
 qa=$(q reserve a wa h1) # admitted at once: nothing kept but the schedule
-check "no wait: admitted, and nothing kept but the schedule ($qa)" \
-	sh -c "[ '$qa' = '1 0 1' ] && [ $(rcli s zcard qq) = 1 ]"
+check "no wait: admitted, and nothing kept but the schedule and when its settings were asked for ($qa)" \
+	sh -c "[ '$qa' = '1 0 1' ] && [ $(rcli s zcard qq) = 2 ] && [ -n '$(rcli s zscore qq t)' ]"
 qb=$(q reserve b wb h1)
 qc=$(q reserve c wc h2)
 qd=$(q reserve d wd h1)

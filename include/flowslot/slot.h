@@ -77,8 +77,8 @@ struct slot_result {
 	int64_t wait_us;     /* from the decision to the slot; for a refusal, the wait refused */
 	int64_t position;    /* 1 + the logins to be admitted before this one */
 	int64_t deadline_us; /* CLOCK_MONOTONIC time of the slot, when admitted or queued */
-	/* The settings the schedule decided by (its own: the strictest seen since it was made),
-	   which may differ from the caller's; 0 when the backend did not say. */
+	/* The settings the schedule decided by (its own: the strictest asked for in the last
+	   minute), which may differ from the caller's; 0 when the backend did not say. */
 	int64_t sched_interval_us;
 	int64_t sched_burst;
 	/* SLOT_PEEK and SLOT_RESET only, whose verdict, wait and position are what a login

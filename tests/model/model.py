@@ -27,6 +27,7 @@ GHOST_LIFE = 60_000_000
 LEASE_BAND, GHOST_BAND = 1e16, 2e16
 GHOSTS_PER_HOST = 16
 GHOSTS_MAX = 1024
+ASKED_FOR = 60_000_000  # stricter settings hold this long after a reservation asked for them
 
 
 def renew_for(wait, interval):
@@ -87,6 +88,7 @@ class Head:
     interval: int = 0
     burst: int = 0
     admitted: int = 0
+    asked: int = 0  # when a reservation last asked for these settings or stricter (0: never)
 
 
 @dataclass
@@ -102,6 +104,11 @@ class Call:
     admitted: int = 0
     off: int = 0  # the schedule's clock less the server's
     changed: bool = False
+    asks: bool = False  # a reservation that asks for its settings: kept, with when
+    shift: int = 0  # the next slot moved by settings that follow a looser caller
+
+    def follow(self, sign):
+        self.tat += sign * self.shift
 
     def start_of(self, rank):
         return max(max(self.tat, self.now) + (rank - self.burst + 1) * self.interval, self.now)
@@ -135,8 +142,11 @@ class Schedule:
         self.head, self.places, self.ghosts, self.expires = None, [], {}, None
 
     # -- the clock and the settings ---------------------------------------------------------
-    def begin(self, server_now, s):
-        """The call's clock and settings, before the purge."""
+    def begin(self, server_now, s, op):
+        """The call's clock and settings, before the purge. A renewal and a leave have no
+        say; a reservation (and peek) asking for settings at least as strict is decided by
+        them, a looser one by the strictest of both while the schedule's were asked for
+        within ASKED_FOR, and by its own after that, the next slot following."""
         if self.expires is not None and server_now >= self.expires:
             self.wipe()
         h = self.head
@@ -146,9 +156,18 @@ class Schedule:
             off += h.at + 1 - now
             now = h.at + 1
         own = (h.interval, h.burst) if h else (s.interval, s.burst)
-        return Call(now=now, tat=h.tat if h else now, interval=max(s.interval, own[0]),
-                    burst=min(s.burst, own[1]), own_interval=own[0], own_burst=own[1],
-                    admitted=h.admitted if h else 0, off=off)
+        c = Call(now=now, tat=h.tat if h else now, interval=own[0], burst=own[1],
+                 own_interval=own[0], own_burst=own[1], admitted=h.admitted if h else 0,
+                 off=off)
+        if op in ('reserve', 'peek'):
+            if s.interval >= own[0] and s.burst <= own[1]:
+                c.interval, c.burst, c.asks = s.interval, s.burst, True
+            elif now - (h.asked if h else 0) >= ASKED_FOR:
+                c.interval, c.burst, c.asks = s.interval, s.burst, True
+                c.shift = min(s.interval - own[0], 0)
+            else:
+                c.interval, c.burst = max(s.interval, own[0]), min(s.burst, own[1])
+        return c
 
     # -- ghosts ---------------------------------------------------------------------------
     def ghosts_of(self, host):
@@ -201,11 +220,13 @@ class Schedule:
     # -- the operations ---------------------------------------------------------------------
     def call(self, op, server_now, s, pid, who, host):
         """s: the caller's settings (interval, burst, max_wait, per_host)."""
-        c = self.begin(server_now, s)
+        c = self.begin(server_now, s, op)
         if op in ('peek', 'reset'):
+            c.follow(1)
             ended = in_band(LEASE_BAND, c.now)
             return self.view(c, op, s, [p for p in self.places if p.lease > ended])
         self.purge(c, op, pid)
+        c.follow(1)
         r = getattr(self, op)(c, s, pid, who, host)
         self.save(c, server_now, r[0])
         return r
@@ -283,8 +304,9 @@ class Schedule:
     def save(self, c, server_now, verdict):
         """The head and the key's expiry, when the call changed anything. A refused caller
         (0, 3) has no say: the schedule keeps its own settings."""
-        if c.changed and verdict in (0, 3):
-            c.interval, c.burst = c.own_interval, c.own_burst
+        if verdict in (0, 3):
+            c.interval, c.burst, c.asks = c.own_interval, c.own_burst, False
+            c.follow(-1)
         tat = max(c.tat, c.now)
         last = tat + len(self.places) * c.interval
         last = max([last] + [p.lease for p in self.places] +
@@ -293,5 +315,6 @@ class Schedule:
             self.wipe()
             return
         if c.changed:
-            self.head = Head(tat, c.now, c.off, c.interval, c.burst, c.admitted)
+            asked = c.now if c.asks else self.head.asked if self.head else 0
+            self.head = Head(tat, c.now, c.off, c.interval, c.burst, c.admitted, asked)
             self.expires = server_now + 1000 * ceil((last - c.now) / 1000)

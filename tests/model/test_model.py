@@ -121,9 +121,13 @@ def same_ends(got, want):
 
 
 def stored_head(members):
-    """The head's fields (s:TAT:AT:OFF:INTERVAL:BURST:ADMITTED at score 0), or None."""
+    """The head's fields (s:TAT:AT:OFF:INTERVAL:BURST:ADMITTED at score 0), and when its
+    settings were asked for (the member t, scored -(2^52 + ASKED); 0 for none), or None."""
     heads = [m for sc, m in members if sc == 0 and m.startswith('s:')]
-    return tuple(int(x) for x in heads[0].split(':')[1:]) if heads else None
+    asked = [-int(sc) - 2 ** 52 for sc, m in members if m == 't']
+    if not heads:
+        return None
+    return tuple(int(x) for x in heads[0].split(':')[1:]) + ((asked or [0])[0],)
 
 
 def leases_in(members):
@@ -255,7 +259,7 @@ class Queue(RuleBasedStateMachine):
         """The head the backend stores is the model's, its settings included: a refused call
         writes the schedule's own back (rule (a))."""
         h = self.model.head
-        want = h and (h.tat, h.at, h.off, h.interval, h.burst, h.admitted)
+        want = h and (h.tat, h.at, h.off, h.interval, h.burst, h.admitted, h.asked)
         if got != want:
             raise Reply('%s %s at %.6f s: head %s, the model says %s' % (
                 op, pid, (self.now - T0) / S, got, want))
@@ -740,6 +744,59 @@ class Refused(unittest.TestCase):
                     self.run_on(File, killed, refused_by)
 
 
+class Follow(unittest.TestCase):
+    """Settings that cannot lock everyone out (issue 29): a stricter setting holds only while
+    reservations ask for it. One login at interval=20s goes in; a 2 s stack's login a second
+    later is told the 20 s schedule; 61 s after the 20 s one asked, a 2 s login decides by its
+    own, the next slot following the last admission by 2 s, not 20; a 20 s login then raises
+    it again at once. And a reset means the settings of the logins after it: an old waiter's
+    renewal (20 s) remakes the schedule, and the next 2 s login is still told 2 s."""
+    SLOW, FAST = Settings(20 * S, 1, 60 * S, 0), Settings(2 * S, 1, 60 * S, 0)
+
+    def call(self, b, model, op, at, s, pid):
+        got = b.call(op, T0 + at, s, pid, 'w' + pid, '-')
+        want = model.call(op, T0 + at, s, pid, 'w' + pid, '-')
+        if COMPARE:
+            self.assertEqual(got, want, '%s %s at %.3f s: the model says otherwise' % (
+                op, pid, at / S))
+        return got
+
+    def sequence(self, b, model):
+        slow, fast = self.SLOW, self.FAST
+        self.assertEqual(self.call(b, model, 'reserve', 1 * S, slow, 'a1')[0], 1)
+        r = self.call(b, model, 'reserve', 2 * S, fast, 'a2')
+        self.assertEqual((r[0], r[3]), (2, 20 * S), 'within a minute the 20 s schedule decides')
+        self.assertGreater(r[1], 18 * S)
+        self.call(b, model, 'leave', 3 * S, fast, 'a2')
+        r = self.call(b, model, 'reserve', 62 * S, fast, 'a3')
+        self.assertEqual((r[0], r[1], r[3]), (1, 0, 2 * S), '61 s on, the 2 s login decides')
+        r = self.call(b, model, 'reserve', 62 * S + S // 2, fast, 'a4')  # in the window
+        self.assertEqual((r[0], r[1], r[3]), (1, 3 * S // 2, 2 * S), 'the next slot follows')
+        r = self.call(b, model, 'reserve', 63 * S, slow, 'a5')  # 2 s after a4, 20 s after it
+        self.assertEqual((r[0], r[1], r[3]), (2, 3 * S, 20 * S), 'a stricter one raises it')
+        # The reset: a5 renews with its 20 s after it; a 2 s login after that is told 2 s.
+        self.call(b, model, 'reset', 70 * S, fast, 'ctl')
+        r = self.call(b, model, 'renew', 71 * S, slow, 'a5')
+        self.assertEqual((r[0], r[3]), (1, 20 * S), 'the old waiter goes in on a fresh schedule')
+        r = self.call(b, model, 'reserve', 71 * S + S // 2, fast, 'a6')
+        self.assertEqual((r[0], r[1], r[3]), (1, 3 * S // 2, 2 * S),
+                         'after a reset, the settings of the logins that come after it')
+
+    def run_on(self, backend):
+        b = backend('follow')
+        try:
+            self.sequence(b, Schedule())
+        finally:
+            b.close()
+
+    def test_redis(self):
+        self.run_on(Redis)
+
+    @unittest.skipUnless('file' in BACKENDS, 'MODEL_BACKENDS names no file')
+    def test_file(self):
+        self.run_on(File)
+
+
 def suite(names):
     examples = int(os.environ.get('MODEL_EXAMPLES', '500'))
     rnd = os.environ.get('MODEL_SEED')
@@ -747,7 +804,7 @@ def suite(names):
     cfg = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
                    derandomize=rnd is None, print_blob=True,
                    suppress_health_check=list(HealthCheck))
-    cases = [unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (Refused, Replay)
+    cases = [unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (Refused, Replay, Follow)
              if not names or c.__name__ in names]
     for name in BACKENDS:
         if names and 'Queue_' + name not in names:
