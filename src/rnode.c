@@ -178,11 +178,16 @@ void rnode_err(const struct rnode_call *call, const char *fmt, ...)
 	uint64_t held = 0;
 	va_list ap;
 
-	if (o->errors_said || call->said)
+	if ((o->errors_said || call->said) && !o->debug)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* debug: the errors said already are traced, so that a decision can be followed. */
+	if (o->errors_said || call->said) {
+		log_msg(call->pamh, LOG_DEBUG, "%s (said already)", line);
+		return;
+	}
 	/* flowslotctl (no PAM handle) says every error to whoever runs it. */
 	if (call->pamh != NULL && !once_rate(o->state_dir, line, RNODE_ERR_PERIOD_US, &held))
 		return;
@@ -358,6 +363,7 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 		max_wait_us = max_wait_us > 0 ? max_wait_us : 0;
 	}
 	snprintf(max_wait, sizeof(max_wait), "%" PRId64, max_wait_us);
+	call->max_wait_sent_us = max_wait_us;
 	snprintf(db, sizeof(db), "%d", o->url.db);
 	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
 	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);

@@ -41,16 +41,19 @@ int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_par
 	return slot_read_answer(v, r->elements, op, p, res, why);
 }
 
-/* One attempt on one node, its answer checked: a garbage reply fails the node like any other
-   error. */
+/* One attempt on one node, its answer checked against what the script was given (a
+   reservation asked again gives what is left of max_wait): a garbage reply fails the node like
+   any other error. */
 static enum rnode_step rslot_try(struct rnode_call *call, const struct rnode_target *t,
 				 struct slot_result *res, struct rnode_hop *hop)
 {
 	redisReply *r = NULL;
 	const char *why;
 	enum rnode_step step = rnode_attempt(call, t, &r, hop);
+	struct slot_params given = call->o->slot;
 
-	if (step == RNODE_DONE && rslot_read_reply(r, call->op, &call->o->slot, res, &why) != 0) {
+	given.max_wait_us = call->max_wait_sent_us;
+	if (step == RNODE_DONE && rslot_read_reply(r, call->op, &given, res, &why) != 0) {
 		rnode_fail(call, "garbage reply to the script", why);
 		step = RNODE_FAILED;
 	}

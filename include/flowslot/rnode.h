@@ -51,6 +51,7 @@ struct rnode_call {
 	int64_t replied_us;    /* when the script's last reply was read */
 	struct rnode_cap cap;  /* on the current connection's reader */
 	int64_t left_from_us;  /* not 0: max_wait is sent as what is left of it since then */
+	int64_t max_wait_sent_us; /* the max_wait the script was last given */
 	bool timed_out;	       /* an attempt ran out of its connection's time */
 	bool said;	       /* the decision's errors were logged: log no more */
 	char where[URL_HOST_MAX + 32];
@@ -92,7 +93,8 @@ int rnode_ask_sentinel(struct rnode_call *call, const struct url_node *sentinel,
 #define RNODE_ERR_PERIOD_US INT64_C(1000000)
 
 /* Logs an error of the exchange at LOG_ERR: unless the login said its outage already
-   (o->errors_said) or the decision its errors (call->said), and, for a login (a PAM handle),
+   (o->errors_said) or the decision its errors (call->said), which debug traces at LOG_DEBUG,
+   and, for a login (a PAM handle),
    at most once in RNODE_ERR_PERIOD_US on the host for the same text (once_rate, in
    o->state_dir), the next one that is logged saying how many were not. */
 void rnode_err(const struct rnode_call *call, const char *fmt, ...)

@@ -247,6 +247,22 @@ static void test_reserve_asked_again(void **state)
 		fail_msg("no NOTICE of the answer, log:\n%s", fakepeer_log());
 }
 
+/* The answer to a reservation asked again is checked against the max_wait it was given, what
+   was left: refused for a wait between that and the whole max_wait, not garbage. */
+static void test_reserve_asked_again_refused(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	direct(&o);
+	fakepeer_add(A, "");
+	fakepeer_add(A, "*3\r\n:0\r\n:59900000\r\n:2\r\n");
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RESERVE, KEY, &place, &res), SLOT_REFUSE);
+	assert_int_equal(res.wait_us, 59900000);
+	assert_int_equal(fakepeer_conns(), 2);
+}
+
 /* Asked again while the decision's budget lasts, 4 x timeout, and then given up, its
    failures logged once. */
 static void test_reserve_asked_again_within_budget(void **state)
@@ -1142,6 +1158,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ncache_put_unsafe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ncache_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reserve_asked_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reserve_asked_again_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reserve_asked_again_within_budget, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_asked_again, setup, teardown),
