@@ -284,6 +284,22 @@ static void test_reserve_asked_again_within_budget(void **state)
 	assert_int_equal(fakepeer_log_count(5), 0);
 }
 
+/* debug traces the errors said already, at LOG_DEBUG: the tries after the first. */
+static void test_said_already_traced(void **state)
+{
+	struct opt o;
+
+	(void)state;
+	direct(&o);
+	o.debug = true;
+	for (int i = 0; i < 8; i++)
+		fakepeer_add(A, "");
+	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
+	assert_log_is(1, "timed out");
+	if (fakepeer_log_count(7) < 3 || strstr(fakepeer_log(), "timed out (said already)") == NULL)
+		fail_msg("the tries after the first not traced, log:\n%s", fakepeer_log());
+}
+
 /* A server that refuses the connection, or answers with an error, made nothing: no second
    try. Nor does a renewal (the wait tries again at its own pace) ask again. */
 static void test_not_asked_again(void **state)
@@ -1162,6 +1178,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reserve_asked_again_within_budget, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_asked_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_said_already_traced, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
