@@ -492,11 +492,12 @@ static int rnode_read_role(struct rnode_call *call)
 	return rc;
 }
 
-/* Notes, after an attempt failed, whether it ran out of its connection's time: a server slow
-   or stopped, which may yet act on what was sent (rslot asks it again). */
+/* Notes, after an attempt failed, whether it sent the script and ran out of its connection's
+   time for the answer: a server slow or stopped, which may yet carry it out (rslot asks it
+   again). One that timed out before (connecting, the TLS handshake) made nothing. */
 static void rnode_note_timeout(struct rnode_call *call)
 {
-	if (fstime_mono_us() >= call->deadline_us)
+	if (call->script_sent && fstime_mono_us() >= call->deadline_us)
 		call->timed_out = true;
 }
 
@@ -511,10 +512,9 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 	redisReply *r = NULL;
 	const char *why = NULL;
 
-	if (rnode_connect(call, "redis", t->node) != 0) {
-		rnode_note_timeout(call);
+	call->script_sent = false;
+	if (rnode_connect(call, "redis", t->node) != 0)
 		return RNODE_FAILED;
-	}
 	/* Only a cluster node accepts READWRITE: a server at a remembered or seed address that
 	   is no cluster member (a standalone Redis) fails like any node, and its answer to the
 	   script is never taken. (One that lacks the script gets no EVAL.) */
@@ -525,6 +525,7 @@ enum rnode_step rnode_attempt(struct rnode_call *call, const struct rnode_target
 		rnode_fail(call, "sending", why);
 		goto out;
 	}
+	call->script_sent = true;
 	if (u->has_password && rnode_expect_ok(call, "AUTH") != 0)
 		goto out;
 	if (cluster && rnode_expect_ok(call, "READWRITE") != 0)

@@ -373,6 +373,10 @@ if on_free_port STALL stall_listener; then
 	nbad stall "rediss:// to a server that stalls the handshake" "TLS handshake: timed out" \
 		"rediss://127.0.0.1:$STALL" "$CA $NAME"
 	check "... and waited out its timeout (${took}ms)" [ "$took" -ge $((TO * 1000 - 100)) ]
+	# Nothing was sent: the server made nothing, and is not asked again (pam_flowslot(7), "A
+	# reservation asked again").
+	check "... once: a handshake that timed out is not asked again (${took}ms, timeout ${TO}s)" \
+		[ "$took" -lt $((2 * TO * 1000)) ]
 else
 	not_ok "the stalling listener did not start"
 fi

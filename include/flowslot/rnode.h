@@ -52,7 +52,8 @@ struct rnode_call {
 	struct rnode_cap cap;  /* on the current connection's reader */
 	int64_t left_from_us;  /* not 0: max_wait is sent as what is left of it since then */
 	int64_t max_wait_sent_us; /* the max_wait the script was last given */
-	bool timed_out;	       /* an attempt ran out of its connection's time */
+	bool script_sent;      /* the current connection sent the script */
+	bool timed_out;	       /* an attempt sent the script and ran out of time for its answer */
 	bool said;	       /* the decision's errors were logged: log no more */
 	char where[URL_HOST_MAX + 32];
 	char tls_why[TLS_WHY_MAX]; /* what TLS last failed on */
