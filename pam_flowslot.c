@@ -175,16 +175,27 @@ static void gate_place(const struct gate_who *who, struct slot_place *place)
 		place->host[0] = '\0';
 }
 
-/* Reserves on the per-host schedule. When even that cannot be used, the login is let through
-   (with a warning), unless fallback=closed: a queue must not lock out a host's logins. */
+/* Reserves on the per-host schedule, with what is left of max_wait by limit_us (a fallback
+   comes after a decision on Redis, which may have asked again for 4 x timeout). When even that
+   cannot be used, the login is let through (with a warning), unless fallback=closed: a queue
+   must not lock out a host's logins. */
 static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
 					    const char *key, const struct slot_place *place,
-					    struct slot_result *res, const char **via)
+					    struct slot_result *res, const char **via,
+					    int64_t limit_us)
 {
-	const struct lslot_call call = { .dir = o->state_dir, .key = key, .p = &o->slot,
-					 .per_host = o->per_host, .op = SLOT_RESERVE,
+	struct slot_params p = o->slot;
+	int64_t left_us = limit_us - fstime_mono_us();
+	const struct lslot_call call = { .dir = o->state_dir,
+					 .key = key,
+					 .p = &p,
+					 .per_host = o->per_host,
+					 .op = SLOT_RESERVE,
 					 .place = place };
-	enum slot_verdict v = lslot_call(pamh, &call, res);
+	enum slot_verdict v;
+
+	p.max_wait_us = left_us < p.max_wait_us ? (left_us > 0 ? left_us : 0) : p.max_wait_us;
+	v = lslot_call(pamh, &call, res);
 
 	if (v != SLOT_UNAVAILABLE || o->fallback == OPT_FALLBACK_CLOSED)
 		return v;
@@ -194,10 +205,10 @@ static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt
 	return SLOT_ADMIT;
 }
 
-/* Reserves a slot as the options say, applying the failure policy. */
+/* Reserves a slot as the options say, applying the failure policy; max_wait ends at limit_us. */
 static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, const char *key,
 				      const struct slot_place *place, struct slot_result *res,
-				      const char **via)
+				      const char **via, int64_t limit_us)
 {
 	/* After a bad option, go straight to the failure policy. */
 	bool configured = o->errors == 0;
@@ -205,7 +216,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 
 	*via = "local";
 	if (configured && o->url.backend == URL_BACKEND_LOCAL)
-		return gate_reserve_local(pamh, o, key, place, res, via);
+		return gate_reserve_local(pamh, o, key, place, res, via, limit_us);
 	if (configured) {
 		*via = "redis";
 		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
@@ -227,7 +238,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	default:
 		log_msg(pamh, LOG_WARNING, "fallback=local: queueing on this host's schedule");
 		*via = "local";
-		return gate_reserve_local(pamh, o, key, place, res, via);
+		return gate_reserve_local(pamh, o, key, place, res, via, limit_us);
 	}
 }
 
@@ -635,7 +646,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	/* max_wait counts from here: not the time the user took to type a name. */
 	g.begun_us = fstime_mono_us();
 	g.q.limit_us = g.begun_us + o.slot.max_wait_us;
-	v = gate_reserve(pamh, &o, key, &place, &res, &g.via);
+	v = gate_reserve(pamh, &o, key, &place, &res, &g.via, g.q.limit_us);
 	g.q.local = strcmp(g.via, "local") == 0;
 	if (v != SLOT_UNAVAILABLE)
 		gate_settings(pamh, &o, key, &res);

@@ -282,6 +282,26 @@ check "a Redis stall of two timeouts: the reservation asked again is answered on
 		[ \$(grep -c 'SYSLOG(3)' '$TMP/sl2.err') = 1 ]" && gaps_ok 2700
 stop_redis stall
 
+# A fallback after a reservation asked again counts max_wait from the login's arrival at the
+# gate, not from the fallback: Redis stopped for good (timeout=300ms, so asked for 1.2 s), the
+# host's schedule's next slot 4 s after its last admission, max_wait=3s. At the fallback that
+# slot is 2.8 s off: within max_wait, past what is left of it (1.8 s), so refused at once, as
+# a slot past max_wait is. (Before, it queued, held the user until its max_wait ran out, 3 s,
+# and was refused then.)
+start_redis fbr || exit 1
+service fbl0 "auth required @M url=local interval=4s countdown=0 state_dir=$TMP/st-fbl" "$permit"
+service fbl "auth required @M url=unix://$TMP/fbr.sock interval=4s max_wait=3s timeout=300ms countdown=0 state_dir=$TMP/st-fbl" \
+	"$permit"
+kill -STOP "$(cat "$TMP/fbr.pid")"
+login fl0 fbl0 alice # the host's schedule: its next slot 4 s off
+t0=$(now_ms)
+login fl1 fbl bob
+took=$(($(now_ms) - t0))
+stop_redis fbr
+check "a fallback after asking again counts max_wait from the gate: refused after $took ms ($(grep -o 'refused: .*' "$TMP/fl1.err"))" \
+	sh -c "[ $(rc_of fl0) = 0 ] && [ $(rc_of fl1) != 0 ] && grep -q 'fallback=local' '$TMP/fl1.err' &&
+		grep -q 'refused: .*via=local' '$TMP/fl1.err' && [ $took -lt 3000 ]"
+
 # An outage with logins waiting (issue 28: an 8 s stop with five waiters wrote 24 LOG_ERR lines):
 # each login logs it once as it starts (its first failed call's cause) and once as Redis answers
 # again, whatever the calls that fail between; the counters count every failed call.
