@@ -16,6 +16,8 @@
 --            -(1 + H(HOST))    "h:HOST:ID"     the places of a HOST
 --            -(2^49 + H(HOST)) "i:HOST:WHO"    the ghosts of a HOST
 --            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:0"  WHO's ghost
+--          and lowest, -(2^52 + ASKED) "t": when a reservation last asked for the schedule's
+--          settings, or stricter ones (none: never)
 --          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
 --          reset empties it. A reserve whose id holds a place already (a login asking again
