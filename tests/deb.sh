@@ -106,6 +106,12 @@ if [ -f /etc/pam.d/sshd ] && unshare --mount --propagation private true 2> /dev/
 	cp "$DEB" "$TMP/walk/pkg.deb"
 	cat > "$TMP/walk/steps.sh" <<'STEPS'
 set -u
+# The /etc/pam.d this edits is the throwaway root's: an overlay of / on a tmpfs, chrooted into
+# in a private mount namespace (below). Anywhere else it refuses to run.
+if [ "$(stat -f -c %T /)" != overlayfs ] || [ ! -f /walk/pkg.deb ]; then
+	echo "steps.sh: / is not the walk's overlay root: refusing to touch /etc/pam.d" >&2
+	exit 1
+fi
 cd /walk
 # step NAME COMMAND...: runs it, its output in NAME.out, "NAME RC SECONDS" in results.
 step() {
