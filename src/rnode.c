@@ -352,18 +352,12 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 			       pl->who,	      pl->host, per_host, lease,    commit };
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
-	int64_t left_ms, max_wait_us;
+	int64_t left_ms;
 
 	memcpy(argv + 4, args, sizeof(args));
 	snprintf(interval, sizeof(interval), "%" PRId64, p->interval_us);
 	snprintf(burst, sizeof(burst), "%" PRId64, p->burst);
-	max_wait_us = p->max_wait_us;
-	if (call->left_from_us > 0) {
-		max_wait_us -= fstime_mono_us() - call->left_from_us;
-		max_wait_us = max_wait_us > 0 ? max_wait_us : 0;
-	}
-	snprintf(max_wait, sizeof(max_wait), "%" PRId64, max_wait_us);
-	call->max_wait_sent_us = max_wait_us;
+	snprintf(max_wait, sizeof(max_wait), "%" PRId64, call->max_wait_us);
 	snprintf(db, sizeof(db), "%d", o->url.db);
 	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
 	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);

@@ -52,7 +52,7 @@ static enum rnode_step rslot_try(struct rnode_call *call, const struct rnode_tar
 	enum rnode_step step = rnode_attempt(call, t, &r, hop);
 	struct slot_params given = call->o->slot;
 
-	given.max_wait_us = call->max_wait_sent_us;
+	given.max_wait_us = call->max_wait_us;
 	if (step == RNODE_DONE && rslot_read_reply(r, call->op, &given, res, &why) != 0) {
 		rnode_fail(call, "garbage reply to the script", why);
 		step = RNODE_FAILED;
@@ -211,7 +211,12 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 				const char *key, const struct slot_place *place,
 				struct slot_result *res, char *where, size_t wheresz)
 {
-	struct rnode_call call = { .pamh = pamh, .o = o, .key = key, .op = op, .place = place };
+	struct rnode_call call = { .pamh = pamh,
+				   .o = o,
+				   .key = key,
+				   .op = op,
+				   .place = place,
+				   .max_wait_us = o->slot.max_wait_us };
 	enum rnode_step step;
 	int redirects = 0, tries = 1;
 	int64_t began_us = fstime_mono_us();
@@ -228,7 +233,8 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	       call.timed_out && fstime_mono_us() < call.budget_end_us) {
 		call.timed_out = false;
 		call.said = true;
-		call.left_from_us = began_us;
+		call.max_wait_us = o->slot.max_wait_us - (fstime_mono_us() - began_us);
+		call.max_wait_us = call.max_wait_us > 0 ? call.max_wait_us : 0;
 		tries++;
 	}
 	if (where != NULL)

@@ -50,8 +50,7 @@ struct rnode_call {
 	size_t received;       /* bytes read on the current connection */
 	int64_t replied_us;    /* when the script's last reply was read */
 	struct rnode_cap cap;  /* on the current connection's reader */
-	int64_t left_from_us;  /* not 0: max_wait is sent as what is left of it since then */
-	int64_t max_wait_sent_us; /* the max_wait the script was last given */
+	int64_t max_wait_us;   /* given to the script, and its answer checked against */
 	bool script_sent;      /* the current connection sent the script */
 	bool timed_out;	       /* an attempt sent the script and ran out of time for its answer */
 	bool said;	       /* the decision's errors were logged: log no more */
