@@ -702,6 +702,14 @@ static int ctl_check(struct ctl *c)
 			"ignored as a login ignores %s\n",
 			c->o.n_unknown, c->o.n_unknown == 1 ? "" : "s",
 			c->o.n_unknown == 1 ? "it" : "them");
+	/* Nor this: the logins queue, until the server evicts the schedule to free memory. */
+	if (rc == 0 && res.evicts)
+		fprintf(stderr,
+			"flowslotctl: %s may evict the schedule: its maxmemory-policy is not "
+			"noeviction and it has a maxmemory; an evicted schedule loses its queue "
+			"unannounced (volatile-ttl takes it first, for it always has a TTL): set "
+			"maxmemory-policy noeviction\n",
+			c->where);
 	/* Not an error either: the logins queue, on the strictest settings. */
 	if (split > 0)
 		fprintf(stderr,

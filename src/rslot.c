@@ -27,8 +27,7 @@ int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_par
 	long long v[SLOT_ANSWER_MAX];
 
 	if (r->type != REDIS_REPLY_ARRAY || r->elements > SLOT_ANSWER_MAX) {
-		*why = op == SLOT_PEEK || op == SLOT_RESET ? "not an array of five or seven"
-							   : "not an array of three or five";
+		*why = slot_answer_shape(op);
 		return -1;
 	}
 	for (size_t i = 0; i < r->elements; i++) {

@@ -79,13 +79,20 @@ bool slot_settings_differ(const struct slot_params *p, const struct slot_result 
 #define SLOT_BURST_MAX 1000
 #define SLOT_POSITION_MAX INT64_C(1000000000)
 
+const char *slot_answer_shape(enum slot_op op)
+{
+	if (op == SLOT_PEEK)
+		return "not an array of five, seven or eight";
+	return op == SLOT_RESET ? "not an array of five or seven" : "not an array of three or five";
+}
+
 /* The answer's n integers, or n + 2 whose last two are the schedule's own interval and burst
    (0 when not given: a script before they were). */
-static int slot_read_settings(const long long *v, size_t count, size_t n, struct slot_result *res,
-			      const char **why)
+static int slot_read_settings(const long long *v, size_t count, size_t n, enum slot_op op,
+			      struct slot_result *res, const char **why)
 {
 	if (count != n && count != n + 2) {
-		*why = n == 3 ? "not an array of three or five" : "not an array of five or seven";
+		*why = slot_answer_shape(op);
 		return -1;
 	}
 	res->sched_interval_us = res->sched_burst = 0;
@@ -101,9 +108,10 @@ static int slot_read_settings(const long long *v, size_t count, size_t n, struct
 	return 0;
 }
 
-/* peek's and reset's {verdict, wait_us, position, waiting, since_us[, interval, burst]}. */
-static int slot_read_view(const long long *v, size_t count, struct slot_result *res,
-			  const char **why)
+/* peek's and reset's {verdict, wait_us, position, waiting, since_us[, interval, burst]}, and
+   peek's evicts after them (none from a script before it was). */
+static int slot_read_view(const long long *v, size_t count, enum slot_op op,
+			  struct slot_result *res, const char **why)
 {
 	static const enum slot_verdict verdicts[] = {
 		[0] = SLOT_REFUSE,
@@ -111,7 +119,16 @@ static int slot_read_view(const long long *v, size_t count, struct slot_result *
 		[2] = SLOT_QUEUED,
 	};
 
-	if (slot_read_settings(v, count, 5, res, why) != 0)
+	res->evicts = false;
+	if (op == SLOT_PEEK && count == 8) {
+		if (v[7] != 0 && v[7] != 1) {
+			*why = "values out of range";
+			return -1;
+		}
+		res->evicts = v[7] == 1;
+		count--;
+	}
+	if (slot_read_settings(v, count, 5, op, res, why) != 0)
 		return -1;
 	if (v[0] < 0 || v[0] > 2 || v[1] < 0 || v[1] > SLOT_HORIZON_MAX_US || v[2] < 1 ||
 	    v[2] > SLOT_POSITION_MAX || v[3] < 0 || v[3] > SLOT_POSITION_MAX || v[4] < -1) {
@@ -139,8 +156,8 @@ int slot_read_answer(const long long *v, size_t count, enum slot_op op,
 	bool ok;
 
 	if (op == SLOT_PEEK || op == SLOT_RESET)
-		return slot_read_view(v, count, res, why);
-	if (slot_read_settings(v, count, 3, res, why) != 0)
+		return slot_read_view(v, count, op, res, why);
+	if (slot_read_settings(v, count, 3, op, res, why) != 0)
 		return -1;
 	verdict = v[0];
 	wait_us = v[1];

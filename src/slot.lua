@@ -49,7 +49,10 @@
 -- peek and reset return {verdict, wait_us, position, waiting, since_us, interval, burst}: what
 -- a login arriving now would get (as reserve, nothing held), the logins not gone in yet (live
 -- places, and those admitted to go in later), and the time since the last admission, -1 for
--- none. reset answers what the schedule held just before it emptied it.
+-- none. reset answers what the schedule held just before it emptied it. peek adds evicts: 1
+-- when the server may evict keys to stay under its maxmemory (a maxmemory-policy other than
+-- noeviction, and a maxmemory), the schedule's first under volatile-ttl, for it always has a
+-- short TTL; else 0.
 --
 -- The rules (pam_flowslot(7), "The queue's promises"):
 -- - The schedule is the virtual-scheduling form of GCRA; a waiter's slot follows from its rank
@@ -314,10 +317,24 @@ if reading then
   elseif due(live, start) then
     verdict = 1
   end
-  if op == 'reset' and redis.call('EXISTS', K) == 1 then
-    redis.call('DEL', K)
+  if op == 'reset' then
+    if redis.call('EXISTS', K) == 1 then
+      redis.call('DEL', K)
+    end
+    return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst}
   end
-  return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst}
+  -- Whether the server may evict the key (for flowslotctl check). The per-host file's store
+  -- (the one that gives redis.flowslot_gone) evicts nothing, and has no INFO.
+  local evicts = 0
+  if not redis.flowslot_gone then
+    local info = redis.call('INFO', 'memory')
+    local policy = string.match(info, 'maxmemory_policy:([%w-]+)')
+    if policy and policy ~= 'noeviction' and string.match(info, 'maxmemory:(%d+)') ~= '0' then
+      evicts = 1
+    end
+  end
+  return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst,
+          evicts}
 end
 
 local now_s = us(now)

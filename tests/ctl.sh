@@ -162,6 +162,15 @@ check "a backend named with a newline is logged escaped, on one line (exit $rc: 
 "$CTL" "$C" "$R" key=c3 check > "$TMP/check.out" 2>&1
 check "check, a good configuration: exit 0, 'ok'" \
 	sh -c "[ $? = 0 ] && grep -q '^ok: a login would queue on redis unix:' '$TMP/check.out'"
+check "... and says nothing of eviction on a Redis with no maxmemory" \
+	sh -c "! grep -q 'evict' '$TMP/check.out'"
+rcli r config set maxmemory 100mb > /dev/null && rcli r config set maxmemory-policy volatile-ttl > /dev/null
+"$CTL" "$C" "$R" key=c3 check > "$TMP/check-evict.out" 2>&1
+rc=$?
+rcli r config set maxmemory 0 > /dev/null && rcli r config set maxmemory-policy noeviction > /dev/null
+check "check on a Redis with a maxmemory and volatile-ttl: exit $rc, and a warning that it may evict the schedule, naming what to set" \
+	sh -c "[ $rc = 0 ] && grep -q '^ok: ' '$TMP/check-evict.out' &&
+		grep -q '^flowslotctl: redis unix:.* may evict the schedule: .*set maxmemory-policy noeviction$' '$TMP/check-evict.out'"
 "$CTL" "$C" "$R" interval=7x bogus=1 check > "$TMP/check-bad.out" 2>&1
 rc=$?
 check "check, two bad options: exit $rc, each named, and summed up by kind ($(tail -1 "$TMP/check-bad.out"))" \

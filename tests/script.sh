@@ -17,8 +17,15 @@ call_all() {
 		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" "${10:-0}" |
 		tr '\n' ' ' | sed 's/ $//'
 }
-# call: as call_all, without the schedule's settings.
-call() { call_all "$@" | awk '{ NF -= 2; print }'; }
+# call: as call_all, without the schedule's settings (nor peek's evicts after them); an error
+# whole.
+call() {
+	case $1 in
+	peek | reset) n=5 ;;
+	*) n=3 ;;
+	esac
+	call_all "$@" | awk -v n=$n '/^[-0-9 ]+$/ { NF = n } { print }'
+}
 # slot KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US]: one reservation.
 slot() { call reserve "$@"; }
 
@@ -226,6 +233,18 @@ check "peek on a queue of one: would be queued ~2T at place 2, one waiting ($p),
 r=$(call reset pk 2000000 1 60000000)
 check "reset: answers what it held ($r), and the key is gone" \
 	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s exists pk) = 0 ]"
+
+# peek says whether the server may evict the key (its last field): only with a maxmemory and a
+# policy other than noeviction (flowslotctl check warns then).
+evicts() {
+	rcli s config set maxmemory "$1" > /dev/null && rcli s config set maxmemory-policy "$2" > /dev/null &&
+		call_all peek ev 1000000 1 60000000 | awk '{ print $NF }'
+}
+e0=$(evicts 0 noeviction) e1=$(evicts 100mb volatile-ttl) e2=$(evicts 100mb allkeys-lru)
+e3=$(evicts 100mb noeviction) e4=$(evicts 0 volatile-ttl)
+rcli s config set maxmemory 0 > /dev/null && rcli s config set maxmemory-policy noeviction > /dev/null
+check "peek: evicts 1 with a maxmemory and volatile-ttl or allkeys-lru, 0 with noeviction or no maxmemory ($e0 $e1 $e2 $e3 $e4)" \
+	[ "$e0 $e1 $e2 $e3 $e4" = "0 1 1 0 0" ]
 
 # --- The queue's promises at the edges (pam_flowslot(7), "The queue's promises").
 # e KEY OP ID WHO HOST [PER_HOST LEASE_US MAX_WAIT_US]: one call at interval 5 s, burst 1 (long

@@ -86,6 +86,7 @@ struct slot_result {
 	int64_t waiting;  /* logins not gone in yet: live places, and those admitted to go in
 			     later (within the commit window) */
 	int64_t since_us; /* since the schedule was last written (an admission); -1: never */
+	bool evicts;	  /* SLOT_PEEK: the server may evict keys, the schedule's among them */
 	/* A refusal for want of the per-host file's lock within max_wait, its holders coming and
 	   going: how much sooner the login would have had to come cannot be told. */
 	bool lock_busy;
@@ -101,8 +102,11 @@ void slot_duration(int64_t us, char *buf, size_t bufsz);
 bool slot_settings_differ(const struct slot_params *p, const struct slot_result *res, char *buf,
 			  size_t bufsz);
 
-/* The most integers a script's answer holds (peek's seven), and what it may hold. */
-#define SLOT_ANSWER_MAX 7
+/* The most integers a script's answer holds (peek's eight), and what it may hold. */
+#define SLOT_ANSWER_MAX 8
+
+/* What is wrong with an answer to op of the wrong length: "not an array of three or five". */
+const char *slot_answer_shape(enum slot_op op);
 
 /* Reads the script's answer to op, count integers in v, into res (deadline_us aside): its
    verdict, wait, position, and the schedule's own settings, each checked against what op may

@@ -763,13 +763,14 @@ static void test_peek_view(void **state)
 	assert_non_null(strstr(where, "redis "));
 }
 
-/* reset's answer reads as peek's; one of three, as to reserve, or out of range, is garbage. */
+/* reset's answer reads as peek's; one of three, as to reserve, or out of range, is garbage.
+   peek's may end in evicts, 0 or 1; reset's may not. */
 static void test_view_replies(void **state)
 {
 	static const struct {
 		enum slot_op op;
 		size_t n;
-		long long v[7];
+		long long v[8];
 		int want; /* -1: garbage */
 	} cases[] = {
 		{ SLOT_RESET, 5, { 1, 0, 1, 0, -1 }, SLOT_ADMIT },
@@ -788,9 +789,16 @@ static void test_view_replies(void **state)
 		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 3600000001, 1 }, -1 },
 		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 7000000, 0 }, -1 },
 		{ SLOT_PEEK, 7, { 2, 10, 3, 2, 0, 7000000, 1001 }, -1 },
+		/* and whether the server may evict the key */
+		{ SLOT_PEEK, 8, { 2, 10, 3, 2, 0, 7000000, 1, 1 }, SLOT_QUEUED },
+		{ SLOT_PEEK, 8, { 2, 10, 3, 2, 0, 7000000, 1, 0 }, SLOT_QUEUED },
+		{ SLOT_PEEK, 8, { 2, 10, 3, 2, 0, 7000000, 1, 2 }, -1 },
+		{ SLOT_PEEK, 8, { 2, 10, 3, 2, 0, 7000000, 1, -1 }, -1 },
+		{ SLOT_RESET, 8, { 2, 10, 3, 2, 0, 7000000, 1, 0 }, -1 },
+		{ SLOT_RESERVE, 8, { 2, 10, 3, 2, 0, 7000000, 1, 0 }, -1 },
 	};
 	const struct slot_params p = { .interval_us = 1000, .max_wait_us = 5000, .burst = 1 };
-	redisReply e[7], *elems[7];
+	redisReply e[8], *elems[8];
 	redisReply r = { .type = REDIS_REPLY_ARRAY, .element = elems };
 
 	(void)state;
@@ -800,7 +808,7 @@ static void test_view_replies(void **state)
 		int rc;
 
 		r.elements = cases[i].n;
-		for (size_t j = 0; j < 7; j++) {
+		for (size_t j = 0; j < 8; j++) {
 			e[j] = (redisReply){ .type = REDIS_REPLY_INTEGER, .integer = cases[i].v[j] };
 			elems[j] = &e[j];
 		}
@@ -817,6 +825,7 @@ static void test_view_replies(void **state)
 		assert_int_equal(res.since_us, cases[i].v[4]);
 		assert_int_equal(res.sched_interval_us, cases[i].v[5]);
 		assert_int_equal(res.sched_burst, cases[i].v[6]);
+		assert_int_equal(res.evicts, cases[i].n == 8 && cases[i].v[7] == 1);
 	}
 }
 
