@@ -41,10 +41,11 @@ gated hyg_queue "$R key=hyg_queue interval=300ms countdown=100ms"
 gated hyg_tcp "url=redis://:hyg%3Apw@127.0.0.1:$tport/2 key=hyg_tcp interval=1ms"
 gated hyg_refuse "$R key=hyg_refuse interval=10s max_wait=1s"
 # Queues as the script stores them ("tat written", in server microseconds): hyg_queue's
-# handle waits once, up to 1.5 s; hyg_refuse's 100 s queue refuses every phase. A handle that was
+# handle waits once, up to 3 s (so that it still waits when the run reaches it a second or two
+# late, on a loaded machine); hyg_refuse's 100 s queue refuses every phase. A handle that was
 # admitted is not gated again, so without them neither would wait or be refused.
 now_us=$(rcli r time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }')
-rcli r set hyg_queue "$((now_us + 1500000)) $now_us" px 1500 > /dev/null
+rcli r set hyg_queue "$((now_us + 3000000)) $now_us" px 3000 > /dev/null
 rcli r set hyg_refuse "$((now_us + 100000000)) $now_us" px 100000 > /dev/null
 gated hyg_local "url=local state_dir=$TMP/hyg-local interval=1ms"
 gated hyg_unsafe "url=local state_dir=$TMP/hyg-open interval=1ms"
