@@ -7,6 +7,7 @@
 # one a shallow clone, and one with an older module built by an earlier run. A few seconds.
 set -u
 . "$(dirname "$0")/lib.sh"
+same_when_sanitized "make bench's plan"
 
 cd "$TOP" || exit 1
 COMPARISONS="m2-store m3-before decide-old tls-old"

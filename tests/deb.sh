@@ -9,11 +9,8 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 cd "$TOP" || exit 1
-if [ -n "$SAN" ]; then
-	# The package is built by its own flags, never with the sanitizers: nothing new to see.
-	echo "# skipped: the package is the same under SANITIZE=1"
-	exit 0
-fi
+# The package is built by its own flags, never with the sanitizers.
+same_when_sanitized "the package"
 
 VERSION=$(sed -nE 's/^VERSION = ([0-9][^ ]*)$/\1/p' Makefile)
 MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)

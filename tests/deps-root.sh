@@ -8,6 +8,7 @@
 # after each run (absent, then an administrator's own). Needs root.
 set -u
 . "$(dirname "$0")/lib.sh"
+same_when_sanitized "tests/deps.sh in a throwaway root"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, dpkg in the throwaway root)"
 unshare --mount --pid --fork --net --propagation private true 2> /dev/null ||

@@ -3,6 +3,7 @@
 # The man page, the README and the examples against the code; make install into a DESTDIR.
 set -u
 . "$(dirname "$0")/lib.sh"
+same_when_sanitized "the docs check (man pages, README, the tool's tables)"
 
 cd "$TOP" || exit 1
 

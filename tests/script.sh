@@ -3,6 +3,7 @@
 # The Lua script on its own, through redis-cli --eval, against private redis-servers.
 set -u
 . "$(dirname "$0")/lib.sh"
+same_when_sanitized "the script on Redis (redis-cli --eval, none of our C)"
 
 LUA=$TREE/src/slot.lua
 start_redis s || exit 1
