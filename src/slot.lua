@@ -324,11 +324,12 @@ if reading then
     return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst}
   end
   -- Whether the server may evict the key (for flowslotctl check). The per-host file's store
-  -- (the one that gives redis.flowslot_gone) evicts nothing, and has no INFO.
+  -- (the one that gives redis.flowslot_gone) evicts nothing, and has no INFO; a server whose
+  -- ACL denies the caller INFO cannot tell, and peek answers all the same.
   local evicts = 0
   if not redis.flowslot_gone then
-    local info = redis.call('INFO', 'memory')
-    local policy = string.match(info, 'maxmemory_policy:([%w-]+)')
+    local info = redis.pcall('INFO', 'memory')
+    local policy = type(info) == 'string' and string.match(info, 'maxmemory_policy:([%w-]+)')
     if policy and policy ~= 'noeviction' and string.match(info, 'maxmemory:(%d+)') ~= '0' then
       evicts = 1
     end

@@ -246,6 +246,11 @@ e3=$(evicts 100mb noeviction) e4=$(evicts 0 volatile-ttl)
 rcli s config set maxmemory 0 > /dev/null && rcli s config set maxmemory-policy noeviction > /dev/null
 check "peek: evicts 1 with a maxmemory and volatile-ttl or allkeys-lru, 0 with noeviction or no maxmemory ($e0 $e1 $e2 $e3 $e4)" \
 	[ "$e0 $e1 $e2 $e3 $e4" = "0 1 1 0 0" ]
+rcli s acl setuser noinfo on nopass '~*' '+@all' -info > /dev/null
+n=$(redis-cli -s "$TMP/s.sock" --user noinfo --pass x --no-auth-warning --eval "$LUA" ev , peek \
+	1000000 1 60000000 0 idn "" "" 0 60000000 0 2>&1 | tr '\n' ' ')
+check "peek by a user whose ACL denies INFO answers all the same, evicts 0 ($n)" \
+	sh -c "echo '$n' | grep -Eq '^1 0 1 0 -1 1000000 1 0 $'"
 
 # --- The queue's promises at the edges (pam_flowslot(7), "The queue's promises").
 # e KEY OP ID WHO HOST [PER_HOST LEASE_US MAX_WAIT_US]: one call at interval 5 s, burst 1 (long
