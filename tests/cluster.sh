@@ -124,7 +124,7 @@ gaps() {
 # key's logins are admitted an interval apart in arrival order, all by Redis, and each key is
 # stored on the node that owns its slot.
 rm -f "$TMP/stamps" "$TMP/arrivals"
-SVC=()
+SVC=() stored=()
 for n in 1 2 3; do
 	SVC[n]=$(name_on "${P[n]}" "k${n}x" "fs:%s") || { echo "Bail out! no key for node $n"; exit 1; }
 	service "${SVC[n]}" "$ARRIVE" \
@@ -141,11 +141,11 @@ for i in 1 2 3 4; do
 		# The next starts once this one has its decision: the order they arrive in is the
 		# order their node saw them, whatever the machine's load.
 		wait_for 20 grep -q 'via=' "$TMP/n${n}u$i.err"
+		# A schedule expires an interval after its last slot, which a loaded machine can
+		# reach before the next login of its key arrives: look just after each decision.
+		[ "$(redis-cli -p "${P[n]}" exists "fs:${SVC[n]}")" = 1 ] && stored[n]=1
 	done
 done
-# Each schedule expires an interval after its last slot: look while the queues are still full.
-stored=""
-for n in 1 2 3; do stored="$stored$(redis-cli -p "${P[n]}" exists "fs:${SVC[n]}")"; done
 # shellcheck disable=SC2086
 wait $lpids
 # shellcheck disable=SC2086
@@ -154,7 +154,7 @@ for n in 1 2 3; do
 	k=fs:${SVC[n]}
 	check "$k (slot $(slot_of "$k"), node $n): admitted 500 ms apart (>= 300) in arrival order ($(gaps "n$n"))" \
 		staggered "n$n" 300 0
-	check "$k: stored on node $n, which owns its slot" [ "${stored:n-1:1}" = 1 ]
+	check "$k: stored on node $n, which owns its slot" [ "${stored[n]:-0}" = 1 ]
 	check "$k: decided on node $n" \
 		sh -c "for f in n${n}u1 n${n}u2 n${n}u3 n${n}u4; do grep -q 'redis 127.0.0.1:${P[n]}: decided' '$TMP/'\$f.err || exit 1; done"
 done
@@ -478,13 +478,16 @@ check "failover with waiters: two held places across the kill ($held), all three
 failed=$(awk '$7 != 0 || $4 == "" { printf "%s rc %s; ", $3, $7 }' "$TMP/table")
 check "failover: all $((3 * i)) logins admitted, ${i} per key ($failed)" [ -z "$failed" ]
 
-# (b) A falls back while its slot has no master, and only then.
+# (b) A falls back while its slot has no master, and only then. A login is placed by when it
+# arrived, but decided later (more so on a loaded machine), and the poll sees the promotion
+# late: one that arrived before the promotion may be decided after it, by node 4, which
+# answers for the slot only once it is a master. Any other decider in between is wrong.
 phases 3 "$t_kill" "$t_prom" > "$TMP/phA"
 nloc=$(awk '$3 == "local"' "$TMP/phA" | wc -l)
 span=$(rows 3 | awk '$4 == "local" { if (!a) a = $1; b = $1 } END { printf "%d", (b - a) / 1e6 }')
 echo "# key A: $nloc logins fell back, the first to the last arriving ${span} ms apart"
-bad=$(awk '$2 == "in" && $3 != "local"' "$TMP/phA")
-check "key A (node 3): every login between the kill and the promotion fell back to local ($nloc; $bad)" \
+bad=$(awk -v r="127.0.0.1:${P[4]}" '$2 == "in" && $3 != "local" && $4 != r' "$TMP/phA")
+check "key A (node 3): every login between the kill and the promotion fell back to local, or was decided by node 4 once promoted ($nloc; $bad)" \
 	empty_and "$bad" [ "$nloc" -ge 2 ]
 bad=$(awk '$2 == "out" && $3 == "local"' "$TMP/phA")
 check "... and none before the kill or after the promotion ($bad)" [ -z "$bad" ]
@@ -494,11 +497,13 @@ check "... the local schedule staggers them ($(gaps_of 3 local))" all_ge 120 "$(
 # slot map naming the dead node, and MOVED puts node 4 in the map, so that those that come
 # after the first was admitted go straight there.
 rows 3 | awk -v d="127.0.0.1:${P[4]}" '$5 == d' > "$TMP/byR"
-first=$(head -1 "$TMP/byR")
+# The first to arrive of those that took a redirect: one slowed down on a loaded machine may
+# be overtaken, and find the map another has written.
+first=$(awk '$6 >= 1' "$TMP/byR" | head -1)
 echo "# key A, decided by node 4: $(awk '{ printf "%s:%s ", $3, $6 }' "$TMP/byR")"
-fr=$(echo "$first" | awk -v t="$t_prom" '$1 > t - 300000000 { print $6 }')
-check "key A: the first login decided by node 4 came after the promotion, 1 or 2 redirects ($(echo "$first" | cut -d' ' -f3,6))" \
-	in_range "${fr:-0}" 0 2
+bad=$(awk '$6 > 2 { print $3, $6 }' "$TMP/byR")
+check "key A: node 4 found through a seed's MOVED: $(echo "$first" | cut -d' ' -f3) after $(echo "$first" | cut -d' ' -f6) redirects, none after more than 2 ($bad)" \
+	empty_and "$bad" [ -n "$first" ]
 later=$(awk -v t="$(echo "$first" | cut -d' ' -f2)" '$1 > t' "$TMP/byR")
 bad=$(echo "$later" | awk '$6 != 0 { print $3, $6 }')
 check "... the $(echo "$later" | wc -l) that came after it was admitted: no redirect ($bad)" \
