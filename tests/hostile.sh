@@ -22,12 +22,13 @@ encode() {
 }
 
 # hostile_login NAME USER RHOST KEY-TEMPLATE [more options]: two logins, so the second queues
-# and logs its "queued:" line.
+# and logs its "queued:" line. The key lives an interval after the second's slot: 2 s, so that
+# a loaded machine still finds it there after the logins.
 hostile_login() {
 	local svc=$1 user=$2 rhost=$3 key=$4
 	shift 4
 	service "$svc" "auth required $SET_ITEMS" \
-		"auth required @M url=unix://$TMP/h.sock key=$key interval=300ms state_dir=$TMP/st-$svc $*" \
+		"auth required @M url=unix://$TMP/h.sock key=$key interval=2s state_dir=$TMP/st-$svc $*" \
 		"auth required @P/pam_permit.so"
 	PAM_RHOST=$rhost login "${svc}1" "$svc" "$user"
 	PAM_RHOST=$rhost login "${svc}2" "$svc" "$user"
@@ -67,9 +68,9 @@ longest=$(grep -a 'SYSLOG(' "$TMP/big1.err" "$TMP/big2.err" |
 check "... every log line of the module bounded ($longest bytes)" [ "$longest" -lt 1024 ]
 
 # A key of exactly 256 bytes is used as it is; one byte more is cut, and has a schedule of
-# its own.
+# its own. The first key must outlive the second's two logins.
 rcli h flushall > /dev/null
-hostile_login at "$(head -c 254 /dev/zero | tr '\0' b)" '' 'k:%u' interval=2s
+hostile_login at "$(head -c 254 /dev/zero | tr '\0' b)" '' 'k:%u' interval=6s
 check "a key of exactly 256 bytes is used" [ "$(rcli h --scan | tr -d '\n' | wc -c)" = 256 ]
 hostile_login over "$(head -c 255 /dev/zero | tr '\0' b)" '' 'k:%u'
 check "257 bytes: a key of its own, cut with a hash, and the second login queued on Redis" \
