@@ -8,11 +8,12 @@
 .PHONY: check-model model-long model-old
 CHECK_EXTRA += check-model
 
-# The script on the test's clock: both substitutions must take, or the build fails.
+# The script on the test's clock: every TIME and PEXPIRE must be replaced, or the build fails.
 build/model/slot_clock.lua: src/slot.lua tests/model/clock.sed
 	mkdir -p build/model
 	sed -f tests/model/clock.sed $< > $@.tmp
-	[ "$$(grep -c "ARGV\[12\]" $@.tmp)" = 2 ] && mv $@.tmp $@
+	[ "$$(grep -c "ARGV\[14\]" $@.tmp)" -ge 2 ] && \
+		! grep -Eq "redis\.call\('(TIME|PEXPIRE)'" $@.tmp && mv $@.tmp $@
 
 # The per-host store running the script (src/lscript.c on src/lstore.c), on the test's clock.
 LSDRIVE_OBJS = build/lstore.o build/lscript.o build/slot.o build/fstime.o build/str.o

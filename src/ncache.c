@@ -11,7 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flowslot/fstime.h"
 #include "flowslot/lslot.h"
+#include "flowslot/lstore.h"
+#include "flowslot/slot.h"
 #include "flowslot/trust.h"
 #include "flowslot/url.h"
 
@@ -42,9 +45,12 @@ static bool ncache_fresh(time_t mtime, int max_age_s)
 	return age >= -1 && age <= max_age_s;
 }
 
-int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node *node)
+/* Reads the entry name under dir into buf (bufsz bytes, NUL-terminated), if it was written
+   in the last max_age_s seconds (0: whenever) and is one line. Returns its length without the
+   newline, or -1. */
+static ssize_t ncache_read(const char *dir, const char *name, int max_age_s, char *buf,
+			   size_t bufsz)
 {
-	char buf[NCACHE_FILE_MAX + 1];
 	struct stat st;
 	const char *why; /* unused: a hint that cannot be trusted is no hint */
 	ssize_t n = -1;
@@ -53,23 +59,31 @@ int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node
 	if (dfd >= 0)
 		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) == 0 && trust_own_file(&st, 022) &&
-	    st.st_size <= NCACHE_FILE_MAX &&
-	    (max_age_s == 0 || ncache_fresh(st.st_mtime, max_age_s)))
-		n = read(fd, buf, sizeof(buf) - 1);
+	    st.st_size < (off_t)bufsz && (max_age_s == 0 || ncache_fresh(st.st_mtime, max_age_s)))
+		n = read(fd, buf, bufsz - 1);
 	if (fd >= 0)
 		close(fd);
 	if (dfd >= 0)
 		close(dfd);
 	if (n <= 1 || buf[n - 1] != '\n')
 		return -1;
-	return url_parse_endpoint(buf, (size_t)n - 1, node);
+	buf[n - 1] = '\0';
+	return n - 1;
 }
 
-int ncache_put(const char *dir, const char *name, const struct url_node *node)
+int ncache_get(const char *dir, const char *name, int max_age_s, struct url_node *node)
 {
-	char tmp[NCACHE_NAME_MAX + 48], buf[NCACHE_FILE_MAX + 1];
-	const char *why; /* unused, as in ncache_get */
-	int len = snprintf(buf, sizeof(buf), "%s:%d\n", node->host, node->port);
+	char buf[NCACHE_FILE_MAX + 1];
+	ssize_t n = ncache_read(dir, name, max_age_s, buf, sizeof(buf));
+
+	return n < 0 ? -1 : url_parse_endpoint(buf, (size_t)n, node);
+}
+
+/* Stores len bytes of buf as the entry name under dir (created 0700 when missing). */
+static int ncache_write(const char *dir, const char *name, const char *buf, int len)
+{
+	char tmp[NCACHE_NAME_MAX + 48];
+	const char *why; /* unused, as in ncache_read */
 	int dfd = trust_open_dir(dir, true, &why), fd = -1;
 	unsigned rnd = 0;
 	bool stored = false;
@@ -91,4 +105,53 @@ int ncache_put(const char *dir, const char *name, const struct url_node *node)
 	}
 	close(dfd);
 	return stored ? 0 : -1;
+}
+
+int ncache_put(const char *dir, const char *name, const struct url_node *node)
+{
+	char buf[NCACHE_FILE_MAX + 1];
+	int len = snprintf(buf, sizeof(buf), "%s:%d\n", node->host, node->port);
+
+	return len > 0 && len < (int)sizeof(buf) ? ncache_write(dir, name, buf, len) : -1;
+}
+
+void ncache_heard_name(const struct url *u, const char *key, char *out, size_t outsz)
+{
+	char node[NCACHE_NAME_MAX], where[16];
+	uint64_t hash;
+
+	/* The nodes (Sentinel, Cluster), and the server of a direct url, its database and key. */
+	ncache_name(u, "heard", node, sizeof(node));
+	snprintf(where, sizeof(where), ",%d,%d,", u->port, u->db);
+	hash = lslot_hash(lslot_hash(LSLOT_HASH_START, node), u->host);
+	hash = lslot_hash(lslot_hash(lslot_hash(hash, u->socket), where), key);
+	snprintf(out, outsz, "heard.%016" PRIx64, hash);
+}
+
+/* The entry's line: "BOOT NEXT_US", the boot's id and the next slot on its CLOCK_MONOTONIC. */
+int64_t ncache_heard_get(const char *dir, const char *name)
+{
+	char buf[LSTORE_BOOT_MAX + 32], boot[LSTORE_BOOT_MAX + 1], *sp;
+	ssize_t n = ncache_read(dir, name, 0, buf, sizeof(buf));
+	int64_t next_us, now_us = fstime_mono_us();
+
+	lstore_boot(boot);
+	if (n < 0 || boot[0] == '\0' || (sp = strchr(buf, ' ')) == NULL ||
+	    (size_t)(sp - buf) != strlen(boot) || memcmp(buf, boot, strlen(boot)) != 0 ||
+	    sscanf(sp + 1, "%" SCNd64, &next_us) != 1 || next_us <= now_us ||
+	    next_us - now_us > SLOT_HORIZON_MAX_US)
+		return 0;
+	return next_us - now_us;
+}
+
+int ncache_heard_put(const char *dir, const char *name, int64_t next_us)
+{
+	char buf[LSTORE_BOOT_MAX + 32], boot[LSTORE_BOOT_MAX + 1];
+	int len;
+
+	lstore_boot(boot);
+	if (boot[0] == '\0')
+		return -1;
+	len = snprintf(buf, sizeof(buf), "%s %" PRId64 "\n", boot, next_us);
+	return ncache_write(dir, name, buf, len);
 }

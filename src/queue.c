@@ -40,19 +40,21 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 	return l->limit_us > now_us ? l->limit_us - now_us : 0;
 }
 
-/* One call about the place, bounded by max_wait_us, over by until_us if not 0, with the
+/* One call about the place, bounded by max_wait_us, over by until_us if not 0, its age_us
+   as slot_params has it, with the
    options read afresh: the password is held only for the exchange, never through the wait.
    said: the login logged the outage it is in already, so the call's errors are not logged
    again; each failure on Redis is counted all the same (stats_record_error). */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
-				    int64_t max_wait_us, int64_t until_us, bool said,
-				    struct slot_result *res)
+				    int64_t max_wait_us, int64_t until_us, int64_t age_us,
+				    bool said, struct slot_result *res)
 {
 	struct slot_params p = l->o->slot;
 	struct opt fresh;
 	enum slot_verdict v;
 
 	p.max_wait_us = max_wait_us;
+	p.age_us = age_us;
 	if (l->local) {
 		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key, .p = &p,
 						 .per_host = l->o->per_host, .op = op,
@@ -104,7 +106,7 @@ static void queue_leave_said(const struct queue_login *l, bool said)
 {
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 
-	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, said, &res);
+	queue_call(l, SLOT_LEAVE, queue_left_us(l, fstime_mono_us()), 0, 0, said, &res);
 }
 
 void queue_leave(const struct queue_login *l)
@@ -187,8 +189,12 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
 	int64_t began_us = fstime_mono_us(), left_us = queue_left_us(l, began_us);
-	enum slot_verdict v = queue_call(l, SLOT_RENEW, left_us,
-					 queue_until_us(l, res, st, began_us), st->failing, &now);
+	/* The place's age: as its last answer said, and the time since (0: not said). */
+	int64_t age_us =
+	    res->age_us >= 0 ? res->age_us + began_us - (res->deadline_us - res->wait_us) : 0;
+	enum slot_verdict v =
+	    queue_call(l, SLOT_RENEW, left_us, queue_until_us(l, res, st, began_us), age_us,
+		       st->failing, &now);
 
 	if (v == SLOT_UNAVAILABLE && !st->failing)
 		st->down_us = began_us;

@@ -344,12 +344,13 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 	const struct slot_params *p = &o->slot;
 	const struct slot_place *pl = call->place;
 	char interval[24], burst[24], max_wait[24], db[16], per_host[16], lease[24];
-	char commit[24];
+	char commit[24], heard[24], age[24];
 	char replicas[16], wait_ms[24];
-	const char *argv[2 + 2 + 11] = { by_sha ? "EVALSHA" : "EVAL",
-					 by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT, "1", call->key };
-	const char *args[] = { ops[call->op], interval, burst,	  max_wait, db,	   pl->id,
-			       pl->who,	      pl->host, per_host, lease,    commit };
+	const char *argv[2 + 2 + 13] = { by_sha ? "EVALSHA" : "EVAL",
+					 by_sha ? RSLOT_SCRIPT_SHA1 : RSLOT_SCRIPT, "1",
+					 call->key };
+	const char *args[] = { ops[call->op], interval, burst, max_wait, db,	pl->id, pl->who,
+			       pl->host,      per_host, lease, commit,	 heard, age };
 	const char *asking_argv[] = { "ASKING" };
 	const char *wait_argv[] = { "WAIT", replicas, wait_ms };
 	int64_t left_ms;
@@ -362,6 +363,8 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 	snprintf(per_host, sizeof(per_host), "%d", o->per_host);
 	snprintf(lease, sizeof(lease), "%" PRId64, SLOT_LEASE_US);
 	snprintf(commit, sizeof(commit), "%" PRId64, slot_commit_us(p));
+	snprintf(heard, sizeof(heard), "%" PRId64, call->heard_us);
+	snprintf(age, sizeof(age), "%" PRId64, p->age_us);
 	if (asking && rnode_send(call, 1, asking_argv, why) != 0)
 		return -1;
 	if (rnode_send(call, (int)(sizeof(argv) / sizeof(argv[0])), argv, why) != 0)

@@ -219,6 +219,13 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	enum rnode_step step;
 	int redirects = 0, tries = 1;
 	int64_t began_us = fstime_mono_us();
+	char heard[NCACHE_NAME_MAX];
+
+	/* The next slot this host last heard of, for a schedule found lost (slot.lua, ARGV[12]),
+	   and what this answer says of it, for the next login. */
+	ncache_heard_name(&o->url, key, heard, sizeof(heard));
+	if (op == SLOT_RESERVE || op == SLOT_RENEW)
+		call.heard_us = ncache_heard_get(o->state_dir, heard);
 
 	call.budget_end_us = began_us + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
 	if (o->until_us > 0 && o->until_us < call.budget_end_us)
@@ -250,6 +257,9 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 			call.where, tries, after);
 	}
 	res->deadline_us = call.replied_us + res->wait_us;
+	if (res->next_us >= 0 &&
+	    ncache_heard_put(o->state_dir, heard, call.replied_us + res->next_us) != 0 && o->debug)
+		log_msg(pamh, LOG_DEBUG, "node cache: cannot write %s/%s: %m", o->state_dir, heard);
 	if (o->debug)
 		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where, redirects);
 	return res->verdict;

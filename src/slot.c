@@ -83,7 +83,8 @@ const char *slot_answer_shape(enum slot_op op)
 {
 	if (op == SLOT_PEEK)
 		return "not an array of five, seven or eight";
-	return op == SLOT_RESET ? "not an array of five or seven" : "not an array of three or five";
+	return op == SLOT_RESET ? "not an array of five or seven"
+				: "not an array of three, five or seven";
 }
 
 /* The answer's n integers, or n + 2 whose last two are the schedule's own interval and burst
@@ -155,8 +156,19 @@ int slot_read_answer(const long long *v, size_t count, enum slot_op op,
 	long long verdict, wait_us, position;
 	bool ok;
 
+	res->next_us = res->age_us = -1;
 	if (op == SLOT_PEEK || op == SLOT_RESET)
 		return slot_read_view(v, count, op, res, why);
+	if (count == 7) {
+		if (v[5] < 0 || v[5] > SLOT_HORIZON_MAX_US || v[6] < 0 ||
+		    v[6] > SLOT_HORIZON_MAX_US || (v[6] != 0 && v[0] != 2)) {
+			*why = "values out of range";
+			return -1;
+		}
+		res->next_us = v[5];
+		res->age_us = v[6];
+		count -= 2;
+	}
 	if (slot_read_settings(v, count, 3, op, res, why) != 0)
 		return -1;
 	verdict = v[0];

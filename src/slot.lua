@@ -16,8 +16,9 @@
 --            -(1 + H(HOST))    "h:HOST:ID"     the places of a HOST
 --            -(2^49 + H(HOST)) "i:HOST:WHO"    the ghosts of a HOST
 --            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:0"  WHO's ghost
---          and lowest, -(2^52 + ASKED) "t": when a reservation last asked for the schedule's
---          settings, or stricter ones (none: never)
+--          and lower, -(2^52 + ASKED) "t": when a reservation last asked for the schedule's
+--          settings, or stricter ones (none: never); lowest, -2^53 "r:REBUILT": when a caller
+--          that held or heard of the schedule found it lost and made it again (none: never)
 --          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
 --          reset empties it. A reserve whose id holds a place already (a login asking again
@@ -37,14 +38,21 @@
 -- ARGV[11] the commit window, in microseconds: a login first in line whose slot is at most
 --          this far off is admitted now, to go in at its slot without another call; -1 admits
 --          nobody, and only holds places (the pressure hold's line, while pressure is high)
+-- ARGV[12] reserve, renew: how far off the next slot was, by the last answer the caller's host
+--          heard, in microseconds; 0 (or none) for none. It counts only on a key that holds no
+--          schedule: one lost (evicted, a restart without its data) is made again with it
+-- ARGV[13] renew: how long ago the place arrived, by its last answer, in microseconds (or
+--          none): on a schedule made again, a place lost with it is held again at its arrival
 -- Numbers are whole (a fraction, inf or nan is bad arguments).
 --
--- Returns {verdict, wait_us, position, interval, burst}. verdict: 1 admitted: go in after
+-- Returns {verdict, wait_us, position, interval, burst, next_us, age_us}. verdict: 1 admitted: go in after
 -- wait_us (at most the commit window), nothing is kept but the schedule; 2 queued: the place
 -- is held until the lease ends, renew before then, and renew at the slot to be admitted; 0
 -- refused, the wait would pass max_wait (for renew: the place is gone); 3 refused, HOST holds
 -- per_host places and ghosts already. position is 1 + the logins ahead, in the queue or
--- admitted to go in later. interval and burst are the schedule's, which decided.
+-- admitted to go in later. interval and burst are the schedule's, which decided. next_us: how
+-- far off the schedule's next slot is, as written back (its last admission and interval);
+-- age_us: how long ago the place held arrived (0 when none is held).
 --
 -- peek and reset return {verdict, wait_us, position, waiting, since_us, interval, burst}: what
 -- a login arriving now would get (as reserve, nothing held), the logins not gone in yet (live
@@ -66,6 +74,12 @@
 --   they are what is written back.
 -- - A reservation is idempotent by its place's id: asked again, it answers the place it made,
 --   as a renewal does, and holds no second one.
+-- - A lost schedule is made again by those who hold it: a reservation or renewal that finds
+--   no schedule puts the next slot back where its host last heard it was (no further off than
+--   the caller's burst, intervals and commit window allow), and for a minute and a lease after
+--   (every waiter renews within that) a renewal whose place is gone, with no ghost, holds it
+--   again at its own arrival if that was before the schedule was made again. A reset leaves
+--   the schedule's head: it is not lost, and its waiters join the back.
 -- - A ghost is taken back once (a place taken back leaves none), by a retry or by its own
 --   renewal after its lease ran out, and only if nobody queued after it left: else the login
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
@@ -94,13 +108,16 @@ local host = ARGV[8] ~= '' and ARGV[8] or '-'
 local per_host = tonumber(ARGV[9])
 local lease = tonumber(ARGV[10])
 local window = tonumber(ARGV[11])
+local heard = tonumber(ARGV[12] or '0')
+local age = tonumber(ARGV[13] or '0')
 -- This login's place: its id, WHO and HOST, checked in one match (none of them holds a ':').
 local self = id and who and host and id .. ':' .. who .. ':' .. host
 if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave' and op ~= 'peek' and op ~= 'reset') or not interval or not burst or
     not max_wait or not db or not self or not string.match(self, '^%w+:[%w-]+:[%w-]+$') or not per_host or
-    not lease or not window or interval < 1 or burst < 1 or max_wait < 0 or lease < 1 or
-    window < -1 or interval % 1 ~= 0 or burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or
-    per_host % 1 ~= 0 or lease % 1 ~= 0 or window % 1 ~= 0 then
+    not lease or not window or not heard or not age or interval < 1 or burst < 1 or
+    max_wait < 0 or lease < 1 or window < -1 or heard < 0 or age < 0 or interval % 1 ~= 0 or
+    burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or per_host % 1 ~= 0 or
+    lease % 1 ~= 0 or window % 1 ~= 0 or heard % 1 ~= 0 or age % 1 ~= 0 then
   return redis.error_reply('ERR pam_flowslot: bad arguments')
 end
 if db ~= 0 then
@@ -113,6 +130,8 @@ local LEASE, GHOST = 1e16, 2e16
 local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
 -- Settings stricter than a caller's hold this long after a reservation last asked for them.
 local ASKED_FOR, ASKED = 60000000, 2 ^ 52
+-- The score of the member that says when a lost schedule was made again.
+local REBUILT = '-9007199254740992'
 -- A place given up is remembered this long, so that the same login tried again takes it back;
 -- so many at most per HOST and per schedule.
 local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
@@ -202,6 +221,15 @@ if at and now <= at then
 end
 tat_raw = tat_raw or now
 local tat = math.max(tat_raw, now)
+-- A key that holds no schedule, reached by a login that holds a place on it (a renewal) or
+-- whose host heard of its next slot, lost it (evicted, a restart without its data): the next
+-- slot goes back where the host heard it was, no further off than the caller's own settings
+-- could have left it. So the spacing survives, and the places come back as they renew.
+local rebuilt = not stored and (op == 'renew' or (op == 'reserve' and heard > 0))
+if rebuilt then
+  tat_raw = now + math.min(heard, burst * interval + math.max(window, 0))
+  tat = tat_raw
+end
 local admitted_at = f[6] or at or 0
 if #f == 1 then
   admitted_at = 0
@@ -298,6 +326,36 @@ local function gone_leases()
   return live
 end
 
+-- Empties the schedule. One of ours keeps its head, its next slot now, with the caller's
+-- settings and no "t" (the next reservation decides), for a minute and a lease while its
+-- waiters renew: they find a schedule that is not lost, so they join the back. Added before
+-- the rest goes, as every write (below).
+local function reset()
+  if not ours or from_string then
+    if redis.call('EXISTS', K) == 1 then
+      redis.call('DEL', K)
+    end
+    return
+  end
+  local head = 's:' .. us(now) .. ':' .. us(now) .. ':' .. us(off) .. ':' ..
+      us(tonumber(ARGV[2])) .. ':' .. us(tonumber(ARGV[3])) .. ':0'
+  redis.call('ZADD', K, '0', head)
+  local rest = {}
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, '-inf', '+inf')) do
+    if m ~= head then
+      rest[#rest + 1] = m
+    end
+    if #rest == 30 then
+      redis.call('ZREM', K, unpack(rest))
+      rest = {}
+    end
+  end
+  if #rest > 0 then
+    redis.call('ZREM', K, unpack(rest))
+  end
+  redis.call('PEXPIRE', K, math.ceil((RENEW_MAX + lease) / 1000))
+end
+
 -- peek and reset: what a login now would get. Nothing is written before reset's DEL, which
 -- leaves renewing waiters no place: each holds one anew at the back of the fresh queue at its
 -- next renewal, as a lease that ran out does.
@@ -318,9 +376,7 @@ if reading then
     verdict = 1
   end
   if op == 'reset' then
-    if redis.call('EXISTS', K) == 1 then
-      redis.call('DEL', K)
-    end
+    reset()
     return {verdict, start - now, position(live), live + position(0) - 1, since, interval, burst}
   end
   -- Whether the server may evict the key (for flowslotctl check). The per-host file's store
@@ -497,6 +553,17 @@ local function arrival_back(ghost)
   return now
 end
 
+-- Whether a place that arrived at a was lost with the schedule: it was made again after a,
+-- within a minute and a lease (every waiter renews within that).
+local function lost_since(a)
+  local made = rebuilt and now
+  if not made and not from_string then
+    local r = redis.call('ZRANGEBYSCORE', K, REBUILT, REBUILT, 'LIMIT', '0', '1')[1]
+    made = r and tonumber(string.sub(r, 3))
+  end
+  return made and a < made and now - made <= RENEW_MAX + lease
+end
+
 -- The waiters ahead of an arrival.
 local function rank_of(arrival_s)
   return redis.call('ZCOUNT', K, '1', '(' .. arrival_s)
@@ -570,8 +637,9 @@ end
 follow(1)
 
 -- The operation decides its answer; every one then saves the schedule (below). places: how
--- many are held, where the operation knows.
+-- many are held, where the operation knows; place_age: how long ago the place held arrived.
 local result, places
+local place_age = 0
 -- A reserve asked again answers the place it made (the renewal below).
 if op == 'reserve' and arrival_of(self) then
   op = 'renew'
@@ -606,6 +674,7 @@ elseif op == 'reserve' then
         hold(arrival_s, ghost ~= nil, start - now)
         places = places and places + 1
         result = reply(2, start - now, position(rank))
+        place_age = now - arrival
       end
     end
   end
@@ -621,6 +690,8 @@ else
     arrival = arrival_back(ghost)
     if ghost then
       forget_ghost(ghost)
+    elseif age > 0 and lost_since(now - math.min(age, HORIZON_MAX)) then
+      arrival = now - math.min(age, HORIZON_MAX)
     end
   end
   local arrival_s = arrival == now and now_s or us(arrival)
@@ -641,6 +712,7 @@ else
       hold(arrival_s, ghost ~= nil, start - now)
     end
     result = reply(2, start - now, position(rank))
+    place_age = now - arrival
   end
 end
 
@@ -662,6 +734,10 @@ if changed or tat <= now then
     if m ~= s_member then
       adds[#adds + 1] = '0'
       adds[#adds + 1] = m
+    end
+    if rebuilt then
+      adds[#adds + 1] = REBUILT
+      adds[#adds + 1] = 'r:' .. now_s
     end
     -- A place this call holds that was there already (an id reserving twice) adds none.
     if #adds > 0 and redis.call('ZADD', K, unpack(adds)) < #adds / 2 then
@@ -707,4 +783,5 @@ if changed or tat <= now then
     redis.call('PEXPIRE', K, math.ceil((last - now) / 1000))
   end
 end
+result[6], result[7] = tat - now, place_age
 return result

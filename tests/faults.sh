@@ -37,8 +37,13 @@ rm -f "$TMP/stamps"
 login b1 restart bob
 login b2 restart carol
 gap=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } NR == 2 { printf "%d", ($1 - a) / 1e6 }')
-check "restart: the next login gets in through EVAL, at once" \
-	sh -c "[ $(rc_of b1) = 0 ] && ! grep -q queued: '$TMP/b1.err' && [ $(redis_err b1) = 0 ]"
+# b1 follows the last admission of the lost schedule, which its host heard of: in at once, or
+# queued first in line for at most an interval.
+b1_queue=$(grep -o 'queued: .*' "$TMP/b1.err")
+check "restart: the next login gets in through EVAL, within an interval (${b1_queue:-not queued})" \
+	sh -c "[ $(rc_of b1) = 0 ] && [ $(redis_err b1) = 0 ] && { [ -z '$b1_queue' ] ||
+		echo '$b1_queue' | awk '{ for (i = 1; i <= NF; i++) { split(\$i, kv, \"=\"); v[kv[1]] = kv[2] } }
+			END { exit !(v[\"position\"] == 1 && v[\"wait_ms\"] <= 1000) }'; }"
 # b2 came after b1 went in: it waits for b1's slot and nothing else (position 1, at most an
 # interval), or goes in at once if it came an interval later; its stamp is at least about an
 # interval after b1's (a stamp may be late by a little, never early by much).
@@ -47,6 +52,47 @@ check "restart: the stagger resumes one interval later (${gap} ms; ${b2_queue:-b
 	sh -c "[ $(rc_of b2) = 0 ] && [ ${gap:-0} -ge 800 ] && { [ -z '$b2_queue' ] ||
 		echo '$b2_queue' | awk '{ for (i = 1; i <= NF; i++) { split(\$i, kv, \"=\"); v[kv[1]] = kv[2] } }
 			END { exit !(v[\"position\"] == 1 && v[\"wait_ms\"] <= 1000) }'; }"
+
+# A lost schedule is made again by those who hold it (issue 29.2; pam_flowslot(7), "A lost
+# schedule"). Redis restarted without its data 0.3 s after an admission at interval=7s: the
+# next login's host heard of the next slot, and it goes in an interval after the admission
+# (it went in at once, 0.3 s after it).
+start_redis ls || exit 1
+service lost "auth required @M url=unix://$TMP/ls.sock interval=7s countdown=0 debug state_dir=$TMP/st-ls" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login l0 lost l0
+sleep 0.3
+stop_redis ls
+start_redis ls || exit 1
+login l1 lost l1
+gap=$(awk '$2 == "l0" { a = $1 } $2 == "l1" { b = $1 } END { printf "%d", (b - a) / 1e6 }' "$TMP/stamps")
+check "a restart without its data: the next login goes in an interval after the last admission (${gap} ms)" \
+	sh -c "[ $(rc_of l1) = 0 ] && [ ${gap:-0} -ge 6500 ] && grep -q 'queued: ' '$TMP/l1.err'"
+# The key lost (DEL, as an eviction) while e1 and e2 wait at 3 s behind e0: each renewal puts
+# its place back at its arrival, the next slot where the host heard it was; a newcomer after
+# both renewed goes in after them, each an interval apart.
+service evict "auth required @M url=unix://$TMP/ls.sock key=fs-evict interval=3s countdown=0 debug state_dir=$TMP/st-ls" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login e0 evict e0
+login e1 evict e1 &
+w1=$!
+wait_for 5 grep -q 'queued: ' "$TMP/e1.err"
+login e2 evict e2 &
+w2=$!
+wait_for 5 grep -q 'queued: ' "$TMP/e2.err"
+rcli ls del fs-evict > /dev/null
+renewed() { [ "$(grep -c 'renewed: ' "$TMP/e$1.err")" -ge "$2" ]; }
+n1=$(grep -c 'renewed: ' "$TMP/e1.err") n2=$(grep -c 'renewed: ' "$TMP/e2.err")
+wait_for 10 renewed 1 $((n1 + 1)) && wait_for 10 renewed 2 $((n2 + 1))
+login e3 evict e3
+wait "$w1" "$w2"
+order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
+gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }')
+check "the key lost: the waiters keep their order and spacing, the newcomer after them ($order; gaps $gaps ms)" \
+	sh -c "[ '$order' = 'e0 e1 e2 e3 ' ] && echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 2500) exit 1 }' &&
+		[ \$(cat '$TMP'/e?.rc | tr -d '\n') = 0000 ]"
 
 # Restarted with its data (SHUTDOWN SAVE, the same dump, down 1.5 s) across one renewal of a
 # waiter: the waiter keeps renewing, goes in through the schedule (never blind, so its slot is

@@ -8,14 +8,16 @@ same_when_sanitized "the script on Redis (redis-cli --eval, none of our C)"
 LUA=$TREE/src/slot.lua
 start_redis s || exit 1
 
-# call_all OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB COMMIT_US]:
-# prints the script's answer on one line: "verdict wait_us position interval burst", the last
-# two the schedule's own settings (peek and reset: "waiting since_us" before them).
+# call_all OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB COMMIT_US
+# HEARD_US AGE_US]: prints the script's answer on one line: "verdict wait_us position interval
+# burst next_us age_us", interval and burst the schedule's own settings (peek and reset:
+# "waiting since_us" before them, and no next_us nor age_us).
 call_all() {
 	op=$1 k=$2
 	shift 2
 	rcli "${SERVER:-s}" --eval "$LUA" "$k" , "$op" "$1" "$2" "$3" \
-		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" "${10:-0}" |
+		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" "${10:-0}" \
+		"${11:-0}" "${12:-0}" |
 		tr '\n' ' ' | sed 's/ $//'
 }
 # call: as call_all, without the schedule's settings (nor peek's evicts after them); an error
@@ -135,6 +137,8 @@ check "the schedule is one interval past the server's TIME ($((tat - server_us))
 # The queue of live waiters. Each call below names its place: ID WHO HOST.
 q() { call "$1" qq 1000000 1 60000000 "$2" "$3" "$4" "${5:-0}" "${6:-60000000}"; }
 field() { echo "$1" | awk -v n="$2" '{ print $n }'; }
+# server_us: the server's TIME in microseconds.
+server_us() { rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }'; }
 qa=$(q reserve a wa h1) # admitted at once: nothing kept but the schedule
 check "no wait: admitted, and nothing kept but the schedule and when its settings were asked for ($qa)" \
 	sh -c "[ '$qa' = '1 0 1' ] && [ $(rcli s zcard qq) = 2 ] && [ -n '$(rcli s zscore qq t)' ]"
@@ -232,8 +236,47 @@ check "peek on a queue of one: would be queued ~2T at place 2, one waiting ($p),
 	sh -c "echo '$p' | awk '{ exit !(\$1==2 && \$2>3000000 && \$2<=4000000 && \$3==2 && \$4==1 && \$5>=0) }' &&
 		[ \"\$(redis-cli -s '$TMP/s.sock' zrange pk 0 -1 withscores)\" = '$before' ]"
 r=$(call reset pk 2000000 1 60000000)
-check "reset: answers what it held ($r), and the key is gone" \
-	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s exists pk) = 0 ]"
+check "reset: answers what it held ($r), and the key keeps only its head, for a minute and a lease (60 s here)" \
+	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s zcard pk) = 1 ] &&
+		[ -n '$(schedule s pk)' ] && [ $(rcli s pttl pk) -gt 110000 ] && [ $(rcli s pttl pk) -le 120000 ]"
+
+# A lost schedule is made again by those who hold it (pam_flowslot(7), "A lost schedule"). At
+# 5 s: a is admitted, b and, a second later, c queue; the key is lost (DEL, as an eviction). A newcomer d whose
+# host heard of the next slot waits for it rather than going in at once; c's renewal, then b's,
+# with their ages, hold their places again at their arrivals: ahead of d, in their order.
+L() { call_all "$1" lost 5000000 1 60000000 "$2" "w$2" "" 0 60000000 0 2000000 "${3:-0}" "${4:-0}"; }
+L reserve a > /dev/null
+lb=$(L reserve b)
+sleep 1
+lc=$(L reserve c)
+b_at=$(rcli s zscore lost w:b:wb:-) c_at=$(rcli s zscore lost w:c:wc:-)
+check "a queued place's answer says the next slot (an interval off at most) and its age, 0 ($lb | $lc)" \
+	sh -c "[ $(field "$lb" 7) = 0 ] && [ $(field "$lc" 7) = 0 ] && [ $(field "$lc" 6) -ge 1 ] &&
+		[ $(field "$lc" 6) -le 5000000 ]"
+rcli s del lost > /dev/null
+ld=$(L reserve d "$(field "$lc" 6)")
+check "... the key lost, a newcomer that heard of the next slot waits for it ($ld), not in at once" \
+	sh -c "[ $(field "$ld" 1) = 2 ] && [ $(field "$ld" 2) -gt 2000000 ] && [ $(field "$ld" 2) -le 5000000 ] &&
+		[ $(field "$ld" 3) = 1 ]"
+lc2=$(L renew c 0 $(($(server_us) - c_at)))
+lb2=$(L renew b 0 $(($(server_us) - b_at)))
+ld2=$(L renew d)
+check "... c, then b, renew with their ages: held again at their arrivals, b c d ($lc2 | $lb2 | $ld2)" \
+	sh -c "[ $(field "$lc2" 3) = 1 ] && [ $(field "$lb2" 3) = 1 ] && [ $(field "$ld2" 3) = 3 ] &&
+		[ $(rcli s zscore lost w:b:wb:-) -ge $b_at ] && [ $(rcli s zscore lost w:c:wc:-) -ge $c_at ] &&
+		[ $(rcli s zscore lost w:c:wc:-) -lt $(rcli s zscore lost w:d:wd:-) ] &&
+		[ $(field "$lb2" 7) -gt 0 ] && [ $(field "$lb2" 7) -le 10000000 ]"
+# A reset is not a loss: its head stays, and a waiter that renews after it, whatever its age,
+# joins the back (behind f, who came after the reset).
+R() { call_all "$1" rs 3000000 1 60000000 "$2" "w$2" "" 0 60000000 0 2000000 0 "${3:-0}"; }
+R reserve a > /dev/null
+R reserve b > /dev/null
+call reset rs 3000000 1 60000000 > /dev/null
+re=$(R reserve e)
+R reserve f > /dev/null
+rb=$(R renew b 10000000)
+check "a reset is not a loss: the next login goes in at once ($re), b renewing joins the back ($rb)" \
+	sh -c "[ $(field "$re" 1) = 1 ] && [ $(field "$rb" 1) = 2 ] && [ $(field "$rb" 3) = 2 ]"
 
 # peek says whether the server may evict the key (its last field): only with a maxmemory and a
 # policy other than noeviction (flowslotctl check warns then).
@@ -365,7 +408,6 @@ check "peek counts logins admitted to go in later as waiting ($v)" [ "$(field "$
 # --- Leases that fit the wait (pam_flowslot(7), L1), called as the module calls it: the lease
 # near the slot 5 s (ARGV[10]), the commit window 2 s (ARGV[11]), interval 1 s (near: within
 # 4 s). ahead KEY MS: a schedule whose next slot is MS off (as a queue gone in would leave it).
-server_us() { rcli s time | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }'; }
 ahead() {
 	now=$(server_us)
 	rcli s set "$1" "$((now + $2 * 1000)) $now" > /dev/null

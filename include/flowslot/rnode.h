@@ -51,6 +51,7 @@ struct rnode_call {
 	int64_t replied_us;    /* when the script's last reply was read */
 	struct rnode_cap cap;  /* on the current connection's reader */
 	int64_t max_wait_us;   /* given to the script, and its answer checked against */
+	int64_t heard_us;      /* the next slot this host last heard of, from now (ncache) */
 	bool script_sent;      /* the current connection sent the script */
 	bool timed_out;	       /* an attempt sent the script and ran out of time for its answer */
 	bool said;	       /* the decision's errors were logged: log no more */

@@ -12,6 +12,10 @@ struct slot_params {
 	int64_t max_wait_us;
 	int64_t burst;
 	bool dry_run; /* every admission is committed as a fixed slot: nobody waits */
+	/* SLOT_RENEW: how long ago the place arrived, by its last answer (0: not known), so that
+	   a schedule that was lost (evicted, a restart without its data) and is made again holds
+	   it again at its arrival. */
+	int64_t age_us;
 };
 
 enum slot_verdict {
@@ -81,6 +85,10 @@ struct slot_result {
 	   minute), which may differ from the caller's; 0 when the backend did not say. */
 	int64_t sched_interval_us;
 	int64_t sched_burst;
+	/* SLOT_RESERVE, SLOT_RENEW, SLOT_LEAVE: how far off the schedule's next slot is, and how
+	   long ago the place held arrived (0 for none), at the answer; -1 when not said. */
+	int64_t next_us;
+	int64_t age_us;
 	/* SLOT_PEEK and SLOT_RESET only, whose verdict, wait and position are what a login
 	   arriving now would get, holding nothing: */
 	int64_t waiting;  /* logins not gone in yet: live places, and those admitted to go in
@@ -105,7 +113,8 @@ bool slot_settings_differ(const struct slot_params *p, const struct slot_result 
 /* The most integers a script's answer holds (peek's eight), and what it may hold. */
 #define SLOT_ANSWER_MAX 8
 
-/* What is wrong with an answer to op of the wrong length: "not an array of three or five". */
+/* What is wrong with an answer to op of the wrong length: "not an array of three, five or
+   seven". */
 const char *slot_answer_shape(enum slot_op op);
 
 /* Reads the script's answer to op, count integers in v, into res (deadline_us aside): its

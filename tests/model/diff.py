@@ -40,7 +40,11 @@ BACK_STEPS = [-1, -S, -5 * S, -40 * S, -86400 * S]
 # One argument made bad, by its index in ARGV (1-based), and what it becomes.
 BAD = [(1, 'bogus'), (1, ''), (2, '0'), (2, '1.5'), (2, 'x'), (2, '-5'), (3, '0'), (3, '2.5'),
        (4, '-1'), (4, 'inf'), (5, '0.5'), (5, 'x'), (6, ''), (6, 'a:b'), (6, 'a b'), (7, 'a:b'),
-       (8, '!!'), (9, '0.5'), (9, ''), (10, '0'), (10, 'nan'), (11, '-2'), (11, '1.5')]
+       (8, '!!'), (9, '0.5'), (9, ''), (10, '0'), (10, 'nan'), (11, '-2'), (11, '1.5'),
+       (12, '-1'), (12, '0.5'), (13, 'x'), (13, '-3')]
+# ARGV[12] and [13]: mostly none, as most calls find their schedule.
+HEARD = [0, 0, 0, 1, S, 3 * S, 10 ** 15]
+AGES = [0, 0, 0, 1, S, 30 * S, 10 ** 15]
 # Odd but good: Lua reads them as the numbers they spell.
 ODD = [(2, '1e6'), (2, ' 2000000'), (3, '0x2'), (4, '60e6'), (9, '1.0'), (11, '2e6')]
 
@@ -216,8 +220,10 @@ class Sequence:
         if rnd.random() < 0.05:  # a place that calls with another's WHO or HOST
             place = Place(rnd, [place.host, ''], [place.who, ''])
             place.id = rnd.choice(self.places).id
+        # The next slot heard of, and the place's age: what makes a lost schedule again.
         args = [op, interval, burst, rnd.choice(self.max_waits), 0, place.id, place.who,
-                place.host, rnd.choice(self.per_hosts), self.lease, rnd.choice(self.windows)]
+                place.host, rnd.choice(self.per_hosts), self.lease, rnd.choice(self.windows),
+                rnd.choice(HEARD), rnd.choice(AGES)]
         odd = rnd.random()
         if odd < 0.03:
             i, v = rnd.choice(BAD)
@@ -296,7 +302,8 @@ class Sequence:
         """A big sequence's first calls: 1,100 places of their own WHO and HOST, each held and
         given up, 10 us apart."""
         for j in range(1100):
-            place = ['c%d' % j, '%016x' % j, '%016x' % (j + 1 << 32), '0', str(self.lease), '0']
+            place = ['c%d' % j, '%016x' % j, '%016x' % (j + 1 << 32), '0', str(self.lease), '0',
+                     '0', '0']
             for op in ('reserve', 'leave'):
                 self.now += 10
                 yield ['eval', self.now, 'KEY', op, str(3600 * S), '1', str(7200000 * S), '0'] + \

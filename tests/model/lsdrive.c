@@ -64,8 +64,8 @@ static int drive_call(char *line, char **text)
 		return -1;
 	}
 	s.pid = getpid();
-	if (strcmp(f[0], "eval") == 0 && n == 14) {
-		if (lscript_run(&s, f[2], (const char *const *)&f[3], 11, 0, &res, err,
+	if (strcmp(f[0], "eval") == 0 && n == 16) {
+		if (lscript_run(&s, f[2], (const char *const *)&f[3], 13, 0, &res, err,
 				sizeof(err)) == 0) {
 			printf("ok");
 			for (size_t i = 0; i < res.n; i++)

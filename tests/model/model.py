@@ -224,21 +224,25 @@ class Schedule:
         if op in ('peek', 'reset'):
             c.follow(1)
             ended = in_band(LEASE_BAND, c.now)
-            return self.view(c, op, s, [p for p in self.places if p.lease > ended])
+            return self.view(c, op, s, [p for p in self.places if p.lease > ended], server_now)
         self.purge(c, op, pid)
         c.follow(1)
         r = getattr(self, op)(c, s, pid, who, host)
         self.save(c, server_now, r[0])
         return r
 
-    def view(self, c, op, s, live):
-        """peek and reset: what a login now would get; nothing written but reset's wipe."""
+    def view(self, c, op, s, live, server_now):
+        """peek and reset: what a login now would get; nothing written but reset's. A reset
+        keeps the head, its next slot now, with the caller's settings and none asked for, for
+        a minute and a lease: so its waiters, renewing, find a schedule that was not lost."""
         start = c.start_of(len(live))
         v = 0 if start - c.now > s.max_wait else 1 if c.due(len(live), start) else 2
         r = (v, start - c.now, c.position(len(live)), len(live) + c.position(0) - 1,
              c.interval, c.burst)
-        if op == 'reset':
-            self.wipe()
+        if op == 'reset' and self.head:
+            self.places, self.ghosts = [], {}
+            self.head = Head(c.now, c.now, c.off, s.interval, s.burst, 0, 0)
+            self.expires = server_now + 1000 * ceil((RENEW_MAX + LEASE) / 1000)
         return r
 
     def reply(self, c, v, start, rank):

@@ -57,7 +57,7 @@ def sequence(r, scripts, rnd, n):
         for j in range(1100):
             for op in ('reserve', 'leave'):
                 args = [op, 3600 * S, 1, 3600 * S * 2000, 0, 'c%d' % j, 'cw%d' % j, 'ch%d' % j, 0,
-                        3600 * S, 0, now]
+                        3600 * S, 0, 0, 0, now]
                 for key, script in zip(keys, scripts + [rnd.choice(scripts)]):
                     call(r, script, key, args)
             now += 10
@@ -69,7 +69,8 @@ def sequence(r, scripts, rnd, n):
         interval, burst = rnd.choice(SETTINGS)
         args = [op, interval, burst, rnd.choice([0, 5 * S, 12 * S, 60 * S, 3600 * S]), 0,
                 rnd.choice(ids), rnd.choice(whos), rnd.choice(hosts), rnd.choice([0, 0, 1, 2]),
-                rnd.choice([300000, 5 * S, 5 * S, 60 * S]), rnd.choice([0, 2 * S]), now]
+                rnd.choice([300000, 5 * S, 5 * S, 60 * S]), rnd.choice([0, 2 * S]),
+                rnd.choice([0, 0, 0, 3 * S]), rnd.choice([0, 0, 0, 10 * S]), now]
         replies = [call(r, script, key, args)
                    for key, script in zip(keys, scripts + [rnd.choice(scripts)])]
         states = [state(r, key) for key in keys]

@@ -49,7 +49,7 @@ BACKENDS = [b for b in os.environ.get('MODEL_BACKENDS', 'redis,file').split(',')
 
 
 class Redis:
-    """src/slot.lua on a redis-server of the test's own, on the test's clock (ARGV[12])."""
+    """src/slot.lua on a redis-server of the test's own, on the test's clock (ARGV[14])."""
     server = None
 
     @classmethod
@@ -101,10 +101,11 @@ class Redis:
 
 
 def script_args(op, s, pid, who, host):
-    """ARGV[1..11] as the module sends them (src/slot.c): database 0, the near lease LEASE and
-    the commit window WINDOW."""
+    """ARGV[1..13] as the module sends them (src/rnode.c): database 0, the near lease LEASE,
+    the commit window WINDOW; no next slot heard of, no place's age (a lost schedule is
+    tests/script.sh's and tests/model/diff.py's)."""
     return [op, s.interval, s.burst, s.max_wait, 0, pid, '' if who == '-' else who,
-            '' if host == '-' else host, s.per_host, LEASE, WINDOW]
+            '' if host == '-' else host, s.per_host, LEASE, WINDOW, 0, 0]
 
 
 def answer(op, r):
@@ -749,8 +750,9 @@ class Follow(unittest.TestCase):
     reservations ask for it. One login at interval=20s goes in; a 2 s stack's login a second
     later is told the 20 s schedule; 61 s after the 20 s one asked, a 2 s login decides by its
     own, the next slot following the last admission by 2 s, not 20; a 20 s login then raises
-    it again at once. And a reset means the settings of the logins after it: an old waiter's
-    renewal (20 s) remakes the schedule, and the next 2 s login is still told 2 s."""
+    it again at once. And a reset means the settings of the logins after it: the reset keeps
+    the head with its caller's (2 s), an old waiter's renewal (20 s) has no say, and the next
+    2 s login is told 2 s."""
     SLOW, FAST = Settings(20 * S, 1, 60 * S, 0), Settings(2 * S, 1, 60 * S, 0)
 
     def call(self, b, model, op, at, s, pid):
@@ -777,7 +779,7 @@ class Follow(unittest.TestCase):
         # The reset: a5 renews with its 20 s after it; a 2 s login after that is told 2 s.
         self.call(b, model, 'reset', 70 * S, fast, 'ctl')
         r = self.call(b, model, 'renew', 71 * S, slow, 'a5')
-        self.assertEqual((r[0], r[3]), (1, 20 * S), 'the old waiter goes in on a fresh schedule')
+        self.assertEqual((r[0], r[3]), (1, 2 * S), 'the old waiter goes in on the reset schedule')
         r = self.call(b, model, 'reserve', 71 * S + S // 2, fast, 'a6')
         self.assertEqual((r[0], r[1], r[3]), (1, 3 * S // 2, 2 * S),
                          'after a reset, the settings of the logins that come after it')

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/ncache.h"
 #include "flowslot/opt.h"
 #include "flowslot/rnode.h"
 #include "flowslot/rslot.h"
@@ -197,11 +198,12 @@ static void test_admitted(void **state)
 	assert_true(res.deadline_us >= before);
 	assert_true(res.deadline_us <= fstime_mono_us());
 	/* One command: EVALSHA sha 1 key, then op interval burst max_wait db id who host
-	   per_host lease commit, the database always. */
-	assert_string_equal(sent(), "*15\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1 "\r\n"
-				    KEYS_SENT "$7\r\nreserve\r\n$7\r\n7000000\r\n$1\r\n1\r\n"
+	   per_host lease commit heard age, the database always. */
+	assert_string_equal(sent(), "*17\r\n$7\r\nEVALSHA\r\n$40\r\n" RSLOT_SCRIPT_SHA1
+				    "\r\n" KEYS_SENT "$7\r\nreserve\r\n$7\r\n7000000\r\n$1\r\n1\r\n"
 				    "$8\r\n60000000\r\n$1\r\n0\r\n" PLACE_SENT
-				    "$1\r\n0\r\n$7\r\n5000000\r\n$7\r\n2000000\r\n");
+				    "$1\r\n0\r\n$7\r\n5000000\r\n$7\r\n2000000\r\n"
+				    "$1\r\n0\r\n$1\r\n0\r\n");
 	assert_int_equal(frees, 1);
 	assert_int_equal(frees_without_cloexec, 0);
 }
@@ -294,6 +296,64 @@ static void test_refused_longer_queue(void **state)
 	assert_int_equal(res.wait_us, 3600000000);
 }
 
+/* A fresh peer for the next call of a test, the last one's connection closed. */
+static void repeer(void)
+{
+	int sv[2];
+
+	close(peer);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	client_end = sv[0];
+	peer = sv[1];
+}
+
+#define QUEUED_HEARD "*7\r\n:2\r\n:9000000\r\n:2\r\n:7000000\r\n:1\r\n:6500000\r\n:0\r\n"
+
+/* The next slot an answer names is kept in state_dir, and the next call on the schedule sends
+   how far off it is now (slot.lua's ARGV[12]); a call that names none writes nothing. */
+static void test_heard_kept(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	char dir[] = "/tmp/test_rslot.XXXXXX", name[NCACHE_NAME_MAX], path[128];
+	const char *req, *commit = "$7\r\n2000000\r\n";
+	long long heard_us = -1;
+
+	(void)state;
+	opts(&o);
+	assert_non_null(mkdtemp(dir));
+	strcpy(o.state_dir, dir);
+	ncache_heard_name(&o.url, "flowslot:test", name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	serve("*5\r\n:1\r\n:0\r\n:1\r\n:7000000\r\n:1\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_ADMIT);
+	assert_int_equal(res.next_us, -1);
+	assert_int_equal(access(path, F_OK), -1);
+	/* Nothing heard yet: 0. */
+	req = sent();
+	assert_string_equal(strstr(req, commit) + strlen(commit), "$1\r\n0\r\n$1\r\n0\r\n");
+	repeer();
+	serve(QUEUED_HEARD);
+	assert_int_equal(reserve(&o, &res), SLOT_QUEUED);
+	assert_int_equal(res.next_us, 6500000);
+	assert_int_equal(res.age_us, 0);
+	assert_true(ncache_heard_get(dir, name) > 6000000);
+	assert_true(ncache_heard_get(dir, name) <= 6500000);
+	sent();
+	repeer();
+	serve(QUEUED_HEARD);
+	assert_int_equal(reserve(&o, &res), SLOT_QUEUED);
+	req = sent();
+	assert_int_equal(sscanf(strstr(req, commit) + strlen(commit), "$7\r\n%lld", &heard_us), 1);
+	assert_true(heard_us > 6000000 && heard_us <= 6500000);
+	/* An answer out of range is refused, whatever it says of the next slot. */
+	repeer();
+	serve("*7\r\n:1\r\n:0\r\n:1\r\n:7000000\r\n:1\r\n:-5\r\n:0\r\n");
+	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_auth_and_db_pipelined(void **state)
 {
 	struct opt o;
@@ -313,7 +373,7 @@ static void test_auth_and_db_pipelined(void **state)
 	   script, so that a bad one cannot leave it reserving on database 0. */
 	assert_non_null(strstr(req, "*3\r\n$4\r\nAUTH\r\n$4\r\ngate\r\n$2\r\npw\r\n"));
 	assert_null(strstr(req, "SELECT"));
-	assert_non_null(strstr(req, "*15\r\n$7\r\nEVALSHA\r\n"));
+	assert_non_null(strstr(req, "*17\r\n$7\r\nEVALSHA\r\n"));
 	assert_non_null(strstr(req, "$8\r\n60000000\r\n$1\r\n5\r\n"));
 	assert_true(strstr(req, "AUTH") < strstr(req, "EVALSHA"));
 }
@@ -948,6 +1008,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_admitted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heard_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_renew_and_leave_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
@@ -968,7 +1029,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_huge_arrays, setup, teardown),
 		cmocka_unit_test(test_reader_cap),
 		cmocka_unit_test_setup_teardown(test_slow_wait_keeps_deadline, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wait_counts_queued_as_written, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_counts_queued_as_written, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_commands_wiped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_interrupted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_peek_view, setup, teardown),
