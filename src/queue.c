@@ -40,9 +40,9 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 	return l->limit_us > now_us ? l->limit_us - now_us : 0;
 }
 
-/* One call about the place, bounded by max_wait_us, over by until_us if not 0, its age_us
-   as slot_params has it, with the
-   options read afresh: the password is held only for the exchange, never through the wait.
+/* One call about the place, bounded by max_wait_us, over by until_us if not 0, with the
+   place's age_us (slot_params), and the options read afresh: the password is held only for
+   the exchange, never through the wait.
    said: the login logged the outage it is in already, so the call's errors are not logged
    again; each failure on Redis is counted all the same (stats_record_error). */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
@@ -189,7 +189,7 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 {
 	struct slot_result now = { .verdict = SLOT_UNAVAILABLE };
 	int64_t began_us = fstime_mono_us(), left_us = queue_left_us(l, began_us);
-	/* The place's age: as its last answer said, and the time since (0: not said). */
+	/* The place's age: as its last answer said, and the time since (0 where it said none). */
 	int64_t age_us =
 	    res->age_us >= 0 ? res->age_us + began_us - (res->deadline_us - res->wait_us) : 0;
 	enum slot_verdict v =

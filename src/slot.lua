@@ -21,7 +21,7 @@
 --          that held or heard of the schedule found it lost and made it again (none: never)
 --          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
---          reset empties it. A reserve whose id holds a place already (a login asking again
+--          reset empties it but its head. A reserve whose id holds a place already (a login asking again
 --          after its call timed out, which the server made late) answers that place as renew
 --          does, and holds no other
 -- ARGV[2]  interval in microseconds (T), as the caller has it: the schedule keeps its own
@@ -45,11 +45,11 @@
 --          none): on a schedule made again, a place lost with it is held again at its arrival
 -- Numbers are whole (a fraction, inf or nan is bad arguments).
 --
--- Returns {verdict, wait_us, position, interval, burst, next_us, age_us}. verdict: 1 admitted: go in after
--- wait_us (at most the commit window), nothing is kept but the schedule; 2 queued: the place
--- is held until the lease ends, renew before then, and renew at the slot to be admitted; 0
--- refused, the wait would pass max_wait (for renew: the place is gone); 3 refused, HOST holds
--- per_host places and ghosts already. position is 1 + the logins ahead, in the queue or
+-- Returns {verdict, wait_us, position, interval, burst, next_us, age_us}. verdict: 1
+-- admitted: go in after wait_us (at most the commit window), nothing is kept but the
+-- schedule; 2 queued: the place is held until the lease ends, renew before then, and renew
+-- at the slot to be admitted; 0 refused, the wait would pass max_wait (for renew: the place
+-- is gone); 3 refused, HOST holds per_host places and ghosts already. position is 1 + the logins ahead, in the queue or
 -- admitted to go in later. interval and burst are the schedule's, which decided. next_us: how
 -- far off the schedule's next slot is, as written back (its last admission and interval);
 -- age_us: how long ago the place held arrived (0 when none is held).
@@ -356,9 +356,9 @@ local function reset()
   redis.call('PEXPIRE', K, math.ceil((RENEW_MAX + lease) / 1000))
 end
 
--- peek and reset: what a login now would get. Nothing is written before reset's DEL, which
--- leaves renewing waiters no place: each holds one anew at the back of the fresh queue at its
--- next renewal, as a lease that ran out does.
+-- peek and reset: what a login now would get. Nothing is written before reset's, which
+-- leaves renewing waiters no place: each holds one anew at the back of the emptied queue at
+-- its next renewal, as a lease that ran out does.
 if reading then
   follow(1)
   local live, since = 0, -1
