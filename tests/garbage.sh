@@ -74,9 +74,9 @@ shown() {
 
 # The cause each mode must be logged with.
 declare -A CAUSE=(
-	[wrong-type]='garbage reply to the script: not an array of three or five'
-	[integer]='garbage reply to the script: not an array of three or five'
-	[string]='garbage reply to the script: not an array of three or five'
+	[wrong-type]='garbage reply to the script: not an array of three, five or seven'
+	[integer]='garbage reply to the script: not an array of three, five or seven'
+	[string]='garbage reply to the script: not an array of three, five or seven'
 	[huge-bulk]='script: reply too large'
 	[negative]='garbage reply to the script: values out of range'
 	[nan]='script: Bad integer value'
