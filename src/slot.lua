@@ -326,16 +326,16 @@ local function gone_leases()
   return live
 end
 
--- Empties the schedule. One of ours keeps its head, its next slot now, with the caller's
--- settings and no "t" (the next reservation decides), for a minute and a lease while its
--- waiters renew: they find a schedule that is not lost, so they join the back. Added before
--- the rest goes, as every write (below).
+-- Empties the schedule but its head: its next slot now, with the caller's settings and no
+-- "t" (the next reservation decides), for a minute and a lease while its waiters renew: they
+-- find a schedule that is not lost, so they join the back. Added before the rest goes, as
+-- every write (below); an earlier version's string goes first, for a set to take its place.
 local function reset()
-  if not ours or from_string then
-    if redis.call('EXISTS', K) == 1 then
-      redis.call('DEL', K)
-    end
+  if redis.call('EXISTS', K) == 0 then
     return
+  end
+  if from_string then
+    redis.call('DEL', K)
   end
   local head = 's:' .. us(now) .. ':' .. us(now) .. ':' .. us(off) .. ':' ..
       us(tonumber(ARGV[2])) .. ':' .. us(tonumber(ARGV[3])) .. ':0'

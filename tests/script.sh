@@ -277,6 +277,17 @@ R reserve f > /dev/null
 rb=$(R renew b 10000000)
 check "a reset is not a loss: the next login goes in at once ($re), b renewing joins the back ($rb)" \
 	sh -c "[ $(field "$re" 1) = 1 ] && [ $(field "$rb" 1) = 2 ] && [ $(field "$rb" 3) = 2 ]"
+# So is a reset of what an earlier version wrote (a string) or of garbage: the head it leaves
+# is the schedule, so a newcomer whose host heard of a slot 100 s off goes in at once, where a
+# DEL would leave a lost schedule that puts the next slot back.
+rcli s set rstr "$(($(server_us) + 100000000)) $(server_us)" px 100000 > /dev/null
+rcli s zadd rgb 0 s:junk > /dev/null
+call reset rstr 3000000 1 60000000 > /dev/null
+call reset rgb 3000000 1 60000000 > /dev/null
+rn1=$(call_all reserve rstr 3000000 1 60000000 n wn "" 0 60000000 0 2000000 100000000)
+rn2=$(call_all reserve rgb 3000000 1 60000000 n wn "" 0 60000000 0 2000000 100000000)
+check "a reset of an earlier version's string, or of garbage, leaves the head: a newcomer that heard of a slot 100 s off goes in at once ($rn1 | $rn2)" \
+	sh -c "[ $(field "$rn1" 1) = 1 ] && [ $(field "$rn2" 1) = 1 ]"
 
 # peek says whether the server may evict the key (its last field): only with a maxmemory and a
 # policy other than noeviction (flowslotctl check warns then).
