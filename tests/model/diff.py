@@ -10,8 +10,10 @@ clock's emulation here). One driver process per sequence, on its own key.
 Environment: DIFF_SEQUENCES (2000), DIFF_STEPS (the most calls of a plain sequence, 30), DIFF_SEED
 (1; each sequence has a generator of its own from it and its number, so that DIFF_ONLY=N runs
 sequence N alone), DIFF_BIG (every so many sequences one is big, from sequence 0; 0 for none),
-DIFF_JOBS (the CPUs), DIFF_LUA and DIFF_DRIVER (under build/model). The last line is
-"diff: N passed, M failed"."""
+DIFF_JOBS (the CPUs), DIFF_LUA and DIFF_DRIVER (under build/model), DIFF_TIMEOUT (the most
+seconds a sequence may take, 120, and the run: DIFF_SEQUENCES of them / 10, at least 600). A
+sequence past its time fails, named with its calls, and so does a run past its time: a hang is
+a failure, never a wait for CI's own limit. The last line is "diff: N passed, M failed"."""
 import collections
 import multiprocessing
 import os
@@ -74,7 +76,11 @@ class Server:
 
     def stop(self):
         self.proc.terminate()  # by pid: Popen knows it
-        self.proc.wait()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:  # busy in a script: SIGTERM waits for it
+            self.proc.kill()
+            self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -173,7 +179,11 @@ class Store:
             self.p.stdin.close()
         except BrokenPipeError:
             pass
-        self.p.wait()
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
 
 
 class Place:
@@ -372,15 +382,36 @@ def count(seen, call, reply, state):
         seen['at a host\'s cap'] += 1
 
 
+def overdue(*_):
+    raise RuntimeError('no answer within DIFF_TIMEOUT (%s s)' % SEQUENCE_TIMEOUT)
+
+
+SEQUENCE_TIMEOUT = int(os.environ.get('DIFF_TIMEOUT', '120'))
+
+
+def worker_start():
+    """A worker dies of SIGTERM at once, as Pool.terminate expects: with main's handler (exit
+    143, cleaning up), a worker waited at its exit for a queue that nobody read any longer,
+    and the run, its work done, hung until CI's own limit stopped it."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def worker(job):
     """Sequences first, first + jobs, ... on a connection of its own: how many passed, the first
-    difference (which ends the worker's share) or None, and what the calls did."""
+    difference (which ends the worker's share) or None, and what the calls did. A sequence
+    that takes longer than SEQUENCE_TIMEOUT (a driver or a server that no longer answers) is a
+    difference: SIGALRM, in this test's own process, ends its wait."""
     sock, sha, seed, steps, big, numbers = job
     r = redis.Redis(unix_socket_path=sock, decode_responses=True, socket_timeout=30)
     passed, seen = 0, collections.Counter()
+    signal.signal(signal.SIGALRM, overdue)
     for n in numbers:
         rnd = random.Random('%d:%d' % (seed, n))
-        diff = Sequence(rnd, n, steps, big > 0 and n % big == 0).run(r, sha, seen)
+        signal.alarm(SEQUENCE_TIMEOUT)
+        try:
+            diff = Sequence(rnd, n, steps, big > 0 and n % big == 0).run(r, sha, seen)
+        finally:
+            signal.alarm(0)
         if diff:
             return passed, 'seed %d: %s' % (seed, diff), seen
         passed += 1
@@ -410,8 +441,15 @@ def main():
         if jobs == 1:
             results = [worker(work[0])]
         else:
-            with multiprocessing.Pool(jobs) as pool:
-                results = pool.map(worker, work)
+            # A worker that died would leave map waiting for ever: the run has a limit too.
+            limit = max(600, len(numbers) // 10, SEQUENCE_TIMEOUT * 2)
+            with multiprocessing.Pool(jobs, initializer=worker_start) as pool:
+                try:
+                    results = pool.map_async(worker, work).get(limit)
+                except multiprocessing.TimeoutError:
+                    print('diff: the run took over %d s: a worker no longer answers' % limit)
+                    print('diff: 0 passed, 1 failed')
+                    return 1
     finally:
         server.stop()
     passed = sum(p for p, _, _ in results)
