@@ -4,4 +4,4 @@
 CHECK_EXTRA += check-admin
 
 check-admin: pam_flowslot.so
-	bash tests/admin.sh
+	$(SUITE) bash tests/admin.sh

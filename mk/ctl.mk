@@ -4,4 +4,4 @@
 CHECK_EXTRA += check-ctl
 
 check-ctl: pam_flowslot.so flowslotctl
-	bash tests/ctl.sh
+	$(SUITE) bash tests/ctl.sh

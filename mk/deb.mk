@@ -27,7 +27,7 @@ deb:
 	@ls $(DEB_OUT)
 
 check-deb:
-	bash tests/deb.sh
+	$(SUITE) bash tests/deb.sh
 
 # About 36 s on two shared cores (the build 8 s, lintian 4 s, the walk in an overlay root the
 # rest, 7 s of it a login waiting its turn): part of make check.

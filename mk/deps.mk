@@ -4,4 +4,4 @@
 CHECK_EXTRA += check-deps
 
 check-deps:
-	bash tests/deps-root.sh
+	$(SUITE) bash tests/deps-root.sh

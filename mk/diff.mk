@@ -10,10 +10,10 @@
 .PHONY: check-diff diff-long
 CHECK_EXTRA += check-diff
 
-DIFF_RUN = PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/model/diff.py
+DIFF_RUN = env PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/model/diff.py
 
 check-diff: build/model/slot_clock.lua build/model/lsdrive
-	$(DIFF_RUN)
+	$(SUITE) $(DIFF_RUN)
 
 diff-long: build/model/slot_clock.lua build/model/lsdrive
 	DIFF_SEQUENCES=$${DIFF_SEQUENCES:-20000} DIFF_BIG=$${DIFF_BIG:-10000} \

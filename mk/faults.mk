@@ -14,7 +14,7 @@ FAULTS ?=
 
 check-faults: pam_flowslot.so
 	@sh tests/deps.sh
-	$(UNTOUCHED) bash tests/campaign/run.sh short $(FAULTS)
+	$(UNTOUCHED) $(SUITE) bash tests/campaign/run.sh short $(FAULTS)
 
 faults: pam_flowslot.so
 	@sh tests/deps.sh

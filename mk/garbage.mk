@@ -7,4 +7,4 @@ build/fake_redis: tests/fake_redis.c | build
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
 
 check-garbage: pam_flowslot.so build/fake_redis
-	bash tests/garbage.sh
+	$(SUITE) bash tests/garbage.sh

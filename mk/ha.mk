@@ -7,8 +7,8 @@ CHECK_EXTRA += check-sentinel check-cluster check-hosts
 
 check-ha: check-sentinel check-cluster check-hosts
 check-sentinel: pam_flowslot.so
-	bash tests/ha.sh
+	$(SUITE) bash tests/ha.sh
 check-cluster: pam_flowslot.so
-	bash tests/cluster.sh
+	$(SUITE) bash tests/cluster.sh
 check-hosts: pam_flowslot.so
-	bash tests/hosts.sh
+	$(SUITE) bash tests/hosts.sh

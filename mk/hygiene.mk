@@ -10,6 +10,6 @@ build/hygiene: tests/hygiene.c | build
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
 
 check-hygiene: pam_flowslot.so build/hygiene
-	bash tests/hygiene.sh
+	$(SUITE) bash tests/hygiene.sh
 
 CHECK_EXTRA += check-hygiene

@@ -22,7 +22,7 @@ build/model/lsdrive: tests/model/lsdrive.c $(LSDRIVE_OBJS) $(HEADERS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LSDRIVE_OBJS) $(PAM_LIBS)
 
 check-model: build/model/slot_clock.lua build/model/lsdrive
-	bash tests/model.sh
+	$(SUITE) bash tests/model.sh
 
 model-long: build/model/slot_clock.lua build/model/lsdrive
 	MODEL_EXAMPLES=$${MODEL_EXAMPLES:-20000} MODEL_STEPS=$${MODEL_STEPS:-100} \

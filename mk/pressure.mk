@@ -4,4 +4,4 @@
 CHECK_EXTRA += check-pressure
 
 check-pressure: pam_flowslot.so
-	bash tests/pressure.sh
+	$(SUITE) bash tests/pressure.sh

@@ -5,4 +5,4 @@
 CHECK_EXTRA += check-queue
 
 check-queue: pam_flowslot.so flowslotctl
-	bash tests/queue.sh
+	$(SUITE) bash tests/queue.sh

@@ -9,4 +9,4 @@ build/resume: tests/resume.c | build
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
 
 check-stack: pam_flowslot.so build/resume
-	bash tests/stack.sh
+	$(SUITE) bash tests/stack.sh

@@ -5,4 +5,4 @@
 CHECK_EXTRA += check-stats
 
 check-stats: pam_flowslot.so flowslotctl
-	bash tests/stats.sh
+	$(SUITE) bash tests/stats.sh

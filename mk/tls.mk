@@ -7,4 +7,4 @@
 CHECK_EXTRA += check-tls
 
 check-tls: pam_flowslot.so flowslotctl
-	bash tests/tls.sh
+	$(SUITE) bash tests/tls.sh
