@@ -236,8 +236,10 @@ check "... and the login behind moves up to its slot (${x3_ms} ms after the firs
 
 # 5. A retry keeps its place: y2 hangs up while queued ahead of y3 and tries again at once; the
 # new attempt (same service, user and host) takes y2's place back, ahead of y3.
-# A fresh schedule: the first login goes in at once.
-rcli r del gone > /dev/null
+# A fresh schedule: the first login goes in at once. Emptied by a reset: a DEL would be a lost
+# schedule, which this host, having heard of its next slot, would make again there.
+printf 'state_dir=%s\n' "$TMP/st-gone" > "$TMP/gone.conf"
+"$TREE/flowslotctl" "conf=$TMP/gone.conf" "url=unix://$TMP/r.sock" key=gone reset > /dev/null
 : > "$TMP/sshd-flowslot.err"
 hang_up_second y
 key_login y2b
