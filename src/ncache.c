@@ -15,6 +15,7 @@
 #include "flowslot/lslot.h"
 #include "flowslot/lstore.h"
 #include "flowslot/slot.h"
+#include "flowslot/str.h"
 #include "flowslot/trust.h"
 #include "flowslot/url.h"
 
@@ -133,12 +134,13 @@ int64_t ncache_heard_get(const char *dir, const char *name)
 {
 	char buf[LSTORE_BOOT_MAX + 32], boot[LSTORE_BOOT_MAX + 1], *sp;
 	ssize_t n = ncache_read(dir, name, 0, buf, sizeof(buf));
-	int64_t next_us, now_us = fstime_mono_us();
+	long long next_us;
+	int64_t now_us = fstime_mono_us();
 
 	lstore_boot(boot);
 	if (n < 0 || boot[0] == '\0' || (sp = strchr(buf, ' ')) == NULL ||
 	    (size_t)(sp - buf) != strlen(boot) || memcmp(buf, boot, strlen(boot)) != 0 ||
-	    sscanf(sp + 1, "%" SCNd64, &next_us) != 1 || next_us <= now_us ||
+	    str_parse_int(sp + 1, 1, INT64_MAX, &next_us) != 0 || next_us <= now_us ||
 	    next_us - now_us > SLOT_HORIZON_MAX_US)
 		return 0;
 	return next_us - now_us;

@@ -159,6 +159,13 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 						  "may give that slot again)"
 						: "");
 	res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
+	/* Should the schedule be lost meanwhile (a restart without its data), the host makes it
+	   again past this admission, which it alone knows of. */
+	if (!l->local)
+		rslot_heard_at_least(l->o, l->key,
+				     res->deadline_us + (res->sched_interval_us > 0
+							     ? res->sched_interval_us
+							     : l->o->slot.interval_us));
 	return QUEUE_GO;
 }
 

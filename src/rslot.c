@@ -206,6 +206,15 @@ enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum
 	return rslot_call_at(pamh, o, op, key, place, res, NULL, 0);
 }
 
+void rslot_heard_at_least(const struct opt *o, const char *key, int64_t next_us)
+{
+	char heard[NCACHE_NAME_MAX];
+
+	ncache_heard_name(&o->url, key, heard, sizeof(heard));
+	if (fstime_mono_us() + ncache_heard_get(o->state_dir, heard) < next_us)
+		(void)ncache_heard_put(o->state_dir, heard, next_us); /* a hint, as every entry */
+}
+
 enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 				const char *key, const struct slot_place *place,
 				struct slot_result *res, char *where, size_t wheresz)

@@ -28,6 +28,12 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 				const char *key, const struct slot_place *place,
 				struct slot_result *res, char *where, size_t wheresz);
 
+/* Tells this host that schedule key on o->url moves on no sooner than next_us
+   (CLOCK_MONOTONIC), which no answer said: a login went in blind at its slot. Kept as the
+   next slot heard (src/ncache.c), unless a later one was heard already, so that a schedule
+   lost meanwhile is made again past that admission. */
+void rslot_heard_at_least(const struct opt *o, const char *key, int64_t next_us);
+
 /* Reads the script's reply {verdict, wait_us, position} to op into res (not deadline_us).
    Returns 0, or -1 with *why saying what is wrong with it. */
 int rslot_read_reply(const redisReply *r, enum slot_op op, const struct slot_params *p,

@@ -611,6 +611,8 @@ def evaluate(fault, d, eps, base):
     waiting = [int(x) for _, k, x in events if k == "waiting" and x.isdigit()]
     if waiting:
         count["waiting"] = min(waiting)  # the fewest waiters any injection met
+    # A fault's own events that say it happened: "lost 1", a key that was there when deleted.
+    count["lost"] = sum(1 for _, k, x in events if k == "lost" and x == "1")
     if not any(k == "inject" for _, k, _ in events) and fault != "none":
         violations.append("%s: never injected" % fault)
     for what, n, reason in expects:

@@ -70,9 +70,35 @@ fault_redis_stall_bounds() {
 	echo "never fallback_local # no login queued on the host's schedule: each was answered on Redis within 4 x timeout"
 }
 
+# ---- The schedule lost ----------------------------------------------------------------------
+# The key gone while logins wait, Redis up all along: as maxmemory evicts it (volatile-ttl
+# takes it first, for it always has a TTL), or a FLUSHALL. The first call to find it gone makes
+# it again, its next slot where this host last heard it was, and each waiter, at its next
+# renewal, holds its place again at its own arrival (issue 29; MODEL.md, "A lost schedule").
+# Before, the next login went in at once, and the waiters joined the back as they renewed.
+campaign_fault redis-key-lost "the schedule's key deleted (as an eviction) while logins wait, Redis up"
+fault_redis_key_lost_setup() {
+	campaign_redis rkl || return 1
+	FAULT_HOLD_MS=500
+}
+fault_redis_key_lost_inject() { campaign_event lost "$(rcli rkl del campaign)"; }
+fault_redis_key_lost_heal() { :; }
+fault_redis_key_lost_teardown() { stop_redis rkl; }
+# local_remade_bounds: what a schedule lost and made again by those who hold it weakens
+# (MODEL.md, "A lost schedule"): not the spacing, which this host heard of; the order, for one
+# renewal.
+local_remade_bounds() {
+	echo "P2 4s # until a waiter renews (2 s apart near its slot) its place is not in the schedule made again: the logins that come meanwhile and are admitted to go in within the commit window (2 s) go ahead of it (MODEL.md, A lost schedule: order within one renewal)"
+	echo "P7 4s # a waiter that holds its place again at its arrival goes ahead of the logins that came after it and queued meanwhile: each such place moves their slots back an interval, up to max_wait (4 s) (MODEL.md, A lost schedule)"
+}
+fault_redis_key_lost_bounds() {
+	local_remade_bounds
+	echo "expect lost 1 # the key was there when it was deleted, while logins waited"
+}
+
 # ---- Redis restarted ------------------------------------------------------------------------
-# Without persistence: the schedule and its queue are lost; waiters join the new one at their
-# next renewal.
+# Without persistence: the schedule and its queue are lost; the logins that hold it make it
+# again, as when the key is lost, once Redis is back.
 campaign_fault redis-restart "Redis restarted without persistence (down 2.5 s, past one renewal): the schedule and its queue lost"
 fault_redis_restart_setup() {
 	campaign_redis rr || return 1
@@ -81,15 +107,17 @@ fault_redis_restart_setup() {
 fault_redis_restart_inject() { stop_redis rr; }
 fault_redis_restart_heal() { start_redis rr; }
 fault_redis_restart_teardown() { stop_redis rr; }
-# local_lost_bounds: what a Redis restarted without its data weakens (MODEL.md, "Redis restarted
-# without its data").
+# local_lost_bounds: what a Redis restarted without its data weakens where the host cannot keep
+# what it heard (its state_dir full or read-only): the schedule is made again without the next
+# slot (MODEL.md, "A lost schedule": a host that heard nothing).
 local_lost_bounds() {
-	echo "P1 2s # the lost schedule's logins admitted to go in within the commit window (2 s) go in at their slots, while the new schedule starts empty (MODEL.md, Redis restarted without its data)"
-	echo "P2 - # the queue is lost: each waiter joins the new one at its next renewal, in the order they renew (MODEL.md, Redis restarted without its data)"
+	echo "P1 2s # the next slot unknown to the host, the first login on the schedule made again may go in up to an interval early, once, and the logins admitted to go in within the commit window (2 s) go in at their slots (MODEL.md, A lost schedule)"
+	echo "P2 - # Redis came back without its data while the host's schedule could not be written either: the order is measured, not promised (MODEL.md, A lost schedule)"
 	echo "P5 5s # waiters cannot renew while Redis is down (2.5 s); each learns the new queue at its next renewal, 2 s at most after it is back, each call within timeout (MODEL.md P5)"
 }
 fault_redis_restart_bounds() {
-	local_lost_bounds
+	local_remade_bounds
+	echo "P5 5s # waiters cannot renew while Redis is down (2.5 s); each learns the schedule made again at its next renewal, 2 s at most after it is back, each call within timeout (MODEL.md P5)"
 	echo "expect renew_failed 1 # a waiter's renewal failed while Redis was down"
 }
 

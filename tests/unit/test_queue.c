@@ -132,6 +132,20 @@ enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *
 	return v;
 }
 
+/* What a login gone in blind told the host of the schedule's next slot (rslot_heard_at_least):
+   the last, and how many times. */
+static int64_t heard_us;
+static int n_heard;
+
+void __wrap_rslot_heard_at_least(const struct opt *opt, const char *key, int64_t next_us);
+void __wrap_rslot_heard_at_least(const struct opt *opt, const char *key, int64_t next_us)
+{
+	(void)opt;
+	assert_string_equal(key, "k");
+	heard_us = next_us;
+	n_heard++;
+}
+
 /* The failed calls counted (stats_record_error), each. */
 static int n_errors;
 
@@ -223,6 +237,7 @@ static int setup(void **state)
 	o.countdown_us = 0;
 	clock_now = T0;
 	n_errors = 0;
+	heard_us = n_heard = 0;
 	position = 2;
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
@@ -422,6 +437,10 @@ static void test_all_renewals_fail(void **state)
 	assert_int_equal(warnings(), 2);
 	assert_int_equal(warnings_with("cannot be renewed"), 1);
 	assert_int_equal(warnings_with("going in blind"), 1);
+	/* The host heard that the schedule moves on an interval past that slot (the login's own:
+	   no answer named the schedule's), for a schedule lost meanwhile. */
+	assert_int_equal(n_heard, 1);
+	assert_int_equal(heard_us, T0 + 6 * S + o.slot.interval_us);
 	/* Only the first call's errors are logged; every failure is counted. */
 	assert_false(calls[0].said);
 	for (size_t i = 1; i < n_calls; i++)
@@ -519,6 +538,8 @@ static void test_last_try_ends_by_the_slot(void **state)
 		assert_int_equal(clock_now, T0 + 6 * S);
 		assert_int_equal(res.verdict, SLOT_ADMIT);
 		assert_int_equal(warnings_with("going in blind"), 1);
+		/* On Redis the host hears of it; the file is the host's own schedule. */
+		assert_int_equal(n_heard, cases[i].local ? 0 : 1);
 	}
 
 	/* First in line, its slot 2.1 s off: the renewal that would admit it is not SLOT_RENEW_US

@@ -350,6 +350,16 @@ static void test_heard_kept(void **state)
 	repeer();
 	serve("*7\r\n:1\r\n:0\r\n:1\r\n:7000000\r\n:1\r\n:-5\r\n:0\r\n");
 	assert_int_equal(reserve(&o, &res), SLOT_UNAVAILABLE);
+	/* A login gone in blind tells of a later next slot, never of an earlier one. */
+	rslot_heard_at_least(&o, "flowslot:test", fstime_mono_us() + 9000000);
+	assert_true(ncache_heard_get(dir, name) > 8500000);
+	rslot_heard_at_least(&o, "flowslot:test", fstime_mono_us() + 1000000);
+	assert_true(ncache_heard_get(dir, name) > 8500000);
+	rslot_heard_at_least(&o, "flowslot:other", fstime_mono_us() + 1000000);
+	assert_int_equal(unlink(path), 0);
+	ncache_heard_name(&o.url, "flowslot:other", name, sizeof(name));
+	assert_true(ncache_heard_get(dir, name) > 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(rmdir(dir), 0);
 }
