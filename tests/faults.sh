@@ -317,7 +317,11 @@ wait_for 5 grep -q 'queued: ' "$TMP/sl1.err"
 kill -STOP "$(cat "$TMP/stall.pid")"
 login sl2 stall carol &
 late=$!
-sleep 1
+# Resumed once carol's first try has timed out (its one LOG_ERR), and half a second later: a
+# login slow to start (sanitized, a loaded machine) sent its reservation after a plain 1 s
+# stall was over, and was answered at once.
+wait_for 10 grep -q 'SYSLOG(3)' "$TMP/sl2.err"
+sleep 0.5
 kill -CONT "$(cat "$TMP/stall.pid")"
 wait "$waiter" "$late"
 order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
