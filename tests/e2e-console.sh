@@ -30,12 +30,18 @@ watch_pane() {
 }
 seen_at() { grep -F -- "$2" "$TMP/$1.seen" | head -1 | cut -d' ' -f1; }
 
-in_pane() {
-	env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" "$@"
-}
+# $TMP/in_pane COMMAND...: COMMAND under pam_wrapper, in a pane, as lib.sh's login() runs one:
+# in a private /tmp, where pam_wrapper's working directory goes with it. /bin/login, killed by
+# its terminal's SIGHUP, never removes its own: run so, it left one in the host's /tmp each time.
+{
+	echo '#!/bin/bash'
+	declare -p PRIVATE_TMP TMP
+	# shellcheck disable=SC2016
+	echo 'exec "${PRIVATE_TMP[@]}" env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" "$@"'
+} > "$TMP/in_pane"
+chmod +x "$TMP/in_pane"
 occupy() { # takes the next slot of the schedule, so that the login under test must wait
-	LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-		pamtester "$1" someone authenticate > /dev/null 2>&1
+	"$TMP/in_pane" pamtester "$1" someone authenticate > /dev/null 2>&1
 }
 
 # /bin/login, gated in auth: countdown, then the password prompt, then a shell.
@@ -45,7 +51,7 @@ service login "${recommended[@]}" \
 	"auth required $MATRIX passdb=$TMP/passdb" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so"
 occupy login
-tmux_ new-session -d -s login -x 120 -y 40 "$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root"
+tmux_ new-session -d -s login -x 120 -y 40 "'$TMP/in_pane' /bin/login root"
 watch_pane login 15 'Password:'
 first=$(seen_at login 'Login queue: you are next')
 prompt=$(seen_at login 'Password:')
@@ -73,7 +79,7 @@ service su "auth required @M url=unix://$TMP/r.sock key=su interval=3s countdown
 	"session required @P/pam_permit.so"
 occupy su
 tmux_ new-session -d -s su -x 120 -y 40 \
-	"$(declare -f in_pane); TMP='$TMP' in_pane su -s /bin/sh -c 'echo su-ran' nobody; sleep 5"
+	"'$TMP/in_pane' su -s /bin/sh -c 'echo su-ran' nobody; sleep 5"
 watch_pane su 12 'su-ran'
 first=$(seen_at su 'Login queue: you are next')
 turn=$(seen_at su 'Login queue: your turn now.')
@@ -86,8 +92,7 @@ check "su: countdown live (${first:-never} then ${turn:-untold} ms), then the co
 # sudo" test the target user; su sets PAM_RUSER to its caller, which the pam-auth-update
 # profile's "ruser = root" and "ruser ingroup sudo" lines test. The queue is 60 s long
 # (max_wait 2 s): a user who is not exempt is refused.
-occ() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-	pamtester occ someone authenticate > /dev/null 2>&1; }
+occ() { "$TMP/in_pane" pamtester occ someone authenticate > /dev/null 2>&1; }
 service occ "auth required @M url=unix://$TMP/r.sock key=suex interval=60s"
 occ
 profile_block() { # [OPTIONS]: the profile's session lines, the gate on the test's queue
@@ -98,7 +103,7 @@ profile_block() { # [OPTIONS]: the profile's session lines, the gate on the test
 }
 su_as_root() { # NAME: root runs su to nobody in a pane; the pane's text in $TMP/NAME.screen
 	tmux_ new-session -d -s "$1" -x 150 -y 20 \
-		"$(declare -f in_pane); TMP='$TMP' in_pane su -s /bin/sh -c 'echo su-ran' nobody; echo rc=\$?; sleep 10"
+		"'$TMP/in_pane' su -s /bin/sh -c 'echo su-ran' nobody; echo rc=\$?; sleep 10"
 	wait_for 8 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t '$1' | grep -q '^rc='"
 	tmux_ capture-pane -p -t "$1" | grep -v '^$' > "$TMP/$1.screen"
 }
@@ -163,8 +168,7 @@ if command -v sudo > /dev/null && [ -f /etc/pam.d/sudo ] && [ -f /etc/pam.d/sudo
 	printf '%s ALL=(ALL) NOPASSWD: ALL\n%s ALL=(ALL) ALL\n' "$CALLER" "$SUDOER" >> "$NS/etc/sudoers"
 	chmod 0440 "$NS/etc/sudoers"
 fi
-occ_ns() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-	pamtester occns someone authenticate > /dev/null 2>&1; }
+occ_ns() { "$TMP/in_pane" pamtester occns someone authenticate > /dev/null 2>&1; }
 service occns "auth required @M url=unix://$TMP/r.sock key=ns interval=4s"
 # shellcheck disable=SC2016
 unshare --mount --propagation private sh -c '
@@ -296,7 +300,7 @@ service login "auth requisite @M url=unix://$TMP/r.sock key=hup interval=20s cou
 occupy login
 # login must keep its terminal as its standard streams; the shell after it outlives it.
 tmux_ new-session -d -s hup -x 120 -y 40 \
-	"$(declare -f in_pane); TMP='$TMP' in_pane /bin/login root; sleep 30"
+	"'$TMP/in_pane' /bin/login root; sleep 30"
 live_is() { [ "$(live r "$1")" = "$2" ]; }
 wait_for 10 live_is hup 1
 queued=$(live r hup)
@@ -316,7 +320,7 @@ service hupig "auth requisite @M url=unix://$TMP/r.sock key=hupig interval=20s c
 	"auth required @P/pam_permit.so"
 occupy hupig
 tmux_ new-session -d -s hupig -x 120 -y 40 \
-	"trap '' HUP; $(declare -f in_pane); TMP='$TMP' PAM_WRAPPER_DEBUGLEVEL=2 in_pane pamtester -v -I tty=\$(tty) hupig root authenticate 2> '$TMP/hupig.err'; echo \$? > '$TMP/hupig.rc'; sleep 30"
+	"trap '' HUP; PAM_WRAPPER_DEBUGLEVEL=2 '$TMP/in_pane' pamtester -v -I tty=\$(tty) hupig root authenticate 2> '$TMP/hupig.err'; echo \$? > '$TMP/hupig.rc'; sleep 30"
 watching() { grep -q 'watching for a hang-up: tty /dev/pts/' "$TMP/hupig.err" 2> /dev/null; }
 wait_for 10 watching
 queued=$(live r hupig)
