@@ -33,7 +33,8 @@ check "make deb builds $DEB" [ "$rc" = 0 -a -f "$DEB" ]
 [ "$rc" = 0 ] || { tail -30 "$TMP/build.log" >&2; finish; exit 1; }
 
 # lintian's tags: E: errors, W: warnings, I: information, P: pedantic; its own notes on stderr.
-lintian -I --pedantic "build/deb/pam-flowslot_${VERSION}_$ARCH.changes" > "$TMP/lintian.log" 2> /dev/null
+# Its temporary files in $TMP: it leaves some behind (/tmp/mldbm-elf-*, each run).
+TMPDIR=$TMP lintian -I --pedantic "build/deb/pam-flowslot_${VERSION}_$ARCH.changes" > "$TMP/lintian.log" 2> /dev/null
 lintian_rc=$?
 errors=$(grep -c '^E: ' "$TMP/lintian.log")
 warnings=$(grep -c '^W: ' "$TMP/lintian.log")
