@@ -45,6 +45,33 @@ untouched_check() {
 	return 1
 }
 
+# What a run leaves in the host's temporary directories, which it must not: files of its own
+# (flowslot-*), pam_wrapper's working directories (/tmp/pam.X: a login killed outright leaves its
+# own, unless it ran in a private /tmp) and lintian's databases (mldbm-*, unless TMPDIR is the
+# suite's). Checked around a whole run only (.ci/run): suites that run side by side each see the
+# others' files while they are there. UNTOUCHED_LEFT= (empty) checks nothing.
+UNTOUCHED_LEFT=${UNTOUCHED_LEFT-/tmp/flowslot* /var/tmp/flowslot* /tmp/pam.? /tmp/mldbm-*}
+
+# untouched_left_snap: each path of $UNTOUCHED_LEFT's patterns that exists, one a line.
+untouched_left_snap() {
+	local p
+	for p in $UNTOUCHED_LEFT; do # split, then expanded
+		if [ -e "$p" ] || [ -L "$p" ]; then
+			printf '%s\n' "$p"
+		fi
+	done | LC_ALL=C sort
+}
+
+# untouched_left_check SNAP WHAT: fails, naming WHAT and the paths, if any exists now that did
+# not when untouched_left_snap wrote SNAP.
+untouched_left_check() {
+	local left
+	left=$(untouched_left_snap | LC_ALL=C comm -13 "$1" - | paste -sd ' ')
+	[ -z "$left" ] && return 0
+	echo "$2 left in the host's temporary directories: $left" >&2
+	return 1
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	snap=$(mktemp)
 	untouched_snap > "$snap"
