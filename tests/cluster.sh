@@ -436,13 +436,15 @@ for n in 3 2 1; do
 done | sort -n > "$TMP/table"
 # rows KEY: the table's lines for node KEY's key.
 rows() { grep " f$1[0-9]* " "$TMP/table"; }
-# phases KEY FROM TO: each login of the key with where it came relative to FROM and TO (ns):
-# "in" between them, "out" before or after, "~" within 300 ms of either, when it may have met
-# either (a login's way from its arrival to its script, and the polls' lag, on a busy machine);
-# then its via, decider and redirects.
+# phases KEY FROM TO: each login of the key with where it was decided relative to FROM and TO
+# (ns), then its via, decider and redirects. A login is decided after it arrives and before it
+# is admitted (its stamp), as late after its arrival as a busy machine makes it (more than 300
+# ms was seen under SANITIZE=1), and the polls that set FROM and TO lag: "in", it arrived
+# between them, 300 ms from either; "out", it was admitted 300 ms before FROM, or arrived 300 ms
+# after TO, and cannot have met the span; "~", it may have met either end.
 phases() {
 	rows "$1" | awk -v f="$2" -v t="$3" -v s=300000000 '{
-		p = ($1 > f + s && $1 < t - s) ? "in" : ($1 < f - s || $1 > t + s) ? "out" : "~"
+		p = ($1 > f + s && $1 < t - s) ? "in" : ($2 < f - s || $1 > t + s) ? "out" : "~"
 		print $3, p, $4, $5, $6 }'
 }
 # gaps_of KEY VIA [DECIDER]: the gaps in ms between consecutive admissions decided so.
