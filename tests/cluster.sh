@@ -246,11 +246,13 @@ for n in $DST $SRC 3; do
 	rcli "c$n" cluster setslot "$slot" node "${ID[DST]}" >> "$TMP/migrate.log"
 done
 t_node_end=$(date +%s%N)
-# While the queue is still long (the schedule expires an interval after its last slot).
-on_dst=$(redis-cli -p "${P[DST]}" exists "$key")
 on_src=$(redis-cli -p "${P[SRC]}" cluster countkeysinslot "$slot")
 wait $stream
-check "migration: every step answered OK" [ "$(grep -cx OK "$TMP/migrate.log")" = 6 ]
+# MIGRATE ... KEYS answers OK once it moved the key, NOKEY had it gone. The key is not looked
+# for on node DST afterwards: a queue that drained (logins slow to start, sanitized in CI) lets
+# the schedule expire an interval after its last slot.
+check "migration: every step answered OK, MIGRATE too: $key moved to node $DST" \
+	[ "$(grep -cx OK "$TMP/migrate.log")" = 6 ]
 # shellcheck disable=SC2086
 check "migration: all $N logins admitted by Redis, none lost, none fell back" all_redis $names
 check "migration: $N admissions stamped" [ "$(grep -c ' mg' "$TMP/stamps")" = $N ]
@@ -261,8 +263,7 @@ check "migration: admitted 300 ms apart (>= 100) in arrival order ($(gaps mg))" 
 span=$(grep ' mg' "$TMP/stamps" | sort -n | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%d", (b - a) / 1e6 }')
 check "migration: first to last admission spans >= 0.9*$((N - 1)) intervals (${span} ms)" \
 	[ "$span" -ge $((300 * (N - 1) * 9 / 10)) ]
-check "migration: $key ends on node $DST" [ "$on_dst" = 1 ]
-check "... and no key of its slot is left on node $SRC" [ "$on_src" = 0 ]
+check "migration: no key of its slot is left on node $SRC" [ "$on_src" = 0 ]
 # ASKING holds for one command only: after NOSCRIPT, the EVAL that loads the script needs its own.
 dst=$(stats $DST)
 check "migration: node $DST loaded the script once, with ASKING ($dst)" \
