@@ -42,7 +42,7 @@ LDFLAGS_MODULE = -shared -Wl,--version-script=pam_flowslot.map -Wl,-z,defs -Wl,-
 LIB_SRCS = src/opt.c src/url.c src/str.c src/conf.c src/key.c src/slot.c src/rslot.c src/rnode.c \
 	   src/lslot.c src/ncache.c src/countdown.c src/fstime.c src/log.c src/hangup.c src/queue.c \
 	   src/lstore.c src/lscript.c src/trust.c src/stats.c src/pressure.c src/hold.c src/tls.c \
-	   src/once.c src/waiters.c
+	   src/once.c src/waiters.c src/lframe.c
 LIB_OBJS = $(LIB_SRCS:src/%.c=build/%.o)
 HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 
