@@ -84,7 +84,8 @@
 --   renewal after its lease ran out, and only if nobody queued after it left: else the login
 --   goes to the back. Ghosts count for per_host, and are capped per HOST and per schedule.
 -- - A place whose lease ran out while it was first in line, its slot come by then, counts as
---   admitted: its login may have gone in without reaching the schedule.
+--   admitted: its login may have gone in without reaching the schedule. A place with no lease
+--   at all (a damaged store) goes once it is first.
 -- - What only the host can know: a place whose holder the store knows to be gone (its process
 --   ended) lapses now, as if its lease had. The per-host file's store gives the script
 --   redis.flowslot_gone, the leases of those places; Redis cannot know, and has none (nil):
@@ -634,6 +635,14 @@ if leases then
   end
 end
 
+-- A place without its lease (only a damaged store holds one: a file edited by hand) has no
+-- login that renews it, and would stand first for ever: once first, it goes, leaving no ghost.
+local first = redis.call('ZRANGEBYSCORE', K, '1', PLACES_END, 'LIMIT', '0', '1')[1]
+local orphan = first and string.match(first, '^w:(%w+:[%w-]+:[%w-]+)')
+if orphan and not redis.call('ZSCORE', K, 'l:' .. orphan) then
+  local pid, _, phost = string.match(orphan, '^(%w+):([%w-]+):([%w-]+)$')
+  drop(orphan, pid, phost)
+end
 follow(1)
 
 -- The operation decides its answer; every one then saves the schedule (below). places: how
