@@ -190,7 +190,7 @@ check-script:
 	$(SUITE) bash tests/script.sh
 check-integration: pam_flowslot.so
 	$(SUITE) bash tests/integration.sh
-check-redis-faults: pam_flowslot.so
+check-redis-faults: pam_flowslot.so flowslotctl build/model/lsdrive
 	$(SUITE) bash tests/faults.sh
 check-hostile: pam_flowslot.so
 	$(SUITE) bash tests/hostile.sh

@@ -178,7 +178,7 @@ static void gate_place(const struct gate_who *who, struct slot_place *place)
 /* Reserves on the per-host schedule, with what is left of max_wait by limit_us (a fallback
    comes after a decision on Redis, which may have asked again for 4 x timeout). When even that
    cannot be used, the login is let through (with a warning), unless fallback=closed: a queue
-   must not lock out a host's logins. */
+   must not lock out a host's logins; but one stopped by its own limits is refused. */
 static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
 					    const char *key, const struct slot_place *place,
 					    struct slot_result *res, const char **via,
@@ -197,7 +197,9 @@ static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt
 	p.max_wait_us = left_us < p.max_wait_us ? (left_us > 0 ? left_us : 0) : p.max_wait_us;
 	v = lslot_call(pamh, &call, res);
 
-	if (v != SLOT_UNAVAILABLE || o->fallback == OPT_FALLBACK_CLOSED)
+	/* A login stopped by its own limits is refused whatever the policy: letting it in would
+	   let a user skip the queue by limiting their own login's memory. */
+	if (v != SLOT_UNAVAILABLE || o->fallback == OPT_FALLBACK_CLOSED || res->own_limits)
 		return v;
 	log_msg(pamh, LOG_WARNING, "local slot unusable: admitting without a wait");
 	*via = "fallback-open";
@@ -499,6 +501,15 @@ static int gate_refuse(const struct gate_login *g, int64_t wait_us, int64_t retr
 	return gate_denial(g->phase, SLOT_REFUSE);
 }
 
+/* The schedule could not decide, or this login's own limits stopped it: refused as unavailable. */
+static int gate_unavailable(const struct gate_login *g, enum stats_result r)
+{
+	gate_count(g, r, 0);
+	if (!g->silent)
+		pam_error(g->q.pamh, "The login queue is unavailable. Please try again later.");
+	return gate_denial(g->phase, SLOT_UNAVAILABLE);
+}
+
 /* A slot past max_wait found while waiting (the renewal's answer is in res): refused as at
    the reservation. A new attempt now would wait res->wait_us, at least one interval. */
 static int gate_refuse_late(const struct gate_login *g, const struct slot_result *res)
@@ -527,6 +538,8 @@ static int gate_go(const struct gate_login *g, struct slot_result *res, enum sta
 			(long long)(res->wait_us / 1000), (long long)res->position, g->via);
 		waited_us = fstime_mono_us();
 		end = gate_wait(g, res);
+		if (end == QUEUE_REFUSED && res->own_limits)
+			return gate_unavailable(g, STATS_REFUSED);
 		if (end == QUEUE_REFUSED)
 			return gate_refuse_late(g, res);
 		if (end == QUEUE_ABANDONED) {
@@ -564,6 +577,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	const struct gate_who *who = g->who;
 	enum stats_result r = gate_result(g, res, v);
 	struct waiter w = { .fd = -1 };
+	int64_t retry_us;
 	int rc;
 
 	if (o->slot.dry_run)
@@ -576,9 +590,9 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 		rc = gate_go(g, res, r);
 		waiter_leave(&w);
 		return rc;
-	case SLOT_REFUSE:
-		return gate_refuse(g, res->wait_us,
-				   res->lock_busy ? 0 : res->wait_us - o->slot.max_wait_us, res);
+	case SLOT_REFUSE: /* how much sooner it would have had to come, where that can be told */
+		retry_us = res->lock_busy || res->full ? 0 : res->wait_us - o->slot.max_wait_us;
+		return gate_refuse(g, res->wait_us, retry_us, res);
 	case SLOT_REFUSE_HOST:
 		log_msg(pamh, LOG_NOTICE,
 			"refused: service=%s user=%s rhost=%s per_host=%d via=%s",
@@ -590,10 +604,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 		return gate_denial(g->phase, v);
 	case SLOT_UNAVAILABLE:
 	default:
-		gate_count(g, r, 0);
-		if (!g->silent)
-			pam_error(pamh, "The login queue is unavailable. Please try again later.");
-		return gate_denial(g->phase, v);
+		return gate_unavailable(g, r);
 	}
 }
 

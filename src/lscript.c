@@ -45,7 +45,7 @@ struct lscript_ctx {
 	size_t memory, memory_peak;
 	long steps;
 	int64_t deadline_us;
-	bool late; /* stopped at deadline_us */
+	enum lscript_fault fault; /* the first that stopped the run */
 	void *crypto;
 	lscript_sha1_init_fn *sha1_init;
 	lscript_sha1_update_fn *sha1_update;
@@ -60,6 +60,14 @@ struct lscript_args {
 	int n;
 };
 
+/* Notes the first fault that stops the run; NULL, for lscript_alloc. */
+static void *lscript_stop(struct lscript_ctx *c, enum lscript_fault fault)
+{
+	if (c->fault == LSCRIPT_FAULT_NONE)
+		c->fault = fault;
+	return NULL;
+}
+
 static void *lscript_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	struct lscript_ctx *c = ud;
@@ -71,9 +79,9 @@ static void *lscript_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		return NULL;
 	}
 	if (nsize > osize && c->memory + (nsize - osize) > LSCRIPT_MEMORY_MAX)
-		return NULL;
+		return lscript_stop(c, LSCRIPT_FAULT_HEAVY);
 	if ((p = realloc(ptr, nsize)) == NULL)
-		return NULL;
+		return lscript_stop(c, LSCRIPT_FAULT_OWN);
 	c->memory = c->memory - osize + nsize;
 	if (c->memory > c->memory_peak)
 		c->memory_peak = c->memory;
@@ -95,10 +103,12 @@ static void lscript_hook(lua_State *L, lua_Debug *ar)
 
 	(void)ar;
 	c->steps += LSCRIPT_HOOK_EVERY;
-	if (c->steps > LSCRIPT_STEPS_MAX)
+	if (c->steps > LSCRIPT_STEPS_MAX) {
+		lscript_stop(c, LSCRIPT_FAULT_HEAVY);
 		luaL_error(L, "the script ran past %ld instructions", LSCRIPT_STEPS_MAX);
+	}
 	if (c->deadline_us != 0 && fstime_mono_us() > c->deadline_us) {
-		c->late = true;
+		lscript_stop(c, LSCRIPT_FAULT_LATE);
 		luaL_error(L, "the script ran past the call's timeout");
 	}
 }
@@ -335,8 +345,14 @@ static int lscript_zadd(struct lscript_ctx *c, lua_State *L, const struct lscrip
 	for (int i = 2; i < a->n; i += 2) {
 		int r = lstore_add(c->s, score[i], a->v[i + 1], a->len[i + 1]);
 
-		if (r < 0)
+		if (r < 0 && c->s->n == LSTORE_MEMBERS_MAX) {
+			lscript_stop(c, LSCRIPT_FAULT_FULL);
 			return lscript_fail(c, "ERR pam_flowslot store: full");
+		}
+		if (r < 0) {
+			lscript_stop(c, LSCRIPT_FAULT_OWN);
+			return lscript_fail(c, "ERR pam_flowslot store: out of memory");
+		}
 		added += r;
 	}
 	lscript_push_int(L, added);
@@ -749,7 +765,8 @@ int lscript_run(struct lstore *s, const char *key, const char *const *argv, int 
 
 	memset(out, 0, sizeof(*out));
 	if (L == NULL) {
-		snprintf(err, errsz, "cannot make a Lua state");
+		snprintf(err, errsz, "cannot make a Lua state: out of memory");
+		out->fault = LSCRIPT_FAULT_OWN;
 		return -1;
 	}
 	if (lua_cpcall(L, lscript_prepare, &setup) != 0) {
@@ -764,7 +781,7 @@ int lscript_run(struct lstore *s, const char *key, const char *const *argv, int 
 			r = lscript_answer(L, out, err, errsz);
 	}
 	out->steps = c.steps;
-	out->late = c.late;
+	out->fault = r == 0 ? LSCRIPT_FAULT_NONE : c.fault;
 	lua_close(L);
 	out->memory_peak = c.memory_peak;
 	if (c.crypto != NULL)

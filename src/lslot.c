@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/lframe.h"
 #include "flowslot/log.h"
 #include "flowslot/lscript.h"
 #include "flowslot/lstore.h"
@@ -84,33 +85,9 @@ static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create
 	return dfd;
 }
 
-/* Reads the whole schedule file, bounded: as many members as a store holds, each as long as
-   it can be. A longer file is cut there, and so read as a bad one. */
-static char *lslot_read_all(int fd)
-{
-	size_t max = 64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + LSTORE_LINE_MORE), n = 0;
-	struct stat st;
-	char *buf;
-	ssize_t r;
-
-	/* As large as the file is now (it is locked), within the bound. */
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size < max)
-		max = (size_t)st.st_size;
-	buf = malloc(max + 1);
-	if (buf == NULL)
-		return NULL;
-	while (n < max && (r = pread(fd, buf + n, max - n, (off_t)n)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			free(buf);
-			return NULL;
-		}
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	return buf;
-}
+/* The most a schedule file's text can be: as many members as a store holds, each as long as
+   it can be. */
+#define LSLOT_TEXT_MAX (64 + (size_t)LSTORE_MEMBERS_MAX * (LSTORE_MEMBER_MAX + LSTORE_LINE_MORE))
 
 /* Whether the locked fd is still the file that dir names name: a pruner may have removed
    it between our open and our lock, and a decision on a removed file binds no one. */
@@ -137,10 +114,26 @@ static bool lslot_current(int fd)
 	return fstat(fd, &st) == 0 && st.st_nlink != 0 && (st.st_mode & LSLOT_TAKEN) == 0;
 }
 
+/* Makes the file that fd's schedule goes on in (next.INO, made by a takeover) the one head
+   names, if head still names fd: a takeover's chain is one link long, and gone at once.
+   Renamed over the old one, it is never missing; a caller that still holds the old file
+   finds it unlinked and looks again. */
+static void lslot_swing(int dfd, const char *head, int fd)
+{
+	char next[sizeof(LSLOT_NEXT_PREFIX) + 20];
+	struct stat st;
+
+	if (head == NULL || fstat(fd, &st) != 0 || !lslot_still_named(dfd, head, fd))
+		return;
+	lslot_next_name(st.st_ino, next, sizeof(next));
+	renameat(dfd, next, dfd, head);
+}
+
 /* The file fd's schedule goes on in: fd itself, or the last of the files it was taken over
-   by, the others closed. A file taken over whose next one is not made yet is returned, for
-   the caller to take over. -1 with errno (ELOOP: past LSLOT_CHAIN_MAX). */
-static int lslot_follow(int dfd, int fd)
+   by, the others closed; each, while head names it, put in its place (lslot_swing). A file
+   taken over whose next one is not made yet is returned, for the caller to take over. -1
+   with errno (ELOOP: past LSLOT_CHAIN_MAX). */
+static int lslot_follow(int dfd, const char *head, int fd)
 {
 	for (int hops = 0;; hops++) {
 		char next[sizeof(LSLOT_NEXT_PREFIX) + 20];
@@ -153,6 +146,8 @@ static int lslot_follow(int dfd, int fd)
 		nfd = openat(dfd, next, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT)
 			return fd;
+		if (nfd >= 0)
+			lslot_swing(dfd, head, fd);
 		close(fd);
 		if (nfd >= 0 && hops == LSLOT_CHAIN_MAX) {
 			close(nfd);
@@ -175,12 +170,14 @@ static int lslot_follow(int dfd, int fd)
    alone, for the next call on it to say why. */
 static bool lslot_idle(int fd)
 {
-	char *text = lslot_read_all(fd);
+	struct lframe where;
 	struct lstore st;
 	const char *why;
+	char *text;
 	bool idle = false, old;
 
-	if (text != NULL && lstore_read(&st, text, fstime_mono_us(), &old, &why) == 0) {
+	if (lframe_read(fd, LSLOT_TEXT_MAX, &text, &where, &why) == 0 &&
+	    lstore_read(&st, text, fstime_mono_us(), &old, &why) == 0) {
 		idle = !lstore_live(&st, st.now_us);
 		lstore_free(&st);
 	}
@@ -292,7 +289,7 @@ static bool lslot_live(int dfd, const char *name)
 		close(fd);
 		return false;
 	}
-	if ((fd = lslot_follow(dfd, fd)) < 0)
+	if ((fd = lslot_follow(dfd, NULL, fd)) < 0)
 		return false;
 	live = !lslot_idle(fd);
 	close(fd);
@@ -356,13 +353,6 @@ static int lslot_open_file(const pam_handle_t *pamh, struct lslot_file *f, bool 
 		return -1;
 	}
 	return fd;
-}
-
-static int lslot_write_all(int fd, const char *text, size_t len)
-{
-	if (pwrite(fd, text, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) != 0)
-		return -1;
-	return 0;
 }
 
 /* Whether the call is a login's reserve or renew on a schedule: its wait for the lock is
@@ -438,7 +428,7 @@ static int lslot_open_current(const pam_handle_t *pamh, struct lslot_file *f, bo
 {
 	int fd = lslot_open_file(pamh, f, peek);
 
-	if (fd >= 0 && (fd = lslot_follow(f->dfd, fd)) < 0) {
+	if (fd >= 0 && (fd = lslot_follow(f->dfd, f->name, fd)) < 0) {
 		f->busy = errno == ELOOP;
 		log_msg(pamh, LOG_ERR, "local slot: cannot follow %s/%s to the file it goes on in: %s",
 			f->call->dir, f->name,
@@ -571,10 +561,46 @@ static void lslot_argv(const struct lslot_call *call, const struct slot_params *
 	a->v[12] = a->age;
 }
 
-/* Runs slot.lua on the store for p, its answer read into res. A store the script fails on
-   (an error, a cap reached) is not ours: logged, it starts afresh, and the script runs again
-   on the empty store, as slot.lua makes garbage in Redis start afresh. Returns the verdict,
-   SLOT_UNAVAILABLE when even that fails. */
+/* A call this process's own limits stopped (its memory, its file size, its time): it refuses
+   this login alone, and the store is left as it was (res->own_limits). */
+static enum slot_verdict lslot_own(struct lslot_notes *notes, const struct lslot_file *f,
+				   const char *what, struct slot_result *res)
+{
+	lslot_note(notes,
+		   "local slot: %s/%s: %s: this login's own limits: it is refused, the schedule "
+		   "left as it was",
+		   f->call->dir, f->name, what);
+	memset(res, 0, sizeof(*res));
+	res->verdict = SLOT_UNAVAILABLE;
+	res->own_limits = true;
+	return SLOT_UNAVAILABLE;
+}
+
+/* A store too full or too heavy to decide on: a reservation is refused, as a full queue
+   refuses, how much sooner it would have had to come not told (res->full); any other call
+   cannot be decided. Nothing is written. */
+static enum slot_verdict lslot_full(struct lslot_notes *notes, const struct lslot_file *f,
+				    const struct lstore *st, const char *what,
+				    struct slot_result *res)
+{
+	lslot_note(notes, "local slot: %s/%s is %s (%zu members): nothing changed", f->call->dir,
+		   f->name, what, st->n);
+	memset(res, 0, sizeof(*res));
+	if (f->call->op != SLOT_RESERVE)
+		return res->verdict = SLOT_UNAVAILABLE;
+	res->verdict = SLOT_REFUSE;
+	res->position = 1;
+	res->deadline_us = fstime_mono_us();
+	res->full = true;
+	return SLOT_REFUSE;
+}
+
+/* Runs slot.lua on the store for p, its answer read into res. What stopped the script decides
+   what follows: this process's own limits (lslot_own), its time, or a store too full or heavy
+   (lslot_full) leave the store as it was; only an error of the script's on what the store holds (a file
+   written by hand) makes it start afresh, and the script run again on the empty store, as
+   slot.lua makes garbage in Redis start afresh. Returns the verdict, SLOT_UNAVAILABLE when it
+   cannot decide. */
 static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot_file *f,
 				   struct lstore *st, const struct slot_params *p,
 				   struct slot_result *res)
@@ -596,11 +622,23 @@ static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot
 			res->deadline_us = st->now_us + res->wait_us;
 			return res->verdict;
 		}
+		log_escape(why, shown, sizeof(shown));
+		/* Late on a reservation: its own time (10 s) ran out, and it is refused; late on
+		   any other call: its bound (the slot) came first, a call that failed. */
+		if (out.fault == LSCRIPT_FAULT_OWN ||
+		    (out.fault == LSCRIPT_FAULT_LATE && call->op == SLOT_RESERVE))
+			return lslot_own(notes, f, shown, res);
+		if (out.fault == LSCRIPT_FAULT_LATE) {
+			lslot_note(notes, "local slot: %s/%s: %s", call->dir, f->name, shown);
+			return SLOT_UNAVAILABLE;
+		}
+		if (out.fault == LSCRIPT_FAULT_FULL)
+			return lslot_full(notes, f, st, "full", res);
+		if (out.fault == LSCRIPT_FAULT_HEAVY)
+			return lslot_full(notes, f, st, "too heavy to decide on", res);
 		lslot_note(notes, "local slot: %s/%s: the script failed: %s%s", call->dir, f->name,
-			   log_escape(why, shown, sizeof(shown)),
-			   tries == 0 && st->n > 0 && !out.late ? ": the schedule starts afresh" : "");
-		/* A script stopped by the clock (a loaded machine) says nothing against the file. */
-		if (st->n == 0 || out.late)
+			   shown, tries == 0 && st->n > 0 ? ": the schedule starts afresh" : "");
+		if (st->n == 0)
 			break;
 		lstore_clear(st);
 		st->changed = true;
@@ -609,49 +647,95 @@ static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot
 	return SLOT_UNAVAILABLE;
 }
 
+/* Reads the store of the file in: its text, and where that lies in the file (*where). A text
+   that is not a store, or a frame that does not check (a file written by hand), is logged,
+   and starts afresh; one mended is logged. Returns 0, 1 when this process's own memory ran
+   out (nothing read), or -1, each logged. */
+static int lslot_load(struct lslot_notes *notes, const struct lslot_file *f, int in,
+		      struct lstore *st, struct lframe *where)
+{
+	const struct lslot_call *call = f->call;
+	const char *why = "";
+	char *text;
+	bool old, framed;
+	int r = lframe_read(in, LSLOT_TEXT_MAX, &text, where, &why);
+
+	if (r < 0 && errno == ENOMEM)
+		return 1;
+	if (r < 0) {
+		lslot_note(notes, "local slot: cannot read %s/%s: %m", call->dir, f->name);
+		return -1;
+	}
+	framed = r == 0;
+	r = lstore_read(st, framed ? text : "", fstime_mono_us(), &old, &why);
+	free(text);
+	if (r == -2)
+		return 1;
+	if (r != 0 || !framed) {
+		lslot_note(notes, "local slot: %s/%s is not a schedule (%s): it starts afresh",
+			   call->dir, f->name, why);
+		st->changed = true;
+	} else if (st->repaired != NULL) {
+		lslot_note(notes, "local slot: %s/%s held %s: mended", call->dir, f->name,
+			   st->repaired);
+	}
+	st->pid = getpid();
+	st->pidns = lstore_pidns();
+	return 0;
+}
+
+/* Writes st to out, its text at where: 0, 1 when this process's own limits stop it (its
+   memory, its file size: nothing written), or -1 with errno. */
+static int lslot_save(const struct lstore *st, int out, const struct lframe *where)
+{
+	char *buf = NULL;
+	long len = lstore_write(st, &buf);
+	int r;
+
+	if (len < 0)
+		return 1;
+	r = lframe_write(out, buf, (size_t)len, where);
+	free(buf);
+	return r == 0 ? 0 : errno == EFBIG || errno == ENOMEM ? 1 : -1;
+}
+
 /* One call of the file's schedule, read from in (locked, or stuck) and written to out (in
    itself, a new file, or -1 for none); a login's max_wait less the time it waited for the
-   lock. A file that is not a store is logged, and starts afresh. Written in place, the file
-   must still be the schedule's: one taken over or pruned while its lock was held (the holder
-   stopped) is written nothing, the call to be made again (*again). */
+   lock. Written in place, the file must be the schedule's before the write and after it: one
+   taken over or pruned meanwhile (the holder stopped) may have been read without this call,
+   which is made again (*again, harmless: a call asked again holds no second place). */
 static enum slot_verdict lslot_step(struct lslot_notes *notes, const struct lslot_file *f,
 				    int in, int out, struct slot_result *res, bool *again)
 {
 	const struct lslot_call *call = f->call;
 	struct slot_params p = *call->p;
+	struct lframe where = { 0, 0 };
 	struct lstore st;
 	enum slot_verdict v;
-	char *text = lslot_read_all(in), *buf = NULL;
-	const char *why;
-	bool old;
-	long len;
+	int r = lslot_load(notes, f, in, &st, &where);
 
-	if (text == NULL) {
-		lslot_note(notes, "local slot: cannot read %s/%s: %m", call->dir, f->name);
+	if (r > 0)
+		return lslot_own(notes, f, "out of memory reading it", res);
+	if (r < 0)
 		return SLOT_UNAVAILABLE;
-	}
-	if (lstore_read(&st, text, fstime_mono_us(), &old, &why) != 0) {
-		lslot_note(notes, "local slot: %s/%s is not a schedule (%s): it starts afresh",
-			   call->dir, f->name, why);
-		st.changed = true;
-	}
-	free(text);
-	st.pid = getpid();
-	st.pidns = lstore_pidns();
+	if (out != in)
+		where = (struct lframe){ 0, 0 }; /* a new file: nothing in it to keep */
 	if (lslot_login(call))
 		p.max_wait_us = p.max_wait_us > f->waited_us ? p.max_wait_us - f->waited_us : 0;
 	v = lslot_run(notes, f, &st, &p, res);
-	if (v == SLOT_UNAVAILABLE || call->op == SLOT_PEEK || out < 0 ||
+	if (v == SLOT_UNAVAILABLE || res->full || call->op == SLOT_PEEK || out < 0 ||
 	    (out == in && !st.changed)) {
 		/* nothing to write */
 	} else if (out == in && !lslot_current(in)) {
 		*again = true;
-	} else if ((len = lstore_write(&st, &buf)) < 0 ||
-		   lslot_write_all(out, buf, (size_t)len) != 0) {
+	} else if ((r = lslot_save(&st, out, &where)) > 0) {
+		v = lslot_own(notes, f, "cannot write it within its memory or file size", res);
+	} else if (r < 0) {
 		lslot_note(notes, "local slot: cannot write %s/%s: %m", call->dir, f->name);
 		v = SLOT_UNAVAILABLE;
+	} else if (out == in && !lslot_current(in)) {
+		*again = true;
 	}
-	free(buf);
 	lstore_free(&st);
 	return v;
 }
@@ -666,12 +750,44 @@ static bool lslot_unchanged(int fd, const struct stat *before)
 	       now.st_mtim.tv_nsec == before->st_mtim.tv_nsec;
 }
 
+/* The inode number of dfd's file name, 0 for none. */
+static ino_t lslot_ino_of(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino : 0;
+}
+
+/* Whether nfd, linked as next (fd's successor), is where calls on head find the schedule:
+   head names it, or head names fd and next names it. */
+static bool lslot_reached(int dfd, const char *head, int fd, const char *next, int nfd)
+{
+	struct stat old, made;
+	ino_t at_head;
+
+	if (fstat(fd, &old) != 0 || fstat(nfd, &made) != 0)
+		return false;
+	at_head = lslot_ino_of(dfd, head);
+	return at_head == made.st_ino ||
+	       (at_head == old.st_ino && lslot_ino_of(dfd, next) == made.st_ino);
+}
+
+/* Removes name if it is fd's file. */
+static void lslot_unlink_own(int dfd, const char *name, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && lslot_ino_of(dfd, name) == st.st_ino)
+		unlinkat(dfd, name, 0);
+}
+
 /* The call on a file whose lock's holder is stuck (fd): its schedule, read as it stands,
-   goes on in a new file made whole, then linked as next.INO, INO fd's inode number, where
-   the next callers find it (lslot_follow). fd is marked taken over first, so that its holder,
-   should it resume, writes nothing to it. Two that take it over at once: the one whose
-   linkat comes second makes its call again (*again), as does one that saw the holder write
-   while it read. A peek only reads. */
+   goes on in a new file made whole, then linked as next.INO, INO fd's inode number (linkat
+   fails if another made it first), and renamed over fd (lslot_swing). fd is marked taken
+   over first, so that its holder, should it resume, finds its write may be lost and makes
+   its call again. Two that take it over at once: the one whose linkat comes second makes its
+   call again (*again), as does one that saw the holder write while it read. A peek only
+   reads. */
 static enum slot_verdict lslot_take(struct lslot_notes *notes, const struct lslot_file *f, int fd,
 				    struct slot_result *res, bool *again)
 {
@@ -699,8 +815,8 @@ static enum slot_verdict lslot_take(struct lslot_notes *notes, const struct lslo
 	v = lslot_step(notes, f, fd, nfd, res, again);
 	lslot_next_name(st.st_ino, next, sizeof(next));
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", nfd);
-	if (v == SLOT_UNAVAILABLE) {
-		/* logged; the file stays marked, for the next caller to take over at once */
+	if (v == SLOT_UNAVAILABLE || res->full) {
+		/* nothing made (logged): the file stays marked, for the next caller to take over */
 	} else if (!lslot_unchanged(fd, &st)) {
 		*again = true;
 	} else if (linkat(AT_FDCWD, self, f->dfd, next, AT_SYMLINK_FOLLOW) != 0 &&
@@ -710,6 +826,13 @@ static enum slot_verdict lslot_take(struct lslot_notes *notes, const struct lslo
 		lslot_note(notes, "local slot: cannot link %s/%s to take %s over: %m",
 			   f->call->dir, next, f->name);
 		v = SLOT_UNAVAILABLE;
+	} else if (!lslot_reached(f->dfd, f->name, fd, next, nfd)) {
+		/* Linked after another took fd over and put its file in fd's place: a file no
+		   call reaches, made of what fd held before. */
+		lslot_unlink_own(f->dfd, next, nfd);
+		*again = true;
+	} else {
+		lslot_swing(f->dfd, f->name, fd);
 	}
 	close(nfd);
 	return v;
@@ -791,6 +914,8 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 	struct lslot_notes notes = { .n = 0 };
 	bool again = true;
 
+	memset(res, 0, sizeof(*res));
+	res->verdict = SLOT_UNAVAILABLE;
 	lslot_prepare(given, &c, &f);
 	f.start_us = fstime_mono_us();
 	f.dfd = lslot_open_dir(pamh, c.dir, given->op != SLOT_PEEK);

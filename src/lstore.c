@@ -218,7 +218,7 @@ static int lstore_read_old(struct lstore *s, const char *text)
 	else
 		len = snprintf(head, sizeof(head), "s:%" PRId64 ":%" PRId64, v[0], v[1]);
 	if (lstore_insert(s, 0, head, (size_t)len, 0, 0) != 0)
-		return -1;
+		return -2;
 	s->expires_us = v[0];
 	return 0;
 }
@@ -265,7 +265,55 @@ static int lstore_read_line(struct lstore *s, const char *line, const char **why
 	}
 	if (lstore_insert(s, score, name, len, (pid_t)pid, (uint64_t)ns) != 0) {
 		*why = "out of memory";
-		return -1;
+		return -2;
+	}
+	return 0;
+}
+
+static int lstore_by_name(const void *a, const void *b)
+{
+	const struct lstore_member *x = *(const struct lstore_member *const *)a;
+	const struct lstore_member *y = *(const struct lstore_member *const *)b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+
+	if (c != 0)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x < y ? -1 : x > y; /* in the set's order: the later one scores higher */
+}
+
+/* A member that stands twice (a set never holds one twice: a file damaged by hand) is kept
+   once, at its higher score, which moves no place ahead. Returns -2 without the memory to
+   look, else 0. */
+static int lstore_dedupe(struct lstore *s)
+{
+	struct lstore_member **by;
+	size_t kept = 0;
+
+	if (s->n < 2)
+		return 0;
+	if ((by = malloc(s->n * sizeof(*by))) == NULL)
+		return -2;
+	for (size_t i = 0; i < s->n; i++)
+		by[i] = &s->m[i];
+	qsort(by, s->n, sizeof(*by), lstore_by_name);
+	/* Each one followed by its twin loses its name: dropped below, in one pass. */
+	for (size_t i = 0; i + 1 < s->n; i++) {
+		if (by[i]->len == by[i + 1]->len &&
+		    memcmp(by[i]->name, by[i + 1]->name, by[i]->len) == 0) {
+			free(by[i]->name);
+			by[i]->name = NULL;
+		}
+	}
+	free(by);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->m[i].name != NULL)
+			s->m[kept++] = s->m[i];
+	}
+	if (kept != s->n) {
+		s->n = kept;
+		s->repaired = "a member that stood twice, kept once at its higher score";
 	}
 	return 0;
 }
@@ -309,8 +357,14 @@ static int lstore_read_set(struct lstore *s, const char *text, bool *other_boot,
 			*why = "a last line without its newline";
 			return -1;
 		}
-		if (lstore_read_line(s, line, why) != 0)
-			return -1;
+		int r = lstore_read_line(s, line, why);
+
+		if (r != 0)
+			return r;
+	}
+	if (lstore_dedupe(s) != 0) {
+		*why = "out of memory";
+		return -2;
 	}
 	return 0;
 }
@@ -356,11 +410,13 @@ int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, c
 	/* An expired key is written back empty: Redis deletes a key it finds expired, and a clock
 	   that reads earlier later must not bring it back. */
 	expired = r == 0 && s->n > 0 && !lstore_live(s, now_us);
-	if (r != 0 || expired)
+	if (r != 0)
+		lstore_free(s); /* nothing kept of what was read: an empty set, which may grow */
+	else if (expired)
 		lstore_clear(s);
 	if (s->n == 0) /* a key with no member does not exist, nor does its expiry */
 		s->expires_us = 0;
-	s->changed = *old || expired || other_boot;
+	s->changed = *old || expired || other_boot || (r == 0 && s->repaired != NULL);
 	return r;
 }
 

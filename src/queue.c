@@ -169,6 +169,14 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	return QUEUE_GO;
 }
 
+/* A renewal that failed, tried again at the near cadence, within the lease taken. */
+static enum queue_next queue_renew_failed_now(const struct queue_login *l, struct slot_result *res,
+					      struct queue_state *st)
+{
+	st->renew_us = fstime_mono_us() + SLOT_RENEW_US;
+	return queue_renew_failed(l, res, st);
+}
+
 /* After a call that began at began_us and answered res, a place held: its next renewal and
    the end of its lease, as the schedule granted it from the wait it answered (L1, L2). The
    schedule's own interval decides; where the backend did not name it, the near cadence. */
@@ -234,9 +242,16 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 		*res = now;
 		res->verdict = SLOT_REFUSE;
 		return QUEUE_OUT;
-	default: /* tried again at the near cadence, within the lease taken */
-		st->renew_us = fstime_mono_us() + SLOT_RENEW_US;
-		return queue_renew_failed(l, res, st);
+	case SLOT_UNAVAILABLE:
+		if (!now.own_limits)
+			return queue_renew_failed_now(l, res, st);
+		/* Its own limits stopped it: this login alone is out, its place given back if it
+		   can be. */
+		queue_leave(l);
+		*res = now;
+		return QUEUE_OUT;
+	default:
+		return queue_renew_failed_now(l, res, st);
 	}
 }
 

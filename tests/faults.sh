@@ -406,6 +406,154 @@ check "9 logins against a dead Redis ($((t1 - t0)) ms for 8, then one 1.2 s late
 check "... the lines logged and those they say were not add up to the 9 failures ($said + $held), as the counters have it (${failed:-none})" \
 	sh -c "[ $((said + held)) = 9 ] && [ '${failed:-0}' = 9 ]"
 
+# The per-host schedule against its own login's process (issue 38; pam_flowslot(7), "What a
+# local user can do"). fill_store DIR KEY N HOLDER INTERVAL_US [DEAD [GHOSTS]]: a schedule
+# whose head src/slot.lua made (build/model/lsdrive: one admission now, at that interval), then
+# N places that arrived now, each with a lease of an hour, held by the live process HOLDER, the
+# first DEAD of them by a process gone; and GHOSTS ghosts whose time is over (the script
+# forgets them): the file DIR/slot.KEY.
+fill_store() {
+	mkdir -m 0700 "$1"
+	python3 - "$TREE/build/model/lsdrive" "$1/slot.$2" "$2" "$3" "$4" "$5" "${6:-0}" "${7:-0}" << 'PY'
+import os, subprocess, sys, time
+drive, path, key, n, holder, interval, dead, ghosts = sys.argv[1:9]
+n, dead, ghosts = int(n), int(dead), int(ghosts)
+gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+call = "eval\t%d\t%s\treserve\t%s\t1\t3600000000\t0\tp0\tw0\t-\t0\t5000000\t2000000\t0\t0\n" % (now, key, interval)
+last = subprocess.run([drive], input=call, capture_output=True, text=True,
+                      check=True).stdout.splitlines()[-1].split(" ")
+members = [(float(last[i]), last[i + 1]) for i in range(1, len(last), 2)]
+pids = {}
+for i in range(1, n + 1):
+    for m in ((float(now), "w:p%05d:w%05d:-" % (i, i)), (1e16 + now + 3600e6, "l:p%05d:w%05d:-" % (i, i))):
+        members.append(m)
+        pids[m[1]] = gone if i <= dead else holder
+for i in range(1, ghosts + 1):
+    members.append((2e16 + now - 1e6, "g:%016x:%d:%d:-:0" % (i, now - 30000000, now - 1000000)))
+members.sort(key=lambda m: (m[0], m[1].encode()))
+boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+ns = os.stat("/proc/self/ns/pid").st_ino
+with open(path, "w") as f:
+    f.write("flowslot-store 1 %d %s\n" % (now + 3600e6 + 60e6, boot))
+    for score, name in members:
+        f.write("%.17g %s %s %d\n" % (score, name, pids.get(name, holder), ns))
+os.chmod(path, 0o600)
+PY
+}
+# waiting_in DIR KEY: how many logins flowslotctl counts on that schedule.
+waiting_in() {
+	"$TREE/flowslotctl" url=local state_dir="$1" key="$2" status 2> /dev/null |
+		sed -n 's/^waiting: *//p'
+}
+
+# A user who limits their own login's memory (ulimit -v before su; prlimit --as) from where it
+# barely loads to where it decides at ease, 1,000 places ahead of it: each such login is refused
+# (the queue is too long, or its own limits stopped it, said so), never let in, and the queue
+# holds all of its places after. (Before, out of memory while reading the file or running the
+# script was taken for a schedule that cannot be used: the login was let in, or the queue wiped.)
+# Not under SANITIZE=1: ASan cannot run within a small address space.
+if [ -z "$SAN" ]; then
+	sleep 3600 &
+	holder=$!
+	PIDS="$PIDS $holder"
+	fill_store "$TMP/st-mem" mem 1000 "$holder" 1000000
+	service mem "auth required @M url=local key=mem interval=1s max_wait=2s countdown=0 state_dir=$TMP/st-mem" \
+		"$permit"
+	before=$(waiting_in "$TMP/st-mem" mem)
+	for kb in $(seq 4200 150 16200); do
+		VG="prlimit --as=$((kb * 1024))" login "mem$kb" mem "m$kb"
+	done
+	after=$(waiting_in "$TMP/st-mem" mem)
+	let_in=$(for kb in $(seq 4200 150 16200); do [ "$(rc_of "mem$kb")" = 0 ] && echo "$kb"; done | wc -l)
+	own=$(cat "$TMP"/mem*.err | grep -c "this login's own limits: it is refused")
+	check "own memory limits, 1,000 places ahead: none of 81 logins let in ($let_in), $own refused for their own limits, the queue whole ($before, then $after waiting)" \
+		sh -c "[ $let_in = 0 ] && [ '$before' = 1000 ] && [ '$after' = 1000 ] &&
+			! cat '$TMP'/mem*.err | grep -q -e 'starts afresh' -e 'without a wait'"
+	kill "$holder"
+fi
+
+# A writer killed at each step of its write (strace kills the login with SIGKILL in place of
+# its Nth write to the file: before its new text, before the header that names it, before the
+# old text is let go): the file is the schedule before the write or after it, never a mix and
+# never empty. The login's write is a shorter text than the file's (three places ahead, 50
+# ghosts whose time is over, which it forgets). (Before, a login killed between its write in
+# place and the truncation left the new text and the old tail: the queue was wiped.)
+if command -v strace > /dev/null; then
+	sleep 3600 &
+	holder=$!
+	PIDS="$PIDS $holder"
+	torn=""
+	# strace counts each call on its own: the steps are the first pwrite64 (the new text), the
+	# second (the header that names it; an earlier version's truncation), then the truncation
+	# or the hole punched where the old text was.
+	kill_at="error=EIO:signal=KILL:when"
+	steps=("-e inject=pwrite64:$kill_at=1"
+		"-e inject=pwrite64:$kill_at=2 -e inject=ftruncate,fallocate:$kill_at=1"
+		"-e inject=ftruncate,fallocate:$kill_at=1")
+	for k in 1 2 3; do
+		fill_store "$TMP/st-kill$k" kill 3 "$holder" 1000000 0 50
+		service "kill$k" "auth required @M url=local key=kill interval=1s max_wait=60s countdown=0 state_dir=$TMP/st-kill$k" \
+			"$permit"
+		nolsan=""
+		[ -z "$SAN" ] || nolsan="env ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0"
+		VG="$nolsan strace -f -qq -o /dev/null -P $TMP/st-kill$k/slot.kill
+			-e trace=pwrite64,ftruncate,fallocate ${steps[k - 1]}" login "kw$k" "kill$k" "k$k"
+		"$TREE/flowslotctl" url=local state_dir="$TMP/st-kill$k" key=kill status > "$TMP/kill$k.st" 2>&1
+		torn="$torn $k:$(sed -n 's/^waiting: *//p' "$TMP/kill$k.st")"
+	done
+	kill "$holder"
+	check "a writer killed at each step of its write: the schedule whole each time (step:waiting$torn)" \
+		sh -c "[ '$torn' = ' 1:3 2:3 3:3' ] && ! grep -q 'not a schedule' '$TMP'/kill?.st &&
+			[ \$(cat '$TMP'/kw?.rc | tr -d '\n') != 000 ]"
+else
+	not_ok "strace is missing: a writer killed at each step of its write is untested"
+fi
+
+# A store that fails its own invariants is mended, not trusted: a place with no lease (a file
+# edited by hand, or damaged) and a member that stands twice. The place goes once it is first,
+# the member is kept once (at its higher score), and the next login goes in within an interval.
+# (Before, the place without a lease stood first for ever: every login behind it was refused at
+# its max_wait.)
+fill_store "$TMP/st-mend" mend 0 0 1000000
+python3 - "$TMP/st-mend/slot.mend" << 'PY'
+import sys, time
+path = sys.argv[1]
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+lines = open(path).read().splitlines()
+head, members = lines[0], [l.split(" ") for l in lines[1:]]
+members.append(["%d" % (now - 1000000), "w:p00000:w00000:-"] + members[-1][2:])
+twice = next(m for m in members if m[1] == "t")
+members.append([repr(float(twice[0]) + 1), "t"] + twice[2:])
+members.sort(key=lambda m: (float(m[0]), m[1].encode()))
+open(path, "w").write(head + "\n" + "".join(" ".join(m) + "\n" for m in members))
+PY
+service mend "auth required @M url=local key=mend interval=1s max_wait=10s countdown=0 state_dir=$TMP/st-mend" \
+	"$permit"
+t0=$(now_ms)
+login md1 mend mia
+t1=$(now_ms)
+check "a place without its lease and a member twice: mended, the next login in within an interval ($((t1 - t0)) ms), the fix logged ($(grep -o 'held a member.*' "$TMP/md1.err" | head -1))" \
+	sh -c "[ $(rc_of md1) = 0 ] && [ $((t1 - t0)) -lt 3000 ] &&
+		grep -q 'held a member that stood twice.*mended' '$TMP/md1.err'"
+
+# A full store refuses: with as many places as one file holds (7,679, two members each), the
+# next login is refused as a full queue is, told to try again later, and every waiter keeps its
+# place. (Before, the script failed, the schedule started afresh, and the login went in at once.)
+sleep 3600 &
+holder=$!
+PIDS="$PIDS $holder"
+fill_store "$TMP/st-full" full 7679 "$holder" 100000
+service full "auth required @M url=local key=full interval=100ms max_wait=60m countdown=0 state_dir=$TMP/st-full" \
+	"$permit"
+before=$(waiting_in "$TMP/st-full" full)
+login fu1 full zed
+after=$(waiting_in "$TMP/st-full" full)
+check "a full store ($before waiting): the next login refused, 'try again later', the queue whole ($after waiting)" \
+	sh -c "[ $(rc_of fu1) != 0 ] && grep -q 'Too many logins at the moment. Please try again later' '$TMP/fu1.out' '$TMP/fu1.err' &&
+		[ '$before' = '$after' ] && [ '${before:-0}' -gt 7000 ] && grep -q 'is full' '$TMP/fu1.err'"
+kill "$holder"
+
 # No password reaches any log, at any level: a login with debug and the trace level on.
 service trace "auth required @M url=redis://:tr4cepw@127.0.0.1:1 debug timeout=100ms state_dir=$TMP/st-t" \
 	"$permit"

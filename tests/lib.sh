@@ -295,6 +295,13 @@ logins() {
 
 rc_of() { cat "$TMP/$1.rc"; }
 
+# slot_text_bytes FILE: how many bytes a per-host schedule file's text holds: what its frame's
+# header names (src/lframe.c), or the whole of a file without one.
+slot_text_bytes() {
+	head -c 64 "$1" | awk '$1 == "flowslot-file" && $2 == 1 { print $4; f = 1 } END { exit !f }' ||
+		stat -c %s "$1"
+}
+
 # wait_for SECONDS COMMAND...: COMMAND succeeds within SECONDS, tried every 50 ms.
 wait_for() {
 	limit=$(($(now_ms) + $1 * 1000))

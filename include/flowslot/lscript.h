@@ -18,12 +18,22 @@
 /* The most integers the script's answer holds (peek's seven). */
 #define LSCRIPT_OUT_MAX 8
 
+/* Why a run failed, where the store's content is not to blame: then nothing is to be written. */
+enum lscript_fault {
+	LSCRIPT_FAULT_NONE,  /* an answer, or an error of the script's on what the store holds */
+	LSCRIPT_FAULT_OWN,   /* the caller's own limits: memory it could not have (RLIMIT_AS) */
+	LSCRIPT_FAULT_LATE,  /* its deadline passed: the time (a CPU it was starved of), not the
+				store, is to blame */
+	LSCRIPT_FAULT_HEAVY, /* a cap of ours reached: the store is too heavy to decide on */
+	LSCRIPT_FAULT_FULL,  /* the store would have grown past LSTORE_MEMBERS_MAX */
+};
+
 struct lscript_out {
 	long long v[LSCRIPT_OUT_MAX];
 	size_t n;
 	size_t memory_peak; /* bytes the Lua state held at most */
 	long steps;	    /* VM instructions, to the nearest thousand */
-	bool late;	    /* stopped by its deadline: the time, not the store, is to blame */
+	enum lscript_fault fault;
 };
 
 /* Runs slot.lua on s, the store of key, with argv (argc strings) as ARGV, and over by

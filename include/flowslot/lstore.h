@@ -41,6 +41,7 @@ struct lstore {
 	pid_t pid;	    /* the caller, recorded on what it adds */
 	uint64_t pidns;	    /* the caller's PID namespace (lstore_pidns), recorded with pid */
 	bool changed;	    /* what the file holds must be written */
+	const char *repaired; /* what lstore_read mended in what it read, NULL for nothing */
 };
 
 /* The PID namespace of this process: the inode number of /proc/self/ns/pid, 0 if unknown. A
@@ -58,8 +59,11 @@ void lstore_boot(char *out);
    namespace NS that PID is in; without NS, the namespace is unknown (0). A text written by an
    earlier version ("tat at interval burst" and its lines) is
    read for its head alone, as the schedule's next admission and settings (*old set).
-   Returns 0, or -1 with *why, the set empty, for a text that is not a store: a bad line, a
-   member too long or out of order, a score that is not a number, too many members. */
+   A member that stands twice is kept once, at its higher score (s->repaired says so).
+   Returns 0; -1 with *why, the set empty, for a text that is not a store: a bad line, a
+   member too long or out of order, a score that is not a number, too many members; -2, the
+   set empty, when this process has not the memory to read it (its own limits: nothing is
+   known of the store). */
 int lstore_read(struct lstore *s, const char *text, int64_t now_us, bool *old, const char **why);
 
 /* The set as lstore_read reads it, into a buffer to free. Returns its length, or -1. */

@@ -98,6 +98,13 @@ struct slot_result {
 	/* A refusal for want of the per-host file's lock within max_wait, its holders coming and
 	   going: how much sooner the login would have had to come cannot be told. */
 	bool lock_busy;
+	/* The per-host store: a refusal because the schedule is full (or too heavy to decide
+	   on), how much sooner the login would have had to come not told. */
+	bool full;
+	/* The per-host store: the call was stopped by this process's own limits (its memory,
+	   its file size, its time): this login is refused, whatever the failure policy, and
+	   nothing was changed. */
+	bool own_limits;
 };
 
 /* A duration of us microseconds as an option is written, "7s", "1500ms", into buf. */

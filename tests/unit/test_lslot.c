@@ -30,6 +30,7 @@
 #include <lua.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/lframe.h"
 #include "flowslot/lslot.h"
 #include "flowslot/lstore.h"
 #include "lockers.h"
@@ -47,6 +48,7 @@ struct fixture {
 	unsigned places;      /* places made so far, to make each one unique */
 	struct slot_place place; /* the last reserve()'s */
 	pid_t holder;		 /* a stopped lock holder, killed at teardown if a test failed first */
+	pid_t held[24];		 /* more of them, as holder */
 };
 
 static int fixture_setup(void **state)
@@ -79,6 +81,12 @@ static int fixture_teardown(void **state)
 	if (fx->holder > 0) {
 		kill(fx->holder, SIGKILL);
 		waitpid(fx->holder, &status, 0);
+	}
+	for (size_t i = 0; i < sizeof(fx->held) / sizeof(fx->held[0]); i++) {
+		if (fx->held[i] > 0) {
+			kill(fx->held[i], SIGKILL);
+			waitpid(fx->held[i], &status, 0);
+		}
 	}
 	rc = nftw(fx->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(fx);
@@ -182,19 +190,28 @@ static void slot_path(const struct fixture *fx, const char *key, char *out, size
 		fail_msg("path too long");
 }
 
-/* The whole file into buf (NUL-terminated); returns its length, or -1. */
+/* The file's text into buf (NUL-terminated), through its frame (src/lframe.c) where it has
+   one; returns its length, or -1. */
 static ssize_t read_file(const char *path, char *buf, size_t bufsz)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW);
-	ssize_t n;
+	struct lframe where;
+	const char *why;
+	char *text;
+	size_t n;
 
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, bufsz - 1);
+	if (lframe_read(fd, (size_t)1 << 24, &text, &where, &why) != 0) {
+		close(fd);
+		return -1;
+	}
 	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
+	n = strlen(text) < bufsz - 1 ? strlen(text) : bufsz - 1;
+	memcpy(buf, text, n);
+	buf[n] = '\0';
+	free(text);
+	return (ssize_t)n;
 }
 
 static void write_file(const char *path, const char *content, mode_t mode)
@@ -981,11 +998,43 @@ static void test_reserve_again(void **state)
 	assert_int_equal(res.deadline_us, slot_us + p.interval_us);
 }
 
+/* How many next.* files the state directory holds: what a takeover links, gone once it is
+   put in place. */
+static int count_next_files(const struct fixture *fx)
+{
+	DIR *d = opendir(fx->state);
+	const struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, "next.", 5) == 0;
+	closedir(d);
+	return n;
+}
+
+/* Whether the schedule file the stopped holder pid holds (its last descriptor) is marked
+   taken over and no longer linked. */
+static bool held_file_taken(pid_t pid)
+{
+	char fdpath[64];
+	struct stat st;
+	bool taken = false;
+
+	for (int fd = 3; fd < 64; fd++) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/%ld/fd/%d", (long)pid, fd);
+		if (stat(fdpath, &st) == 0 && S_ISREG(st.st_mode))
+			taken = (st.st_mode & S_ISVTX) != 0 && st.st_nlink == 0;
+	}
+	return taken;
+}
+
 /* A holder stuck on the lock (stopped, as a user may stop their own su): it costs the others
    its detection time, LSLOT_STUCK_US, never their wait (issue 29). The first call that finds
    it so takes the file over: one line naming the holder, and the schedule goes on, as it
-   stood, in a new file (next.INO), where every later call finds it at once; the old one is
-   marked taken over, so that its holder, resumed, writes nothing to it. */
+   stood, in a new file put in the old one's place, where every later call finds it at once,
+   no chain left (issue 38); the old one is marked taken over, so that its holder, resumed,
+   knows its write may be lost. */
 static void test_lock_stuck(void **state)
 {
 	struct fixture *fx = *state;
@@ -996,6 +1045,7 @@ static void test_lock_stuck(void **state)
 	char path[PATH_MAX], next[PATH_MAX], holder[64];
 	struct stat st;
 	int64_t t0, took;
+	ino_t old_ino;
 	pid_t pid;
 
 	assert_int_equal(reserve(fx, "held", &p, &res), SLOT_ADMIT);
@@ -1003,6 +1053,7 @@ static void test_lock_stuck(void **state)
 	waiter = fx->place;
 	slot_path(fx, "held", path, sizeof(path));
 	assert_int_equal(stat(path, &st), 0);
+	old_ino = st.st_ino;
 	snprintf(next, sizeof(next), "%s/next.%llx", fx->state, (unsigned long long)st.st_ino);
 	pid = fx->holder = locker_stopped(path, LOCK_EX);
 	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)pid);
@@ -1020,9 +1071,10 @@ static void test_lock_stuck(void **state)
 	/* One line for the call. */
 	assert_ptr_equal(strchr(fx->msg, '\n'), fx->msg + strlen(fx->msg) - 1);
 	assert_int_equal(stat(path, &st), 0);
-	assert_true((st.st_mode & S_ISVTX) != 0);
-	assert_int_equal(stat(next, &st), 0);
+	assert_true(st.st_ino != old_ino);
 	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(stat(next, &st), -1);
+	assert_true(held_file_taken(pid));
 
 	/* Every later call goes on in the new file at once, and says nothing: the queue is long
 	   for a login that cannot wait; the waiter keeps its place; a peek counts them. */
@@ -1056,19 +1108,16 @@ static void test_lock_stuck_twice(void **state)
 	struct fixture *fx = *state;
 	const struct slot_params p = { .interval_us = 30 * S, .max_wait_us = 300 * S, .burst = 1 };
 	struct slot_result res;
-	char path[PATH_MAX], next[PATH_MAX], holder[64];
-	struct stat st;
+	char path[PATH_MAX], holder[64];
 	int64_t t0, took;
 	pid_t first, second;
 
 	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_ADMIT);
 	slot_path(fx, "twice", path, sizeof(path));
-	assert_int_equal(stat(path, &st), 0);
-	snprintf(next, sizeof(next), "%s/next.%llx", fx->state, (unsigned long long)st.st_ino);
 	first = fx->holder = locker_stopped(path, LOCK_EX);
 	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 1);
-	second = locker_stopped(next, LOCK_EX);
+	second = locker_stopped(path, LOCK_EX); /* the file that took the first one's place */
 	snprintf(holder, sizeof(holder), "is stuck: pid %ld has held its lock", (long)second);
 	t0 = fstime_mono_us();
 	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_QUEUED);
@@ -1080,8 +1129,49 @@ static void test_lock_stuck_twice(void **state)
 	assert_non_null(strstr(fx->msg, holder));
 	assert_int_equal(reserve(fx, "twice", &p, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 3);
+	assert_int_equal(count_next_files(fx), 0);
 	locker_end(first);
 	fx->holder = 0;
+}
+
+/* Issue 38.1: a user who stops their own login each time it holds the lock, again and again
+   (18 times: 17 once locked every login out for good): each stop costs the
+   others its detection time and no more, no file is left behind, every login is queued in
+   turn, and the schedule can still be reset. The stopped holders keep their files open. */
+static void test_lock_stuck_many(void **state)
+{
+	enum { N = 18 }; /* past the 16 files in a row the chain once went to */
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 100 * S, .max_wait_us = 3600 * S, .burst = 1 };
+	struct slot_result res;
+	struct slot_place places[N];
+	char path[PATH_MAX];
+	pid_t *held = fx->held;
+
+	assert_int_equal(reserve(fx, "many", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "many", path, sizeof(path));
+	for (int i = 0; i < N; i++) {
+		/* The places so far renewed, as their logins would. */
+		for (int j = 0; j < i; j++) {
+			if (call(fx, "many", &p, SLOT_RENEW, &places[j], &res) != SLOT_QUEUED)
+				fail_msg("place %d of %d not renewed: verdict %d: %s", j + 1, i,
+					 (int)res.verdict, fx->msg);
+		}
+		held[i] = locker_stopped(path, LOCK_EX);
+		assert_int_equal(reserve(fx, "many", &p, &res), SLOT_QUEUED);
+		places[i] = fx->place;
+		if (res.position != i + 1)
+			fail_msg("login %d behind %d stuck holders: position %lld", i + 1, i + 1,
+				 (long long)res.position);
+		assert_int_equal(count_next_files(fx), 0);
+	}
+	assert_int_not_equal(call(fx, "many", &p, SLOT_RESET, &fx->place, &res),
+			     SLOT_UNAVAILABLE);
+	assert_int_equal(reserve(fx, "many", &p, &res), SLOT_ADMIT);
+	for (int i = 0; i < N; i++) {
+		locker_end(held[i]);
+		held[i] = 0;
+	}
 }
 
 /* Issue 29's storm: six logins at once on a file whose holder is stopped. None goes in
@@ -1776,6 +1866,7 @@ int main(void)
 		T(test_reserve_again),
 		T(test_lock_stuck),
 		T(test_lock_stuck_twice),
+		T(test_lock_stuck_many),
 		T(test_lock_stuck_storm),
 		T(test_lock_busy),
 		T(test_many_hosts_pruned),
