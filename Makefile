@@ -49,7 +49,7 @@ HEADERS = $(wildcard include/flowslot/*.h) build/slot_lua.h
 UNIT_TESTS = build/test_opt build/test_url build/test_conf build/test_key build/test_countdown \
 	     build/test_slot build/test_rslot build/test_rnode build/test_lslot \
 	     build/test_hangup build/test_trust build/test_stats build/test_pressure build/test_symbols \
-	     build/test_queue build/test_once build/test_waiters
+	     build/test_queue build/test_once build/test_waiters build/test_ncache
 
 .PHONY: all check check-run check-e2e demo demo-run deps install uninstall clean unit
 

@@ -268,7 +268,8 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	res->deadline_us = call.replied_us + res->wait_us;
 	if (res->next_us >= 0 &&
 	    ncache_heard_put(o->state_dir, heard, call.replied_us + res->next_us) != 0 && o->debug)
-		log_msg(pamh, LOG_DEBUG, "node cache: cannot write %s/%s: %m", o->state_dir, heard);
+		log_msg(pamh, LOG_DEBUG, "heard: cannot keep %s in %s/%s: %m", heard, o->state_dir,
+			NCACHE_HEARD_FILE);
 	if (o->debug)
 		log_msg(pamh, LOG_DEBUG, "%s: decided after %d redirects", call.where, redirects);
 	return res->verdict;
