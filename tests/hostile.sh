@@ -76,4 +76,29 @@ hostile_login over "$(head -c 255 /dev/zero | tr '\0' b)" '' 'k:%u'
 check "257 bytes: a key of its own, cut with a hash, and the second login queued on Redis" \
 	sh -c "[ $(rcli h dbsize) = 2 ] && grep -q 'queued: .*via=redis' '$TMP/over2.err' && ! grep -q 'SYSLOG(3)' '$TMP/over1.err'"
 
+# Every user name tried leaves what its host heard of its schedule (key=%u), before
+# authentication: 400 names once left 400 files heard.HASH in state_dir (a tmpfs, memory) while
+# Redis held none of them a minute later. They share one table of NCACHE_HEARD_MAX (256)
+# entries, of 32 bytes. With all 300 slots still to come, the table keeps the 256 that come
+# last: the last name's is honoured on a schedule lost (FLUSHALL), the first name's gave its
+# place (pam_flowslot(8), FILES).
+service spray "auth required @M url=unix://$TMP/h.sock key=sp:%u interval=120s max_wait=5s state_dir=$TMP/st-spray" \
+	"auth required @P/pam_permit.so"
+rcli h flushall > /dev/null
+for b in $(seq 10 24); do
+	logins "sp$b" spray 20
+done
+sprayed=$(cat "$TMP"/sp[12]???.rc | grep -c '^0$')
+heard_files=$(ls "$TMP/st-spray" | grep -c '^heard')
+heard_size=$(stat -c %s "$TMP/st-spray/heard" 2> /dev/null || echo 0)
+check "300 user names tried: what the host heard is one table of fixed size ($sprayed admitted; $heard_files file(s) heard*, $heard_size bytes)" \
+	sh -c "[ $sprayed = 300 ] && [ $heard_files = 1 ] && [ $heard_size -le 8192 ]"
+rcli h flushall > /dev/null
+login spl spray sp2420
+login spf spray sp1001
+check "... the last name's next slot is still honoured on its schedule lost: refused past max_wait" \
+	sh -c "[ $(rc_of spl) != 0 ] && grep -q 'refused: ' '$TMP/spl.err'"
+check "... the first name's gave its place, past 256 slots to come: in at once" \
+	sh -c "[ $(rc_of spf) = 0 ] && ! grep -Eq '(queued|refused): ' '$TMP/spf.err'"
+
 finish
