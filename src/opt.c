@@ -494,12 +494,32 @@ bool opt_known_name(const char *name, size_t len)
 	return opt_is_flag(flag);
 }
 
+/* Whether an unknown name (n bytes) may be shown in the log: letters, digits, '_', '-' and '.',
+   at most OPT_NAME_MAX, and not capitals with digits, which are rather a password pasted on a
+   line than a typo of a name (all of ours are lowercase). */
+static bool opt_name_shown(const char *name, size_t n)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.";
+	bool capital = false, digit = false;
+
+	if (n == 0 || n > OPT_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (name[i] == '\0' || strchr(plain, name[i]) == NULL)
+			return false;
+		capital |= name[i] >= 'A' && name[i] <= 'Z';
+		digit |= name[i] >= '0' && name[i] <= '9';
+	}
+	return !(capital && digit);
+}
+
 /* arg, which no setter nor flag takes: a known name used wrong, or an unknown option (in the
    configuration file, a line that is no option at all: opt_conf_line takes the others). */
 static int opt_set_unknown(struct opt *o, const pam_handle_t *pamh, const char *arg)
 {
 	const enum opt_problem p = o->origin != NULL ? OPT_PROBLEM_LINE : OPT_PROBLEM_UNKNOWN;
-	size_t n = opt_name_len(arg);
+	size_t n = opt_name_len(arg), whole = strcspn(arg, "=");
 	char shown[128];
 
 	if (n > 0 && arg[n] == '=' && opt_known_name(arg, n))
@@ -508,6 +528,8 @@ static int opt_set_unknown(struct opt *o, const pam_handle_t *pamh, const char *
 	if (n > 0 && opt_known_name(arg, n))
 		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "no value for %.*s (%.*s=VALUE)", (int)n,
 			       arg, (int)n, arg);
+	if (opt_name_shown(arg, whole))
+		return opt_bad(o, pamh, p, "unknown option \"%.*s\"", (int)whole, arg);
 	/* Only a name: "url redis://:pw@h", or a password pasted alone on a line of the
 	   configuration file, would otherwise reach the log. */
 	log_escape(arg, shown, sizeof(shown));
@@ -560,7 +582,8 @@ struct opt_conf {
 	const pam_handle_t *pamh;
 };
 
-/* Notes the unknown option name (n bytes) at where, for opt_warn_unknown. */
+/* Notes the unknown option name (n bytes) at where, for opt_warn_unknown: by its line alone
+   (an empty name) when it is not to be shown. */
 static void opt_note_unknown(struct opt *o, const char *where, const char *name, size_t n)
 {
 	struct opt_unknown *u;
@@ -573,17 +596,36 @@ static void opt_note_unknown(struct opt *o, const char *where, const char *name,
 	u->file_len = colon != NULL ? (size_t)(colon - where) : strlen(u->where);
 	if (u->file_len > strlen(u->where))
 		u->file_len = strlen(u->where);
+	if (!opt_name_shown(name, n))
+		n = 0;
 	memcpy(u->name, name, n);
 	u->name[n] = '\0';
 }
 
-/* An unknown NAME=VALUE or NAME in the file is ignored, as faillock.conf's are: a typo, or an
-   option of a newer module read by an older one, must not throw away the rest of the file. */
+/* The length of the NAME of a line NAME=VALUE: all before its first '=', printable bytes none
+   of them a blank; 0 for a line that is no NAME=VALUE. */
+static size_t opt_conf_name_len(const char *line)
+{
+	size_t n = strcspn(line, "=");
+
+	if (line[n] != '=')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)line[i] <= ' ' || (unsigned char)line[i] >= 0x7f)
+			return 0;
+	return n;
+}
+
+/* An unknown NAME=VALUE, or a bare NAME of letters and '_' (a flag), in the file is ignored,
+   as faillock.conf's are, whatever its NAME: a typo (max-wait, interva1), or an option of a
+   newer module read by an older one, must not throw away the rest of the file. */
 static void opt_conf_line(void *ctx, const char *where, const char *line)
 {
 	struct opt_conf *c = ctx;
-	size_t n = opt_name_len(line);
+	size_t n = opt_conf_name_len(line);
 
+	if (n == 0)
+		n = opt_name_len(line);
 	if (n > 0 && !opt_known_name(line, n)) {
 		opt_note_unknown(c->o, where, line, n);
 		return;
@@ -602,13 +644,22 @@ void opt_warn_unknown(const struct opt *o, const pam_handle_t *pamh, bool limite
 
 	for (int i = 0; i < named; i++) {
 		u = &o->unknown[i];
-		/* By file and name: a line moved by an edit is the same typo. */
-		snprintf(what, sizeof(what), "unknown option %s in %.*s", u->name, (int)u->file_len,
-			 u->where);
+		/* By file and name: a line moved by an edit is the same typo. A name not shown
+		   is by its line, and its stamp holds no more of it. */
+		if (u->name[0] != '\0')
+			snprintf(what, sizeof(what), "unknown option %s in %.*s", u->name,
+				 (int)u->file_len, u->where);
+		else
+			snprintf(what, sizeof(what), "unknown option at %s", u->where);
 		if (limited && !once_due(o->state_dir, what, OPT_UNKNOWN_PERIOD_S))
 			continue;
-		log_msg(pamh, LOG_WARNING, "%s: unknown option \"%s\": ignored%s", u->where,
-			u->name, limited ? once : "");
+		if (u->name[0] != '\0')
+			log_msg(pamh, LOG_WARNING, "%s: unknown option \"%s\": ignored%s", u->where,
+				u->name, limited ? once : "");
+		else
+			log_msg(pamh, LOG_WARNING,
+				"%s: unknown option (not shown: it may be a password): ignored%s",
+				u->where, limited ? once : "");
 	}
 	if (o->n_unknown <= named)
 		return;

@@ -389,6 +389,21 @@ check "... no error, no fallback: the file's url, interval and max_wait apply ($
 touch -d '61 minutes ago' "$TMP"/typostate/once.*
 login ty3 typo carol
 check "... said again once the last warning is over an hour old ($(warned ty3))" [ "$(warned ty3)" = 1 ]
+# Issue 38: a name with a hyphen or a digit is an unknown option like any other. max-wait=45s
+# and interva1=3s were lines that are no option: LOG_ERR, and every login took the fallback.
+printf '%s\n' "url=unix://$TMP/r.sock" key=typoh max-wait=45s interva1=3s interval=5s max_wait=1s \
+	> "$TMP/typoh.conf"
+service typoh "auth required @M conf=$TMP/typoh.conf state_dir=$TMP/typohstate" "$permit_line"
+login tyh1 typoh alice
+login tyh2 typoh bob
+warned_h() { grep -ac "SYSLOG(4): .*$TMP/typoh.conf:[34]: unknown option \"\(max-wait\|interva1\)\": ignored" "$TMP/$1.err"; }
+check "a typo in the configuration file with a hyphen or a digit (max-wait=45s, interva1=3s): one LOG_WARNING each, in two logins ($(warned_h tyh1) + $(warned_h tyh2))" \
+	[ "$(warned_h tyh1)$(warned_h tyh2)" = 20 ]
+wait_h=$(sed -n 's/.*refused: .* wait_ms=\([0-9]*\) .*/\1/p' "$TMP/tyh2.err" | head -1)
+check "... no error, no fallback: the file's url, interval and max_wait apply ($(rc_of tyh1) $(rc_of tyh2), the second's wait ${wait_h:-none} ms, under the default interval's 7 s)" \
+	sh -c "[ $(rc_of tyh1)$(rc_of tyh2) = 01 ] && ! grep -aq 'SYSLOG(3)\|fallback' '$TMP/tyh1.err' '$TMP/tyh2.err' &&
+		grep -q 'refused: .*max_wait_ms=1000 via=redis' '$TMP/tyh2.err' && [ \$(redis-cli -s '$TMP/r.sock' exists typoh) = 1 ] &&
+		[ '${wait_h:-0}' -gt 0 ] && [ '${wait_h:-0}' -le 5000 ]"
 # A bad value in the file still follows the failure policy.
 printf '%s\n' "url=unix://$TMP/r.sock" key=typo2 interval=3x fallback=closed > "$TMP/badval.conf"
 service badval "auth required @M conf=$TMP/badval.conf" "$permit_line"

@@ -86,7 +86,7 @@ enum opt_problem {
 struct opt_unknown {
 	char where[CONF_WHERE_MAX]; /* "file:line" */
 	size_t file_len;	    /* the file's part of where */
-	char name[OPT_NAME_MAX + 1];
+	char name[OPT_NAME_MAX + 1]; /* empty: not to be shown (it may be a password) */
 };
 
 struct opt {
@@ -155,9 +155,9 @@ void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **a
 /* The steps of opt_parse, for a caller that holds the files' text itself (fuzz/fuzz_opt.c). */
 
 /* Applies the text of the configuration file name (len bytes and a NUL, changed in place) as
-   opt_parse applies the file: each line through opt_set, but for an unknown NAME=VALUE or
-   NAME, noted in o->unknown and ignored; and a password it gives refused when mode lets
-   others read it. */
+   opt_parse applies the file: each line through opt_set, but for an unknown NAME=VALUE (any
+   printable NAME without a blank) or bare NAME (letters and '_'), noted in o->unknown and
+   ignored; and a password it gives refused when mode lets others read it. */
 void opt_conf_text(struct opt *o, const pam_handle_t *pamh, const char *name, char *text,
 		   size_t len, mode_t mode);
 

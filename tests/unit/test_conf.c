@@ -43,16 +43,23 @@ static const char *text(const char *name, const char *content, mode_t mode)
 	return file(name, content, strlen(content), mode, 0);
 }
 
-/* opt_parse with stderr (the log without a PAM handle) captured in logged. */
-static void parse(struct opt *o, int argc, const char **argv)
+/* Sends stderr (the log without a PAM handle) to a temporary file, until captured. */
+static FILE *capture(int *saved)
 {
 	FILE *tmp = tmpfile();
-	int saved = dup(STDERR_FILENO);
-	size_t n;
 
+	assert_non_null(tmp);
+	*saved = dup(STDERR_FILENO);
 	fflush(stderr);
 	dup2(fileno(tmp), STDERR_FILENO);
-	opt_parse(o, NULL, argc, argv);
+	return tmp;
+}
+
+/* Puts stderr back, and what was logged since capture in logged. */
+static void captured(FILE *tmp, int saved)
+{
+	size_t n;
+
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
@@ -60,6 +67,35 @@ static void parse(struct opt *o, int argc, const char **argv)
 	n = fread(logged, 1, sizeof(logged) - 1, tmp);
 	logged[n] = '\0';
 	fclose(tmp);
+}
+
+/* opt_parse, what it logs in logged. */
+static void parse(struct opt *o, int argc, const char **argv)
+{
+	int saved;
+	FILE *tmp = capture(&saved);
+
+	opt_parse(o, NULL, argc, argv);
+	captured(tmp, saved);
+}
+
+/* opt_warn_unknown as flowslotctl calls it (every time), what it logs in logged. */
+static void warn_unknown(const struct opt *o)
+{
+	int saved;
+	FILE *tmp = capture(&saved);
+
+	opt_warn_unknown(o, NULL, false);
+	captured(tmp, saved);
+}
+
+static int count(const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = logged; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
 }
 
 static void parse_conf(struct opt *o, const char *path, const char *extra)
@@ -236,6 +272,68 @@ static void test_unknown_ignored(void **state)
 	assert_int_equal(o.n_unknown, 0);
 }
 
+/* Issue 38: a NAME with a hyphen, a digit or a '.' is an unknown option like any other: ignored
+   with one warning each, the rest of the file applied. Such lines were lines that are no
+   option, which sent every login to the fallback. What is no NAME=VALUE is still an error,
+   logged once. */
+static void test_unknown_any_name(void **state)
+{
+	struct opt o;
+	const char *path = text("names.conf",
+				"url=unix:///run/redis/redis.sock\n"
+				"max-wait=45s\n"
+				"interval=3s\n"
+				"interva1=5s\n"
+				"intervall=9s\n"
+				"tls.verify = ca\n"
+				"fallback=closed\n"
+				"burst=4\n",
+				0644);
+	static const char *const names[] = { "max-wait", "interva1", "intervall", "tls.verify" };
+	char where[300];
+
+	(void)state;
+	parse_conf(&o, path, NULL);
+	if (o.errors != 0)
+		fail_msg("%d errors: %s", o.errors, logged);
+	assert_string_equal(logged, "");
+	assert_int_equal(o.url.backend, URL_BACKEND_UNIX);
+	assert_int_equal(o.slot.interval_us, 3000000);
+	assert_int_equal(o.slot.burst, 4);
+	assert_int_equal(o.fallback, OPT_FALLBACK_CLOSED);
+	assert_false(o.max_wait_set);
+	assert_int_equal(o.tls.verify, OPT_TLS_VERIFY_NAME);
+	assert_int_equal(o.n_unknown, 4);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(o.unknown[i].name, names[i]);
+	warn_unknown(&o);
+	assert_int_equal(count("unknown option"), 4);
+	assert_int_equal(count("\n"), 4);
+	for (int i = 0; i < 4; i++) {
+		snprintf(where, sizeof(where), ": unknown option \"%s\": ignored", names[i]);
+		if (count(where) != 1)
+			fail_msg("not once \"%s\" in: %s", where, logged);
+	}
+	snprintf(where, sizeof(where), "%s:2: unknown option \"max-wait\": ignored", path);
+	assert_int_equal(count(where), 1);
+
+	/* A blank inside the name, or no '=' (not a flag): errors, each logged once. */
+	path = text("notopt.conf", "burst=3\nmax wait=45s\nmaxwait 45s\ninterval=3s\n", 0644);
+	parse_conf(&o, path, NULL);
+	assert_int_equal(o.errors, 2);
+	assert_int_equal(o.problems[OPT_PROBLEM_LINE], 2);
+	assert_int_equal(o.n_unknown, 0);
+	assert_int_equal(count(":2: a blank inside an option name"), 1);
+	assert_int_equal(count(":3: unknown option \"maxwait\""), 1);
+	assert_int_equal(count("\n"), 2);
+	assert_int_equal(o.slot.burst, 3);
+	assert_int_equal(o.slot.interval_us, 3000000);
+
+	/* Among the module arguments, an unknown option is an error, named whole. */
+	parse_conf(&o, text("clean2.conf", "burst=2\n", 0644), "max-wait=45s");
+	expect_kind(&o, OPT_PROBLEM_UNKNOWN, "unknown option \"max-wait\"");
+}
+
 /* Blanks around '=' are fine, as in faillock.conf. */
 static void test_blanks_accepted(void **state)
 {
@@ -322,16 +420,22 @@ static void test_password_in_conf(void **state)
 	struct opt o;
 
 	(void)state;
-	/* Lines that are not name=value are named by their leading name only, if any. */
+	/* Lines that are not name=value are named by their leading name only, if any. A NAME
+	   that may be a password (not letters, digits, '_', '-' and '.', or capitals with
+	   digits) is an unknown option all the same, by its line alone. */
 	parse_conf(&o, text("typo.conf", "url redis://:S3cretPW@host\nurl: redis://:S3cretPW@h\n"
-					 "S3cretPW\n$3cretPW=x\n", 0600),
+					 "S3cretPW\n=S3cretPW\n$3cretPW=x\nS3cretPW==\n", 0600),
 		   NULL);
 	assert_int_equal(o.errors, 4);
 	assert_int_equal(o.problems[OPT_PROBLEM_LINE], 4);
-	assert_int_equal(o.n_unknown, 0);
+	assert_int_equal(o.n_unknown, 2);
 	assert_null(strstr(logged, "3cretPW"));
 	assert_non_null(strstr(logged, "unknown option \"url\""));
 	assert_non_null(strstr(logged, "not a name"));
+	warn_unknown(&o);
+	assert_null(strstr(logged, "3cretPW"));
+	assert_int_equal(count(":5: unknown option (not shown: it may be a password): ignored"), 1);
+	assert_int_equal(count(":6: unknown option (not shown: it may be a password): ignored"), 1);
 
 	/* Readable by others: not used, and said why, without the password. */
 	parse_conf(&o, text("pw644.conf", "url=redis://:s3cret@10.0.0.5\n", 0644), NULL);
@@ -419,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_unsafe_files),
 		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_unknown_ignored),
+		cmocka_unit_test(test_unknown_any_name),
 		cmocka_unit_test(test_blanks_accepted),
 		cmocka_unit_test(test_blanks_refused),
 		cmocka_unit_test(test_password_in_conf),

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,47 @@ static void test_warn_unknown(void **state)
 	assert_non_null(strstr(fx->logged, "/etc/y.conf:2: unknown option \"intervall\""));
 }
 
+/* A name that may be a password is warned of by its line, once an hour too, and neither the
+   log nor the stamp holds any of it. */
+static void test_warn_unknown_unshown(void **state)
+{
+	struct fixture *fx = *state;
+	char text[] = "max-wait=45s\nPa55word=x\n", stamp[400], held[512];
+	struct dirent *e;
+	struct opt o;
+	DIR *d;
+	FILE *f;
+	size_t n;
+
+	opt_defaults(&o);
+	snprintf(o.state_dir, sizeof(o.state_dir), "%s", fx->state);
+	opt_conf_text(&o, NULL, "/etc/z.conf", text, strlen(text), 0600);
+	assert_int_equal(o.errors, 0);
+	assert_int_equal(o.n_unknown, 2);
+	warn(fx, &o, true);
+	assert_int_equal(count(fx->logged, "\n"), 2);
+	assert_non_null(strstr(fx->logged, "/etc/z.conf:1: unknown option \"max-wait\": ignored"));
+	assert_non_null(strstr(fx->logged, "/etc/z.conf:2: unknown option (not shown: it may be a "
+					   "password): ignored"));
+	assert_null(strstr(fx->logged, "Pa55"));
+	warn(fx, &o, true);
+	assert_string_equal(fx->logged, "");
+	d = opendir(fx->state);
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "once.", 5) != 0)
+			continue;
+		snprintf(stamp, sizeof(stamp), "%s/%s", fx->state, e->d_name);
+		f = fopen(stamp, "r");
+		assert_non_null(f);
+		n = fread(held, 1, sizeof(held) - 1, f);
+		held[n] = '\0';
+		fclose(f);
+		assert_null(strstr(held, "Pa55"));
+	}
+	closedir(d);
+}
+
 /* Past OPT_UNKNOWN_MAX, the rest are counted in one more line, limited in the same way. */
 static void test_warn_many(void **state)
 {
@@ -279,6 +321,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stamp_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unusable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warn_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warn_unknown_unshown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warn_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_unusable, setup, teardown),
