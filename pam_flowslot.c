@@ -114,30 +114,39 @@ static void gate_free_data(pam_handle_t *pamh, void *data, int error_status)
 	free(data);
 }
 
-/* What the handle's mark says: the phase that admitted it, and whether only a dry run did. */
+/* What the handle's mark says: the phase that admitted it, whether only a dry run did, and
+   whether that call had debug (a later call may read no options to know). */
 struct gate_mark {
 	enum gate_phase phase;
 	bool dry_run;
+	bool debug;
 };
 
-/* The phase in which this handle was admitted, or NULL. A dry run's admission lets only
-   another dry run through: a real gate in a later phase still gates. */
-static const char *gate_admitted_in(pam_handle_t *pamh, bool dry_run)
+/* The handle's mark, or NULL when it was not admitted. */
+static const struct gate_mark *gate_mark_of(pam_handle_t *pamh)
 {
 	const void *data;
-	const struct gate_mark *m;
 
-	if (pam_get_data(pamh, GATE_ADMITTED, &data) != PAM_SUCCESS || data == NULL)
+	if (pam_get_data(pamh, GATE_ADMITTED, &data) != PAM_SUCCESS)
 		return NULL;
-	m = data;
-	return !m->dry_run || dry_run ? gate_phase_name[m->phase] : NULL;
+	return data;
+}
+
+/* A later call of a handle admitted already (m) lets it through, and says so with debug. */
+static int gate_again(pam_handle_t *pamh, enum gate_phase phase, const struct gate_mark *m,
+		      bool debug)
+{
+	if (debug)
+		log_msg(pamh, LOG_DEBUG, "%s: admitted already in %s: no second wait",
+			gate_phase_name[phase], gate_phase_name[m->phase]);
+	return PAM_IGNORE;
 }
 
 /* Marks the handle as admitted, and, when it waited its turn (not in dry_run), tells the
    session so in the PAM environment (FLOWSLOT_ADMITTED=phase), for
    etc/profile.d/flowslot-wait.sh not to wait a second time. Should either fail (no memory), a
    later phase waits again: better a second wait than none. */
-static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool dry_run)
+static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool dry_run, bool debug)
 {
 	static const char *const marker[] = {
 		[GATE_AUTH] = GATE_ENV "=auth",
@@ -151,7 +160,7 @@ static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool dr
 
 	if (data == NULL)
 		return;
-	*data = (struct gate_mark){ .phase = phase, .dry_run = dry_run };
+	*data = (struct gate_mark){ .phase = phase, .dry_run = dry_run, .debug = debug };
 	if (pam_set_data(pamh, GATE_ADMITTED, data, gate_free_data) != PAM_SUCCESS)
 		free(data);
 }
@@ -403,7 +412,7 @@ static int gate_dry_run(const struct gate_login *g, const struct slot_result *re
 	if (v == SLOT_QUEUED)
 		queue_leave(&g->q);
 	gate_count(g, r, r == STATS_WAITED ? res->wait_us : 0);
-	gate_set_admitted(pamh, g->phase, true);
+	gate_set_admitted(pamh, g->phase, true, g->q.o->debug);
 	return PAM_IGNORE;
 }
 
@@ -563,7 +572,7 @@ static int gate_go(const struct gate_login *g, struct slot_result *res, enum sta
 	if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
 		countdown_summary(pamh, g->style, waited_us, position);
 	if (rc == PAM_IGNORE)
-		gate_set_admitted(pamh, g->phase, false);
+		gate_set_admitted(pamh, g->phase, false, o->debug);
 	return rc;
 }
 
@@ -615,7 +624,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	struct slot_place place;
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	char key[OPT_KEY_MAX + 1];
-	const char *admitted_in;
+	const struct gate_mark *m = gate_mark_of(pamh);
 	struct gate_login g = {
 		.q = { .pamh = pamh, .o = &o, .argc = argc, .argv = argv, .key = key,
 		       .place = &place },
@@ -626,17 +635,19 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	enum slot_verdict v;
 	int rc;
 
+	/* Admitted already: the options are not read again, so that a problem of theirs is
+	   logged once a login, not once a module line (auth and session, sshd's and the
+	   profile's). */
+	if (m != NULL && !m->dry_run)
+		return gate_again(pamh, phase, m, m->debug);
 	opt_parse(&o, pamh, argc, argv);
 	opt_warn_unknown(&o, pamh, true);
 	if (o.debug)
 		log_msg(pamh, LOG_DEBUG, "version %s: %s", FLOWSLOT_VERSION, gate_phase_name[phase]);
-	admitted_in = gate_admitted_in(pamh, o.slot.dry_run);
-	if (admitted_in != NULL) {
-		if (o.debug)
-			log_msg(pamh, LOG_DEBUG, "%s: admitted already in %s: no second wait",
-				gate_phase_name[phase], admitted_in);
+	/* A dry run's admission lets only another dry run through: a real gate still gates. */
+	if (m != NULL && o.slot.dry_run) {
 		opt_wipe(&o);
-		return PAM_IGNORE;
+		return gate_again(pamh, phase, m, o.debug);
 	}
 	/* Auth and account run under sshd's and login's deadlines; the session under none. */
 	if (!o.max_wait_set && phase != GATE_SESSION)

@@ -56,6 +56,19 @@ login_ops dp1 dryph dave authenticate acct_mgmt
 check "auth in dry_run, then a real account gate on one handle: account still gates (refused)" \
 	sh -c "[ $(rc_of dp1) != 0 ] && grep -q 'refused: .*user=dave' '$TMP/dp1.err'"
 
+# 1c. A bad configuration file is logged once a login, not once a module line (issue 38): auth,
+# then two session lines (sshd's own and the profile's in common-session), on one handle. The
+# later calls of a handle admitted already read no options; before, each logged the file's
+# problem again, three LOG_ERR lines a login.
+printf '%s\n' "$R" key=once interval=1s 'interval 3s' > "$TMP/once.conf"
+service once "auth requisite @M conf=$TMP/once.conf" "auth required @P/pam_permit.so" \
+	"session requisite @M conf=$TMP/once.conf" "session requisite @M conf=$TMP/once.conf" \
+	"session required @P/pam_permit.so"
+login_ops o1 once erin authenticate open_session
+check "a bad configuration file, auth and two session lines on one handle: admitted, one LOG_ERR for it ($(grep -ac 'SYSLOG(3)' "$TMP/o1.err"))" \
+	sh -c "[ $(rc_of o1) = 0 ] && [ \$(grep -ac 'SYSLOG(3)' '$TMP/o1.err') = 1 ] &&
+		grep -aq 'SYSLOG(3): $TMP/once.conf:4: unknown option \"interval\"' '$TMP/o1.err'"
+
 # 2. The user name for key=%u: a conversation that asks to be resumed gets PAM_INCOMPLETE
 # and nothing is reserved until it answers; one that fails reserves nothing at all.
 service resume "auth requisite @M $R key=rs:%u interval=3s" "auth required @P/pam_permit.so"
