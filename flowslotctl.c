@@ -473,13 +473,58 @@ struct ctl_stack_line {
 	int64_t burst;
 };
 
+/* Configuration files whose problems check has said: past these, a file's are said again. */
+#define CTL_CONFS_MAX 16
+
 struct ctl_stacks {
 	const char *dir;
 	const char *conf; /* "conf=..." of the command line, before each line's own; NULL: none */
 	struct ctl_stack_line *line; /* CTL_STACK_LINES_MAX of them */
 	int n;
 	int left_out; /* lines past CTL_STACK_LINES_MAX */
+	/* The files said: the command line's, then those that lines name. */
+	char *said[CTL_CONFS_MAX];
+	int n_said;
 };
+
+/* Whether the problems of the configuration file path were said already; from now on they
+   are. */
+static bool ctl_conf_said(struct ctl_stacks *st, const char *path)
+{
+	for (int i = 0; i < st->n_said; i++)
+		if (strcmp(st->said[i], path) == 0)
+			return true;
+	if (st->n_said < CTL_CONFS_MAX && (st->said[st->n_said] = strdup(path)) != NULL)
+		st->n_said++;
+	return false;
+}
+
+/* Sends stderr to /dev/null; returns what ctl_stderr_back takes to undo it (-1: nothing). */
+static int ctl_stderr_off(void)
+{
+	int err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3),
+	    null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	fflush(stderr);
+	if (err >= 0 && null >= 0)
+		dup2(null, STDERR_FILENO);
+	if (null >= 0)
+		close(null);
+	if (err >= 0 && null < 0) {
+		close(err);
+		err = -1;
+	}
+	return err;
+}
+
+static void ctl_stderr_back(int err)
+{
+	if (err < 0)
+		return;
+	fflush(stderr);
+	dup2(err, STDERR_FILENO);
+	close(err);
+}
 
 /* Which schedule o's logins of service share: the backend, then the key. */
 static void ctl_schedule_of(const struct opt *o, const char *service, struct ctl_stack_line *l)
@@ -512,36 +557,34 @@ static void ctl_schedule_of(const struct opt *o, const char *service, struct ctl
 }
 
 /* The options of one module line (n words), as a login of service would have them: said only
-   when they are bad (the configuration file's own problems are said once, above). Returns 0,
-   or -1 when they are bad. */
-static int ctl_stack_opts(const char *service, const char **w, int n, struct ctl_stack_line *l)
+   when they are bad, and a configuration file's problems once, whatever the lines that read
+   it. Returns 0; -1 when they are bad and said here; 1 when they are bad only for a file's
+   problems said before. */
+static int ctl_stack_opts(struct ctl_stacks *st, const char *service, const char **w, int n,
+			  struct ctl_stack_line *l)
 {
+	const char *conf = opt_conf_path(n, w);
 	struct opt o;
-	int err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3),
-	    null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	int bad;
+	int err = ctl_stderr_off(), in_file, rc = 0;
+	bool said;
 
-	fflush(stderr);
-	if (err >= 0 && null >= 0)
-		dup2(null, STDERR_FILENO);
 	opt_parse(&o, NULL, n, w);
-	fflush(stderr);
-	if (err >= 0 && null >= 0)
-		dup2(err, STDERR_FILENO);
-	if (err >= 0)
-		close(err);
-	if (null >= 0)
-		close(null);
-	bad = o.errors;
-	if (bad > 0) { /* said, this once */
+	ctl_stderr_back(err);
+	if (o.errors > 0) { /* said, this once */
+		said = ctl_conf_said(st, conf != NULL ? conf : OPT_CONF_DEFAULT);
 		opt_wipe(&o);
-		opt_parse(&o, NULL, n, w);
+		err = said ? ctl_stderr_off() : -1;
+		opt_parse_file(&o, NULL, n, w);
+		ctl_stderr_back(err);
+		in_file = o.errors;
+		opt_parse_rest(&o, NULL, n, w);
+		rc = o.errors > in_file || !said ? -1 : 1;
 	}
 	l->interval_us = o.slot.interval_us;
 	l->burst = o.slot.burst;
 	ctl_schedule_of(&o, service, l);
 	opt_wipe(&o);
-	return bad > 0 ? -1 : 0;
+	return rc;
 }
 
 static void ctl_stack_file(struct ctl_stacks *st, const char *service, const char *name, int depth);
@@ -582,11 +625,16 @@ static void ctl_stack_line(struct ctl_stacks *st, const char *service, const cha
 		args[argc++] = w[i];
 	}
 	snprintf(l.where, sizeof(l.where), "%s", where);
-	if (ctl_stack_opts(service, args, argc, &l) != 0) {
+	switch (ctl_stack_opts(st, service, args, argc, &l)) {
+	case 0:
+		break;
+	case -1:
 		fprintf(stderr,
 			"flowslotctl: %s: the bad options above: its logins meet the failure "
 			"policy (fallback=)\n",
 			where);
+		return;
+	default: /* the file's, said with what a login does */
 		return;
 	}
 	for (int i = 0; i < st->n; i++)
@@ -641,6 +689,8 @@ static int ctl_check_stacks(const char *dir, const char *conf)
 			strerror(errno));
 		return 0;
 	}
+	/* The command line's file was said as it was read. */
+	ctl_conf_said(&st, conf != NULL ? conf + strlen("conf=") : OPT_CONF_DEFAULT);
 	st.line = calloc(CTL_STACK_LINES_MAX, sizeof(*st.line));
 	for (int i = 0; i < n; i++) {
 		if (st.line != NULL)
@@ -648,6 +698,8 @@ static int ctl_check_stacks(const char *dir, const char *conf)
 		free(names[i]);
 	}
 	free(names);
+	while (st.n_said > 0)
+		free(st.said[--st.n_said]);
 	if (st.line == NULL) {
 		perror("flowslotctl");
 		return 0;
@@ -692,17 +744,19 @@ static int ctl_check(struct ctl *c)
 			conf = c->args.v[i];
 	split = ctl_check_stacks(c->pam_dir, conf);
 
-	if (rc == 0)
+	/* Not an error for a login, which goes on without it; but a check that passed it would
+	   hide a typo (logins 7 s apart after an intervall=3s). */
+	if (c->o.n_unknown > 0)
+		fprintf(stderr,
+			"flowslotctl: %d unknown option%s in the configuration file (named above): "
+			"the module ignores %s, and logins take the default for what %s meant to "
+			"set\n",
+			c->o.n_unknown, c->o.n_unknown == 1 ? "" : "s",
+			c->o.n_unknown == 1 ? "it" : "them", c->o.n_unknown == 1 ? "it" : "they");
+	else if (rc == 0)
 		printf("ok: a login would queue on %s (schedule %s, %" PRId64 " waiting)\n",
 		       c->where, c->key, res.waiting);
-	/* Not an error, as for a login; but a typo that check passes over would be missed. */
-	if (rc == 0 && c->o.n_unknown > 0)
-		fprintf(stderr,
-			"flowslotctl: %d unknown option%s in the configuration file (named above), "
-			"ignored as a login ignores %s\n",
-			c->o.n_unknown, c->o.n_unknown == 1 ? "" : "s",
-			c->o.n_unknown == 1 ? "it" : "them");
-	/* Nor this: the logins queue, until the server evicts the schedule to free memory. */
+	/* Not an error: the logins queue, until the server evicts the schedule to free memory. */
 	if (rc == 0 && res.evicts)
 		fprintf(stderr,
 			"flowslotctl: %s may evict the schedule: its maxmemory-policy is not "
@@ -710,13 +764,13 @@ static int ctl_check(struct ctl *c)
 			"unannounced (volatile-ttl takes it first, for it always has a TTL): set "
 			"maxmemory-policy noeviction\n",
 			c->where);
-	/* Not an error either: the logins queue, on the strictest settings. */
+	/* Nor this: the logins queue, on the strictest settings. */
 	if (split > 0)
 		fprintf(stderr,
 			"flowslotctl: %d module line%s in %s disagree%s with another on a schedule "
 			"(named above): set interval= and burst= in the configuration file alone\n",
 			split, split == 1 ? "" : "s", c->pam_dir, split == 1 ? "s" : "");
-	return rc;
+	return rc == 0 && c->o.n_unknown > 0 ? 2 : rc;
 }
 
 /* metrics: the host's counters (src/stats.c), then the schedule's gauges read live, then the

@@ -787,17 +787,28 @@ void opt_check(struct opt *o, const pam_handle_t *pamh)
 	}
 }
 
-void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+const char *opt_conf_path(int argc, const char **argv)
 {
-	const char *conf = NULL;
-	const char *v, *why = NULL;
+	const char *conf = NULL, *v;
 
-	opt_defaults(o);
-	/* First the file, then the module arguments on top of it. */
 	for (int i = 0; i < argc; i++)
 		if ((v = str_skip_prefix(argv[i], "conf=")) != NULL)
 			conf = v;
+	return conf;
+}
+
+void opt_parse_file(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+{
+	const char *conf = opt_conf_path(argc, argv);
+
+	opt_defaults(o);
 	opt_read_conf(o, pamh, conf != NULL ? conf : OPT_CONF_DEFAULT, conf != NULL);
+}
+
+void opt_parse_rest(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+{
+	const char *why = NULL;
+
 	opt_parse_args(o, pamh, argc, argv);
 	if (o->password_file[0] != '\0') {
 		int rc = conf_read_secret(o->password_file, o->url.password,
@@ -806,4 +817,11 @@ void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **a
 		opt_take_password(o, pamh, rc, opt_file_problem(errno), why);
 	}
 	opt_check(o, pamh);
+}
+
+void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv)
+{
+	/* First the file, then the module arguments on top of it. */
+	opt_parse_file(o, pamh, argc, argv);
+	opt_parse_rest(o, pamh, argc, argv);
 }

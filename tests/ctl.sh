@@ -222,15 +222,40 @@ check "--help says options stand before or after the command, and what -- does" 
 	sh -c "grep -q 'before or after COMMAND' '$TMP/help.out' && grep -q 'after --, words are COMMAND and KEY' '$TMP/help.out'"
 
 # 3c. The configuration file (issue 28): check says what is wrong for what it is. An unknown
-# option is named and ignored, as a login ignores it: the file's url stands, exit 0. A bad value
-# is a bad value; a file writable by others has unsafe permissions (it was "1 bad option").
+# option is named, once, and said to be ignored by the module, and check fails (exit 2): logins
+# take the default for what it meant (issue 38: check said ok while logins came 7 s apart for an
+# intervall=3s). A name with a hyphen is an unknown option like any other (it was a line that is
+# no option, named "max" once per pam_flowslot line of the stacks). A bad value is a bad value;
+# a file writable by others has unsafe permissions (it was "1 bad option").
 printf 'url=unix://%s/r.sock\nintervall=3s\n' "$TMP" > "$TMP/typo.conf"
 "$CTL" "conf=$TMP/typo.conf" key=c3f check > "$TMP/check-conf-typo.out" 2>&1
 rc=$?
-check "check, a typo in the configuration file: exit $rc, 'ok' on the file's Redis, the option named and ignored" \
-	sh -c "[ $rc = 0 ] && grep -q '^ok: a login would queue on redis unix:$TMP/r.sock' '$TMP/check-conf-typo.out' &&
+check "check, a typo in the configuration file: exit $rc, no 'ok', the file, line and option named once, and said ignored by the module" \
+	sh -c "[ $rc = 2 ] && ! grep -q '^ok' '$TMP/check-conf-typo.out' &&
+		[ \$(grep -c 'intervall' '$TMP/check-conf-typo.out') = 1 ] &&
 		grep -q '$TMP/typo.conf:2: unknown option \"intervall\": ignored' '$TMP/check-conf-typo.out' &&
-		grep -q '1 unknown option in the configuration file (named above), ignored as a login ignores it' '$TMP/check-conf-typo.out'"
+		grep -q '^flowslotctl: 1 unknown option in the configuration file (named above): the module ignores it' '$TMP/check-conf-typo.out'"
+mkdir -p "$TMP/pamd-hy"
+for stack in sshd login su; do
+	printf 'auth [default=ignore] pam_flowslot.so\nsession [default=ignore] pam_flowslot.so\n' > "$TMP/pamd-hy/$stack"
+done
+printf 'url=unix://%s/r.sock\nmax-wait=45s\n' "$TMP" > "$TMP/hyphen.conf"
+"$CTL" --pam-dir "$TMP/pamd-hy" "conf=$TMP/hyphen.conf" key=c3f check > "$TMP/check-conf-hyphen.out" 2>&1
+rc=$?
+check "check, max-wait=45s in the configuration file, which 6 module lines read: exit $rc, an unknown option, named once ($(wc -l < "$TMP/check-conf-hyphen.out") lines)" \
+	sh -c "[ $rc = 2 ] && ! grep -q '^ok' '$TMP/check-conf-hyphen.out' &&
+		[ \$(grep -c '\"max' '$TMP/check-conf-hyphen.out') = 1 ] &&
+		grep -q '$TMP/hyphen.conf:2: unknown option \"max-wait\": ignored' '$TMP/check-conf-hyphen.out' &&
+		grep -q '^flowslotctl: 1 unknown option in the configuration file (named above): the module ignores it' '$TMP/check-conf-hyphen.out' &&
+		! grep -q 'no option\|pamd-hy' '$TMP/check-conf-hyphen.out'"
+printf 'url=unix://%s/r.sock\nmax-wait=45s\nbogus line\n' "$TMP" > "$TMP/noopt.conf"
+"$CTL" --pam-dir "$TMP/pamd-hy" "conf=$TMP/noopt.conf" key=c3f check > "$TMP/check-conf-noopt.out" 2>&1
+rc=$?
+check "... and with a line that is no option: exit $rc, that line named once too, not again for each module line ($(wc -l < "$TMP/check-conf-noopt.out") lines)" \
+	sh -c "[ $rc = 2 ] && [ \$(grep -c 'noopt.conf:3: ' '$TMP/check-conf-noopt.out') = 1 ] &&
+		[ \$(grep -c 'max-wait' '$TMP/check-conf-noopt.out') = 1 ] &&
+		grep -q '^flowslotctl: 1 line of the configuration file that is no option (named above); fallback=local' '$TMP/check-conf-noopt.out' &&
+		! grep -q 'pamd-hy' '$TMP/check-conf-noopt.out' && [ \$(wc -l < '$TMP/check-conf-noopt.out') = 4 ]"
 printf 'url=unix://%s/r.sock\ninterval=3x\n' "$TMP" > "$TMP/badval.conf"
 "$CTL" "conf=$TMP/badval.conf" key=c3f check > "$TMP/check-conf-bad.out" 2>&1
 rc=$?

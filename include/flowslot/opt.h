@@ -152,6 +152,14 @@ void opt_warn_unknown(const struct opt *o, const pam_handle_t *pamh, bool limite
    are only noted: the caller warns of them (opt_warn_unknown), once state_dir is known. */
 void opt_parse(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
 
+/* The configuration file the module arguments name (the last conf=), or NULL for none. */
+const char *opt_conf_path(int argc, const char **argv);
+
+/* opt_parse in two halves, for flowslotctl to say a file's problems once: defaults and the
+   configuration file; then the rest (the module arguments, password_file=, opt_check). */
+void opt_parse_file(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
+void opt_parse_rest(struct opt *o, const pam_handle_t *pamh, int argc, const char **argv);
+
 /* The steps of opt_parse, for a caller that holds the files' text itself (fuzz/fuzz_opt.c). */
 
 /* Applies the text of the configuration file name (len bytes and a NUL, changed in place) as
