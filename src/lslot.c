@@ -70,13 +70,14 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 }
 
 /* Opens dir, creating it when create, and checks that only we can write there. A directory
-   missing and not to be created is not logged: -1 with errno ENOENT. */
+   missing and not to be created is not logged: -1 with errno ENOENT; nor is one this process
+   has no descriptor left for: EMFILE, its own limits (lslot_own). */
 static int lslot_open_dir(const pam_handle_t *pamh, const char *dir, bool create)
 {
 	const char *why;
 	int dfd = trust_open_dir(dir, create, &why);
 
-	if (dfd < 0 && !create && errno == ENOENT)
+	if (dfd < 0 && ((!create && errno == ENOENT) || errno == EMFILE))
 		return -1;
 	if (dfd < 0 && errno == EPERM)
 		log_msg(pamh, LOG_ERR, "local slot: %s %s (uid %u)", dir, why, (unsigned)geteuid());
@@ -322,6 +323,7 @@ struct lslot_file {
 	int64_t waited_us;
 	bool busy; /* the lock went from holder to holder for all of lslot_lock_wait_us */
 	bool take; /* the file is stuck (or taken over, its next one not made): take it over */
+	bool limited; /* a descriptor this process's limit (RLIMIT_NOFILE) refused */
 };
 
 /* Opens the schedule file for the key into f->name (see lslot_elsewhere). */
@@ -340,6 +342,10 @@ static int lslot_open_file(const pam_handle_t *pamh, struct lslot_file *f, bool 
 	/* peek creates nothing: a schedule with no file is an empty one. */
 	if (fd < 0 && errno == ENOENT && peek)
 		return -1;
+	if (fd < 0 && errno == EMFILE) {
+		f->limited = true; /* said by lslot_call */
+		return -1;
+	}
 	if (fd < 0) {
 		log_msg(pamh, LOG_ERR, "local slot: cannot open %s/%s: %m", f->call->dir, f->name);
 		return -1;
@@ -428,12 +434,14 @@ static int lslot_open_current(const pam_handle_t *pamh, struct lslot_file *f, bo
 {
 	int fd = lslot_open_file(pamh, f, peek);
 
-	if (fd >= 0 && (fd = lslot_follow(f->dfd, f->name, fd)) < 0) {
-		f->busy = errno == ELOOP;
+	if (fd < 0 || (fd = lslot_follow(f->dfd, f->name, fd)) >= 0)
+		return fd;
+	f->busy = errno == ELOOP;
+	f->limited = errno == EMFILE; /* said by lslot_call */
+	if (!f->limited)
 		log_msg(pamh, LOG_ERR, "local slot: cannot follow %s/%s to the file it goes on in: %s",
 			f->call->dir, f->name,
 			errno == ELOOP ? "taken over too many times" : strerror(errno));
-	}
 	return fd;
 }
 
@@ -788,7 +796,7 @@ static void lslot_unlink_own(int dfd, const char *name, int fd)
    its call again. Two that take it over at once: the one whose linkat comes second makes its
    call again (*again), as does one that saw the holder write while it read. A peek only
    reads. */
-static enum slot_verdict lslot_take(struct lslot_notes *notes, const struct lslot_file *f, int fd,
+static enum slot_verdict lslot_take(struct lslot_notes *notes, struct lslot_file *f, int fd,
 				    struct slot_result *res, bool *again)
 {
 	char next[sizeof(LSLOT_NEXT_PREFIX) + 20], self[40];
@@ -805,6 +813,10 @@ static enum slot_verdict lslot_take(struct lslot_notes *notes, const struct lslo
 		return SLOT_UNAVAILABLE;
 	}
 	nfd = openat(f->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (nfd < 0 && errno == EMFILE) {
+		f->limited = true;
+		return SLOT_UNAVAILABLE;
+	}
 	if (nfd < 0) {
 		lslot_note(notes, "local slot: cannot make a file in %s to take %s over: %m",
 			   f->call->dir, f->name);
@@ -920,6 +932,7 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 	f.start_us = fstime_mono_us();
 	f.dfd = lslot_open_dir(pamh, c.dir, given->op != SLOT_PEEK);
 	if (f.dfd < 0) {
+		f.limited = errno == EMFILE;
 		again = false;
 		if (c.op == SLOT_PEEK && errno == ENOENT)
 			verdict = lslot_peek_empty(&notes, &f, res);
@@ -936,6 +949,8 @@ enum slot_verdict lslot_call(const pam_handle_t *pamh, const struct lslot_call *
 			   c.dir, f.name, LSLOT_OPEN_TRIES);
 		verdict = SLOT_UNAVAILABLE;
 	}
+	if (verdict == SLOT_UNAVAILABLE && f.limited && !res->own_limits)
+		verdict = lslot_own(&notes, &f, "no file descriptor left (RLIMIT_NOFILE)", res);
 	lslot_say(pamh, &notes);
 	if (f.dfd >= 0)
 		close(f.dfd);

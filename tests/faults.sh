@@ -448,7 +448,7 @@ waiting_in() {
 }
 
 # A user who limits their own login's memory (ulimit -v before su; prlimit --as) from where it
-# barely loads to where it decides at ease, 1,000 places ahead of it: each such login is refused
+# barely loads to where it decides at ease, 1,000 places ahead of it, under fallback=open: each such login is refused
 # (the queue is too long, or its own limits stopped it, said so), never let in, and the queue
 # holds all of its places after. (Before, out of memory while reading the file or running the
 # script was taken for a schedule that cannot be used: the login was let in, or the queue wiped.)
@@ -458,7 +458,7 @@ if [ -z "$SAN" ]; then
 	holder=$!
 	PIDS="$PIDS $holder"
 	fill_store "$TMP/st-mem" mem 1000 "$holder" 1000000
-	service mem "auth required @M url=local key=mem interval=1s max_wait=2s countdown=0 state_dir=$TMP/st-mem" \
+	service mem "auth required @M url=local key=mem interval=1s max_wait=2s countdown=0 fallback=open state_dir=$TMP/st-mem" \
 		"$permit"
 	before=$(waiting_in "$TMP/st-mem" mem)
 	for kb in $(seq 4200 150 16200); do

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/file.h>
 #include <sys/types.h>
@@ -998,6 +999,60 @@ static void test_reserve_again(void **state)
 	assert_int_equal(res.deadline_us, slot_us + p.interval_us);
 }
 
+/* The lowest descriptor number free in this process. */
+static int lowest_free_fd(void)
+{
+	int fd = 0;
+
+	while (fcntl(fd, F_GETFD) != -1)
+		fd++;
+	return fd;
+}
+
+/* Issue 38.2: a login with one file descriptor left (ulimit -n): the directory opens, the
+   schedule's file cannot. That is its own limit, not a schedule that cannot be used (which
+   fallback=open would let in): unavailable, said so, res->own_limits, the file as it was. */
+static void test_own_fd_limit(void **state)
+{
+	struct fixture *fx = *state;
+	const struct slot_params p = { .interval_us = 10 * S, .max_wait_us = 60 * S, .burst = 1 };
+	struct slot_result res;
+	char path[PATH_MAX], before[4096], after[4096];
+	int out[2], got[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	assert_int_equal(reserve(fx, "nofile", &p, &res), SLOT_ADMIT);
+	slot_path(fx, "nofile", path, sizeof(path));
+	assert_true(read_file(path, before, sizeof(before)) > 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit one;
+
+		close(out[0]);
+		if (getrlimit(RLIMIT_NOFILE, &one) != 0)
+			_exit(2);
+		one.rlim_cur = (rlim_t)lowest_free_fd() + 1;
+		if (setrlimit(RLIMIT_NOFILE, &one) != 0)
+			_exit(3);
+		got[0] = child_reserve(fx, "nofile", &p, &res);
+		got[1] = res.own_limits;
+		_exit(write(out[1], got, sizeof(got)) == sizeof(got) ? 0 : 1);
+	}
+	close(out[1]);
+	n = read(out[0], got, sizeof(got));
+	close(out[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (n != sizeof(got) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the child said %zd bytes, status %#x", n, status);
+	assert_int_equal(got[0], SLOT_UNAVAILABLE);
+	assert_true(got[1]);
+	assert_true(read_file(path, after, sizeof(after)) > 0);
+	assert_string_equal(after, before);
+}
+
 /* How many next.* files the state directory holds: what a takeover links, gone once it is
    put in place. */
 static int count_next_files(const struct fixture *fx)
@@ -1867,6 +1922,7 @@ int main(void)
 		T(test_lock_stuck),
 		T(test_lock_stuck_twice),
 		T(test_lock_stuck_many),
+		T(test_own_fd_limit),
 		T(test_lock_stuck_storm),
 		T(test_lock_busy),
 		T(test_many_hosts_pruned),
