@@ -510,9 +510,16 @@ static int gate_refuse(const struct gate_login *g, int64_t wait_us, int64_t retr
 	return gate_denial(g->phase, SLOT_REFUSE);
 }
 
-/* The schedule could not decide, or this login's own limits stopped it: refused as unavailable. */
-static int gate_unavailable(const struct gate_login *g, enum stats_result r)
+/* The schedule could not decide, or this login's own limits stopped it (own): refused as
+   unavailable. */
+static int gate_unavailable(const struct gate_login *g, enum stats_result r, bool own)
 {
+	const struct gate_who *who = g->who;
+
+	if (own)
+		log_msg(g->q.pamh, LOG_NOTICE,
+			"refused: service=%s user=%s rhost=%s for its own limits via=%s",
+			who->service_shown, who->user_shown, who->rhost_shown, g->via);
 	gate_count(g, r, 0);
 	if (!g->silent)
 		pam_error(g->q.pamh, "The login queue is unavailable. Please try again later.");
@@ -548,7 +555,7 @@ static int gate_go(const struct gate_login *g, struct slot_result *res, enum sta
 		waited_us = fstime_mono_us();
 		end = gate_wait(g, res);
 		if (end == QUEUE_REFUSED && res->own_limits)
-			return gate_unavailable(g, STATS_REFUSED);
+			return gate_unavailable(g, STATS_REFUSED, true);
 		if (end == QUEUE_REFUSED)
 			return gate_refuse_late(g, res);
 		if (end == QUEUE_ABANDONED) {
@@ -613,7 +620,7 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 		return gate_denial(g->phase, v);
 	case SLOT_UNAVAILABLE:
 	default:
-		return gate_unavailable(g, r);
+		return gate_unavailable(g, r, res->own_limits);
 	}
 }
 

@@ -435,6 +435,38 @@ local_current_file() {
 	done
 	echo "$f"
 }
+# url=local, a local user who stops, kills and starves their own waiting logins (issue 38):
+# the second in line killed, another stopped 6 s, past its lease, and resumed, and the last
+# limited to a small address space as it waits (prlimit --as on the running login), so that its
+# next call fails for its own limits. The worst each does is lose its own place: nobody else
+# is let in out of turn or refused for it, and none is let in without a wait.
+campaign_fault local-user "url=local: a user's waiting logins killed, stopped 6 s, and starved of memory"
+fault_local_user_setup() {
+	FAULT_URL=local
+	FAULT_HOLD_MS=6000 FAULT_WAITERS=4 FAULT_MAX_WAIT_MS=8000
+}
+fault_local_user_inject() {
+	local w pid
+	w=$(campaign_waiters)
+	set -- $w
+	[ $# -ge 2 ] && campaign_signal KILL "$2"
+	[ $# -ge 3 ] && campaign_signal STOP "$3"
+	if [ $# -ge 4 ] && pid=$(campaign_pid "${!#}") && [ -n "$pid" ]; then
+		campaign_event starve "${!#}"
+		prlimit --pid "$pid" --as=$((8 * 1024 * 1024)) 2> /dev/null
+	fi
+}
+fault_local_user_heal() { fault_waiter_stop_heal; }
+fault_local_user_teardown() { :; }
+fault_local_user_bounds() {
+	echo "P5 7s # a stopped waiter's place holds others up until its lease (5 s) ends and the next call drops it; a killed one's until the next call finds its process gone (MODEL.md P5)"
+	echo "P6 1 # a stopped waiter that takes its lapsed place back at its renewal is not counted again (MODEL.md P6)"
+	echo "P7 3s # a stopped waiter's place, first in line past its slot, makes the slots granted behind it drift with now until its lease ends (MODEL.md P5, P7)"
+	echo "expect killed 1 # a waiter was killed"
+	echo "expect stopped 1 # a waiter was stopped"
+	echo "never fallback # no login is let in without a wait for what a user did to their own"
+}
+
 campaign_fault statedir-lock-stop "url=local, the schedule file's lock held by a stopped process for 5 s"
 fault_statedir_lock_stop_setup() {
 	FAULT_URL=local
