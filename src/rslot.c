@@ -240,12 +240,13 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	if (o->until_us > 0 && o->until_us < call.budget_end_us)
 		call.budget_end_us = o->until_us;
 
-	/* A reservation that timed out (a server slow or stopped, which may make it once it goes
-	   on) is asked again with the same place id while the budget lasts, with what is left of
-	   max_wait: the script answers the place it made, and makes no second one. Its failures
-	   are logged once. */
-	while ((step = rslot_decide(&call, res, &redirects)) != RNODE_DONE && op == SLOT_RESERVE &&
-	       call.timed_out && fstime_mono_us() < call.budget_end_us) {
+	/* A reservation or renewal that timed out (a server slow or stopped, which may carry it
+	   out once it goes on) is asked again with the same place id while the budget lasts
+	   (never past until_us), with what is left of max_wait: the script answers the place it
+	   holds, and makes no second one. Its failures are logged once. */
+	while ((step = rslot_decide(&call, res, &redirects)) != RNODE_DONE &&
+	       (op == SLOT_RESERVE || op == SLOT_RENEW) && call.timed_out &&
+	       fstime_mono_us() < call.budget_end_us) {
 		call.timed_out = false;
 		call.said = true;
 		call.max_wait_us = o->slot.max_wait_us - (fstime_mono_us() - began_us);
@@ -254,9 +255,11 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	}
 	if (where != NULL)
 		snprintf(where, wheresz, "%s", call.where);
+	res->tries = tries;
 	if (step != RNODE_DONE)
 		return SLOT_UNAVAILABLE;
-	if (tries > 1 && !o->errors_said) {
+	/* A renewal's is said by the wait, which knows whose place it is. */
+	if (tries > 1 && op == SLOT_RESERVE && !o->errors_said) {
 		char after[32];
 
 		countdown_format(call.replied_us - began_us, after, sizeof(after));

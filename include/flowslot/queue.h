@@ -41,7 +41,8 @@ void queue_leave(const struct queue_login *l);
    that call began), passing what is left of max_wait, follows it as it moves, and asks to go
    in at its slot. A login first in line, or whose last renewal failed, also tries a timeout
    before its slot (LSLOT_LOCK_WAIT_US on the file), over by the slot whatever nodes it asks,
-   the file's lock included. A
+   the file's lock included. A renewal on Redis that timed out is asked again at once for the
+   same place, within the decision's budget and never past that slot (rslot_call). A
    renewal that fails is tried again every SLOT_RENEW_US, and if the last try failed before
    the slot, once more at the slot within a timeout; only if that fails too does it go in
    blind at the last slot given (at it, or a timeout after it at most), and it does not queue

@@ -17,7 +17,9 @@
    renew it before its lease ends, slot_renew_us of the wait after the call began, and again
    at res->deadline_us), SLOT_REFUSE or SLOT_REFUSE_HOST with res filled in, or
    SLOT_UNAVAILABLE, with the reason logged, when Redis could not decide. SLOT_LEAVE answers
-   SLOT_ADMIT. */
+   SLOT_ADMIT. A reservation or renewal whose call timed out once the script was sent is
+   asked again for the same place within 4 x timeout, and never past o->until_us;
+   res->tries says how many calls the decision made. */
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res);

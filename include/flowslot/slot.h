@@ -105,6 +105,9 @@ struct slot_result {
 	   its file size, its time): this login is refused, whatever the failure policy, and
 	   nothing was changed. */
 	bool own_limits;
+	/* Redis: the calls the decision made, more than 1 when one that timed out was asked
+	   again for the same place (0: the per-host store, which asks no server). */
+	int tries;
 };
 
 /* A duration of us microseconds as an option is written, "7s", "1500ms", into buf. */

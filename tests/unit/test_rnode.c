@@ -301,7 +301,7 @@ static void test_said_already_traced(void **state)
 }
 
 /* A server that refuses the connection, or answers with an error, made nothing: no second
-   try. Nor does a renewal (the wait tries again at its own pace) ask again. */
+   try, for a reservation or a renewal. */
 static void test_not_asked_again(void **state)
 {
 	struct opt o;
@@ -317,10 +317,66 @@ static void test_not_asked_again(void **state)
 	assert_int_equal(reserve(&o), SLOT_UNAVAILABLE);
 	assert_int_equal(fakepeer_conns(), 1);
 	fakepeer_reset();
-	fakepeer_add(A, "");
+	fakepeer_add(A, "-ERR pam_flowslot: bad arguments\r\n");
 	fakepeer_add(A, ADMIT);
 	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, KEY, &place, &res), SLOT_UNAVAILABLE);
 	assert_int_equal(fakepeer_conns(), 1);
+	assert_int_equal(res.tries, 1);
+}
+
+/* A renewal that timed out (a stall while the place is renewed) is asked again at once for
+   the same place, with what is left of max_wait, and its answer taken: the wait keeps its
+   place rather than try again 2 s later. The wait names the login (test_queue.c); here one
+   LOG_ERR for the timeout, and no reservation's NOTICE. */
+static void test_renew_asked_again(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+
+	(void)state;
+	direct(&o);
+	fakepeer_add(A, ""); /* silent: the call times out */
+	fakepeer_add(A, "*3\r\n:2\r\n:2500000\r\n:1\r\n");
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, KEY, &place, &res), SLOT_QUEUED);
+	assert_int_equal(res.tries, 2);
+	assert_int_equal(res.wait_us, 2500000);
+	assert_int_equal(fakepeer_conns(), 2);
+	assert_non_null(cmd_at(fakepeer_sent(0), "renew"));
+	assert_non_null(cmd_at(fakepeer_sent(1), "renew"));
+	assert_non_null(strstr(fakepeer_sent(1), place.id));
+	assert_non_null(strstr(fakepeer_sent(1), "$8\r\n59"));
+	assert_log_is(1, "timed out");
+	assert_int_equal(fakepeer_log_count(5), 0);
+}
+
+/* A renewal asked again keeps to the decision's budget, 4 x timeout, and to until_us (the try
+   that keeps to the slot is over by the slot): never past either. */
+static void test_renew_asked_again_within_until(void **state)
+{
+	struct opt o;
+	struct slot_result res = { 0 };
+	int64_t t0, took;
+
+	(void)state;
+	direct(&o);
+	for (int i = 0; i < 8; i++)
+		fakepeer_add(A, "");
+	t0 = fstime_mono_us();
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, KEY, &place, &res), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	assert_int_equal(fakepeer_conns(), 4);
+	assert_int_equal(res.tries, 4);
+	assert_true(took >= 4 * o.timeout_us - 10000 && took < 4 * o.timeout_us + 1000000);
+	fakepeer_reset();
+	for (int i = 0; i < 8; i++)
+		fakepeer_add(A, "");
+	t0 = fstime_mono_us();
+	o.until_us = t0 + 3 * o.timeout_us / 2; /* the slot, a timeout and a half off */
+	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, KEY, &place, &res), SLOT_UNAVAILABLE);
+	took = fstime_mono_us() - t0;
+	assert_int_equal(fakepeer_conns(), 2);
+	assert_true(fstime_mono_us() >= o.until_us - 10000);
+	assert_true(took < 3 * o.timeout_us / 2 + 100000);
 }
 
 /* MOVED: the named node runs the script, and is remembered for the slot. */
@@ -1178,6 +1234,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reserve_asked_again_within_budget, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_asked_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_asked_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_asked_again_within_until, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_said_already_traced, setup, teardown),
 	};
 
