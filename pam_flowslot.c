@@ -63,6 +63,7 @@ struct gate_who {
 	char service_shown[64];
 	char user_shown[128];
 	char rhost_shown[128];
+	char shown[sizeof("service= user= rhost=") + 64 + 128 + 128]; /* as the lines below */
 };
 
 /* What a login that is not let through gets, by phase (never PAM_MAXTRIES, which tells sshd and
@@ -105,6 +106,8 @@ static int gate_get_who(pam_handle_t *pamh, bool need_user, struct gate_who *who
 		   sizeof(who->service_shown));
 	log_escape(who->user ? who->user : "", who->user_shown, sizeof(who->user_shown));
 	log_escape(who->rhost ? who->rhost : "", who->rhost_shown, sizeof(who->rhost_shown));
+	snprintf(who->shown, sizeof(who->shown), "service=%s user=%s rhost=%s", who->service_shown,
+		 who->user_shown, who->rhost_shown);
 	return rc;
 }
 
@@ -634,7 +637,7 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	const struct gate_mark *m = gate_mark_of(pamh);
 	struct gate_login g = {
 		.q = { .pamh = pamh, .o = &o, .argc = argc, .argv = argv, .key = key,
-		       .place = &place },
+		       .place = &place, .who = who.shown },
 		.who = &who,
 		.phase = phase,
 		.silent = (flags & PAM_SILENT) != 0,

@@ -114,17 +114,39 @@ void queue_leave(const struct queue_login *l)
 	queue_leave_said(l, false);
 }
 
-/* A call answered after some failed: the outage is over for this login, said once. */
-static void queue_answered(const struct queue_login *l, struct queue_state *st)
+/* Who the login is, ": service=S user=U rhost=R", ending the log lines about its place. */
+static const char *queue_sep(const struct queue_login *l)
+{
+	return l->who != NULL ? ": " : "";
+}
+
+static const char *queue_who(const struct queue_login *l)
+{
+	return l->who != NULL ? l->who : "";
+}
+
+/* A call answered after some failed: the outage is over for this login, said once. A
+   renewal that timed out and was answered when asked again (tries) is said too, naming
+   whose place it kept. */
+static void queue_answered(const struct queue_login *l, struct queue_state *st, int tries,
+			   int64_t began_us)
 {
 	char over[32];
 
-	if (!st->failing)
+	if (!st->failing) {
+		if (tries < 2)
+			return;
+		countdown_format(fstime_mono_us() - began_us, over, sizeof(over));
+		log_msg(l->pamh, LOG_NOTICE,
+			"queue: the renewal that timed out was answered when asked again (%d tries "
+			"over %s)%s%s",
+			tries, over, queue_sep(l), queue_who(l));
 		return;
+	}
 	countdown_format(fstime_mono_us() - st->down_us, over, sizeof(over));
 	log_msg(l->pamh, LOG_NOTICE,
-		"queue: the schedule answers again, after %d failed call%s over %s", st->failed,
-		st->failed == 1 ? "" : "s", over);
+		"queue: the schedule answers again, after %d failed call%s over %s%s%s", st->failed,
+		st->failed == 1 ? "" : "s", over, queue_sep(l), queue_who(l));
 	st->failing = false;
 	st->failed = 0;
 }
@@ -144,8 +166,8 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 			countdown_format(res->deadline_us - now_us, left, sizeof(left));
 			log_msg(l->pamh, LOG_WARNING,
 				"queue: the place cannot be renewed: trying again until its slot, "
-				"in %s",
-				left);
+				"in %s%s%s",
+				left, queue_sep(l), queue_who(l));
 		}
 		st->failing = true;
 		return QUEUE_HOLD;
@@ -154,10 +176,11 @@ static enum queue_next queue_renew_failed(const struct queue_login *l, struct sl
 	   out before its slot is given up, and that slot may go to another login. */
 	log_msg(l->pamh, LOG_WARNING,
 		"queue: the place could not be renewed at its slot either: going in blind at the "
-		"last slot given%s",
+		"last slot given%s%s%s",
 		res->deadline_us > st->lease_us ? " (its lease ran out before it: the schedule "
 						  "may give that slot again)"
-						: "");
+						: "",
+		queue_sep(l), queue_who(l));
 	res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
 	/* Should the schedule be lost meanwhile (a restart without its data), the host makes it
 	   again past this admission, which it alone knows of. */
@@ -214,7 +237,7 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 	if (v == SLOT_UNAVAILABLE && !st->failing)
 		st->down_us = began_us;
 	else if (v != SLOT_UNAVAILABLE)
-		queue_answered(l, st);
+		queue_answered(l, st, now.tries, began_us);
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
 	   refused here, the place given back. */
 	if ((v == SLOT_ADMIT || v == SLOT_QUEUED) && now.wait_us > left_us) {

@@ -22,6 +22,9 @@ struct queue_login {
 	const char *key;
 	const struct slot_place *place;
 	bool local; /* the place is on the per-host schedule, not on Redis */
+	/* The login as the log names it, "service=S user=U rhost=R" (escaped), so that a line
+	   about its place says whose it is; NULL: nobody to name (flowslotctl). */
+	const char *who;
 	/* CLOCK_MONOTONIC time past which the login is held by no one: its reservation time
 	   + max_wait. 0: none, each renewal passes max_wait whole. */
 	int64_t limit_us;

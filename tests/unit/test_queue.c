@@ -59,6 +59,8 @@ struct step {
 	int64_t position;
 	int64_t took_us; /* the call's time */
 };
+/* Redis: the calls answer i made (res->tries), 2 or more when one was asked again; 0: 1. */
+static int step_tries[MAX_STEPS];
 struct call {
 	enum slot_op op;
 	bool local;
@@ -97,6 +99,8 @@ static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_
 		return SLOT_UNAVAILABLE;
 	}
 	clock_now += s.took_us;
+	if (op != SLOT_LEAVE)
+		res->tries = step_tries[next_step - 1] > 0 ? step_tries[next_step - 1] : 1;
 	if (s.verdict == SLOT_UNAVAILABLE)
 		return s.verdict;
 	res->verdict = s.verdict;
@@ -225,6 +229,7 @@ static size_t notices_with(const char *text)
    away, position 2 unless said (the clock is at T0 when it starts to wait). */
 static struct opt o;
 static int64_t position;
+static const char *who; /* the login as the log names it; NULL: none */
 static const struct slot_place place = { .id = "0123456789abcdef0123456789abcdef",
 					 .who = "0123456789abcdef" };
 
@@ -239,6 +244,8 @@ static int setup(void **state)
 	n_errors = 0;
 	heard_us = n_heard = 0;
 	position = 2;
+	who = NULL;
+	memset(step_tries, 0, sizeof(step_tries));
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
 	named_interval_us = 0;
@@ -256,7 +263,7 @@ static enum queue_end wait_from(bool local, int64_t wait_us, int64_t limit_us,
 				struct slot_result *res, bool talk)
 {
 	const struct queue_login l = { .pamh = FAKE_PAMH, .o = &o, .key = "k", .place = &place,
-				       .local = local, .limit_us = limit_us };
+				       .local = local, .limit_us = limit_us, .who = who };
 	struct hangup_watch w = { .n = 0 };
 	struct countdown cd;
 
@@ -412,6 +419,29 @@ static void test_one_failed_renewal(void **state)
 	assert_false(calls[2].said);
 	assert_int_equal(notices_with("answers again, after 1 failed call over 2.3 s"), 1);
 	assert_int_equal(n_errors, 1);
+}
+
+/* A renewal that timed out and was answered when asked again (rslot_call) is said once, at
+   LOG_NOTICE, naming the login, as are the lines of an outage: whose place is at risk. */
+static void test_renewal_asked_again_named(void **state)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+
+	(void)state;
+	who = "service=sshd user=bob rhost=10.0.0.2";
+	SCRIPT({ SLOT_QUEUED, 2 * S, 1, 700 * MS }, { SLOT_UNAVAILABLE, 0, 0, 0 },
+	       { SLOT_ADMIT, 500 * MS, 1, 0 });
+	step_tries[0] = 2;
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(notices_with("queue: the renewal that timed out was answered when asked "
+				      "again (2 tries over 0.7 s): service=sshd user=bob "
+				      "rhost=10.0.0.2"),
+			 1);
+	assert_int_equal(warnings_with("cannot be renewed: trying again until its slot, in "), 1);
+	assert_int_equal(warnings_with(": service=sshd user=bob rhost=10.0.0.2"), 1);
+	assert_int_equal(notices_with("answers again, after 1 failed call over "), 1);
+	assert_int_equal(notices_with(": service=sshd user=bob rhost=10.0.0.2"), 2);
 }
 
 /* Every renewal fails, at once: tried every SLOT_RENEW_US, a timeout (500 ms) before the slot,
@@ -612,6 +642,7 @@ int main(void)
 		cmocka_unit_test_setup(test_renewal_fits_the_wait, setup),
 		cmocka_unit_test_setup(test_last_try_ends_by_the_slot, setup),
 		cmocka_unit_test_setup(test_hang_up, setup),
+		cmocka_unit_test_setup(test_renewal_asked_again_named, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
