@@ -20,6 +20,7 @@ struct queue_state {
 	bool failing;	  /* in an outage: a renewal failed, and that was logged; the calls that
 			     fail after it log nothing until one is answered (once an outage) */
 	bool lost;	  /* the last renewal failed */
+	bool late;	  /* a renewal since the last answer timed out: Redis may carry it out late */
 	int failed;	  /* the calls that failed in the outage */
 	int64_t down_us;  /* when the first of them began */
 	int64_t renew_us; /* the renewal the lease asks for (or a failure's retry) */
@@ -221,6 +222,34 @@ static int64_t queue_until_us(const struct queue_login *l, const struct slot_res
 	return res->deadline_us > now_us ? res->deadline_us : now_us + queue_lead_us(l);
 }
 
+/* Whether a renewal after one that timed out (asked again, or tried again later) was answered
+   with a second place: a slot half an interval or more past the one held. The try that timed
+   out was carried out late, and admitted the login (the schedule drops an admitted place, so
+   the next renewal found none, and queued anew at the back). The login goes in at the slot it
+   held, as the schedule counted it, and gives the second place back: never later than its
+   slot. */
+static bool queue_second_place(const struct queue_login *l, const struct slot_result *res,
+			       const struct slot_result *now, const struct queue_state *st,
+			       enum slot_verdict v)
+{
+	int64_t interval_us =
+	    res->sched_interval_us > 0 ? res->sched_interval_us : l->o->slot.interval_us;
+	char in[32];
+
+	if ((now->tries < 2 && !now->timed_out && !st->late) ||
+	    (v != SLOT_ADMIT && v != SLOT_QUEUED) ||
+	    now->deadline_us - res->deadline_us < interval_us / 2)
+		return false;
+	if (v == SLOT_QUEUED)
+		queue_leave(l);
+	countdown_format(res->deadline_us - fstime_mono_us(), in, sizeof(in));
+	log_msg(l->pamh, LOG_NOTICE,
+		"queue: a renewal that timed out was carried out late and admitted the place; "
+		"answered with a second place: going in at its slot, in %s%s%s",
+		in, queue_sep(l), queue_who(l));
+	return true;
+}
+
 /* Renews the place, with what is left of max_wait: its slot, its refusal, or a failure. */
 static enum queue_next queue_renew(const struct queue_login *l, struct slot_result *res,
 				   struct countdown *cd, struct queue_state *st)
@@ -238,6 +267,11 @@ static enum queue_next queue_renew(const struct queue_login *l, struct slot_resu
 		st->down_us = began_us;
 	else if (v != SLOT_UNAVAILABLE)
 		queue_answered(l, st, now.tries, began_us);
+	if (queue_second_place(l, res, &now, st, v)) {
+		res->verdict = SLOT_ADMIT; /* a fixed slot now: nothing held to give back */
+		return QUEUE_GO;
+	}
+	st->late = v == SLOT_UNAVAILABLE && (st->late || now.timed_out);
 	/* A slot past the limit that the schedule did not refuse (one that does not check):
 	   refused here, the place given back. */
 	if ((v == SLOT_ADMIT || v == SLOT_QUEUED) && now.wait_us > left_us) {

@@ -256,6 +256,7 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	if (where != NULL)
 		snprintf(where, wheresz, "%s", call.where);
 	res->tries = tries;
+	res->timed_out = call.timed_out;
 	if (step != RNODE_DONE)
 		return SLOT_UNAVAILABLE;
 	/* A renewal's is said by the wait, which knows whose place it is. */

@@ -108,6 +108,9 @@ struct slot_result {
 	/* Redis: the calls the decision made, more than 1 when one that timed out was asked
 	   again for the same place (0: the per-host store, which asks no server). */
 	int tries;
+	/* Redis: a try sent the script and ran out of time for its answer: the server may carry
+	   it out late. */
+	bool timed_out;
 };
 
 /* A duration of us microseconds as an option is written, "7s", "1500ms", into buf. */

@@ -61,6 +61,8 @@ struct step {
 };
 /* Redis: the calls answer i made (res->tries), 2 or more when one was asked again; 0: 1. */
 static int step_tries[MAX_STEPS];
+/* Redis: answer i's decision had a try that timed out (res->timed_out). */
+static bool step_timed_out[MAX_STEPS];
 struct call {
 	enum slot_op op;
 	bool local;
@@ -101,6 +103,8 @@ static enum slot_verdict backend(enum slot_op op, bool local, const struct slot_
 	clock_now += s.took_us;
 	if (op != SLOT_LEAVE)
 		res->tries = step_tries[next_step - 1] > 0 ? step_tries[next_step - 1] : 1;
+	if (op != SLOT_LEAVE)
+		res->timed_out = step_timed_out[next_step - 1];
 	if (s.verdict == SLOT_UNAVAILABLE)
 		return s.verdict;
 	res->verdict = s.verdict;
@@ -246,6 +250,7 @@ static int setup(void **state)
 	position = 2;
 	who = NULL;
 	memset(step_tries, 0, sizeof(step_tries));
+	memset(step_timed_out, 0, sizeof(step_timed_out));
 	hang_up = false;
 	n_steps = next_step = n_calls = n_logged = n_told = 0;
 	named_interval_us = 0;
@@ -442,6 +447,47 @@ static void test_renewal_asked_again_named(void **state)
 	assert_int_equal(warnings_with(": service=sshd user=bob rhost=10.0.0.2"), 1);
 	assert_int_equal(notices_with("answers again, after 1 failed call over "), 1);
 	assert_int_equal(notices_with(": service=sshd user=bob rhost=10.0.0.2"), 2);
+}
+
+/* A renewal asked again answered with a place an interval or more past the one held: the try
+   that timed out admitted the login late, and this is a second place. It is given back, and
+   the login goes in at the slot it held, never later. */
+static void test_renewal_asked_again_second_place(void **state)
+{
+	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
+
+	(void)state;
+	who = "service=sshd user=bob rhost=10.0.0.2";
+	SCRIPT({ SLOT_QUEUED, 10 * S, 3, 700 * MS });
+	step_tries[0] = 2;
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(calls[0].op, SLOT_RENEW);
+	assert_int_equal(calls[1].op, SLOT_LEAVE);
+	assert_int_equal(clock_now, T0 + 6 * S);
+	assert_int_equal(res.verdict, SLOT_ADMIT);
+	assert_int_equal(notices_with("answered with a second place: going in at its slot, in 3.3 s: "
+				      "service=sshd user=bob rhost=10.0.0.2"),
+			 1);
+	/* So too when the renewal that timed out failed, and the next one, 2 s later, was
+	   answered so. */
+	setup(NULL);
+	SCRIPT({ SLOT_UNAVAILABLE, 0, 0, 500 * MS }, { SLOT_QUEUED, 8 * S, 3, 0 });
+	step_timed_out[0] = true;
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 3);
+	assert_int_equal(calls[1].op, SLOT_RENEW);
+	assert_int_equal(calls[2].op, SLOT_LEAVE);
+	assert_int_equal(clock_now, T0 + 6 * S);
+	assert_int_equal(notices_with("answered with a second place: going in at its slot"), 1);
+	/* Not so for a slot that moved less (a stricter interval, a clock step). */
+	setup(NULL);
+	SCRIPT({ SLOT_QUEUED, 5 * S, 2, 0 }, { SLOT_QUEUED, 2500 * MS, 1, 0 },
+	       { SLOT_ADMIT, 500 * MS, 1, 0 });
+	step_tries[0] = 2;
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(calls[1].op, SLOT_RENEW);
+	assert_int_equal(notices_with("second place"), 0);
 }
 
 /* Every renewal fails, at once: tried every SLOT_RENEW_US, a timeout (500 ms) before the slot,
@@ -643,6 +689,7 @@ int main(void)
 		cmocka_unit_test_setup(test_last_try_ends_by_the_slot, setup),
 		cmocka_unit_test_setup(test_hang_up, setup),
 		cmocka_unit_test_setup(test_renewal_asked_again_named, setup),
+		cmocka_unit_test_setup(test_renewal_asked_again_second_place, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
