@@ -332,6 +332,37 @@ check "a Redis stall of two timeouts: the reservation asked again is answered on
 		[ \$(grep -c 'SYSLOG(3)' '$TMP/sl2.err') = 1 ]" && gaps_ok 2700
 stop_redis stall
 
+# A Redis stall of about two timeouts while a waiter renews (SIGSTOP 1.2 s, timeout=500ms;
+# issue 38): the renewal that times out is asked again for the same place, within 4 x timeout
+# and never past its slot, and the server, resumed, answers it. The waiter keeps its order, an
+# interval after the one ahead, and the log names whose renewal it was. (Before, one timeout
+# failed the renewal, said as "script: timed out" and "the place cannot be renewed", naming
+# nobody; the waiter tried again 2 s later, its lease running out meanwhile.)
+start_redis rstall || exit 1
+service rstall "auth required @M url=unix://$TMP/rstall.sock interval=3s countdown=0 timeout=500ms state_dir=$TMP/st-rstall" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login rs0 rstall alice # goes in; the next slots are 3 and 6 s off
+login rs1 rstall bob &
+first=$!
+wait_for 5 grep -q 'queued: ' "$TMP/rs1.err"
+login rs2 rstall carol &
+second=$!
+wait_for 5 grep -q 'queued: ' "$TMP/rs2.err"
+# carol renews 2 s after her reservation: the server stopped from 1.5 s to 2.7 s, her first try
+# times out at 2.5 s, and the one asked again is answered as the server resumes.
+sleep 1.5
+kill -STOP "$(cat "$TMP/rstall.pid")"
+sleep 1.2
+kill -CONT "$(cat "$TMP/rstall.pid")"
+wait "$first" "$second"
+order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+check "a Redis stall of two timeouts as a waiter renews: its renewal asked again is answered ($(grep -o 'SYSLOG(5).*renewal that timed out.*' "$TMP/rs2.err" | cut -d' ' -f2-)), in after the one ahead ($order), an interval apart (gaps $(gaps)ms)" \
+	sh -c "[ $(rc_of rs1) = 0 ] && [ $(rc_of rs2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+		grep -q 'renewal that timed out was answered when asked again (.*): service=rstall user=carol rhost=' '$TMP/rs2.err' &&
+		! grep -q -e 'cannot be renewed' -e blind -e 'fallback=' '$TMP/rs2.err'" && gaps_ok 2700
+stop_redis rstall
+
 # A fallback after a reservation asked again counts max_wait from the login's arrival at the
 # gate, not from the fallback: Redis stopped for good (timeout=300ms, so asked for 1.2 s), the
 # host's schedule's next slot 4 s after its last admission, max_wait=3s. At the fallback that
