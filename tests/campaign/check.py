@@ -133,7 +133,9 @@ def parse_login(d, lid, meta, starts, admits, events):
                     flags.add("blind")
                     if "its lease ran out before it" in msg:
                         flags.add("blind_lapsed")
-                    if "cannot be renewed" in msg:
+                    # its renewals failed: since a renewal that timed out is asked again
+                    # until its slot, the first line may be this one, at the slot
+                    if "cannot be renewed" in msg or "could not be renewed" in msg:
                         flags.add("renew_failed")
                     first_failure = first_failure or t
                 elif "cannot be renewed" in msg:
