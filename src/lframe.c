@@ -182,6 +182,10 @@ int lframe_write(int fd, const char *text, size_t len, const struct lframe *cur)
 	}
 	n = snprintf(head, sizeof(head), "%s %lld %zu %016" PRIx64, LFRAME_MAGIC, (long long)off,
 		     len, lframe_hash(text, len));
+	if (n < 0 || n >= LFRAME_HEAD - 1) { /* a text of some billion bytes: none is */
+		errno = EFBIG;
+		return -1;
+	}
 	memset(head + n, ' ', LFRAME_HEAD - 1 - (size_t)n);
 	head[LFRAME_HEAD - 1] = '\n';
 	if (lframe_pwrite(fd, text, len, off) != 0 || lframe_pwrite(fd, head, LFRAME_HEAD, 0) != 0)
