@@ -29,13 +29,15 @@ static uint64_t lframe_hash(const char *p, size_t len)
 	return h;
 }
 
-/* Reads len bytes at off into buf; -1 with errno, or for a file shorter than that (EIO). */
-static int lframe_pread(int fd, char *buf, size_t len, off_t off)
+/* Reads len bytes at off into in, or, with in NULL, writes them from out, whole: -1 with
+   errno, EIO for a file that ends short. */
+static int lframe_io(int fd, char *in, const char *out, size_t len, off_t off)
 {
 	size_t n = 0;
 
 	while (n < len) {
-		ssize_t r = pread(fd, buf + n, len - n, off + (off_t)n);
+		ssize_t r = in != NULL ? pread(fd, in + n, len - n, off + (off_t)n)
+				       : pwrite(fd, out + n, len - n, off + (off_t)n);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -48,22 +50,14 @@ static int lframe_pread(int fd, char *buf, size_t len, off_t off)
 	return 0;
 }
 
+static int lframe_pread(int fd, char *buf, size_t len, off_t off)
+{
+	return lframe_io(fd, buf, NULL, len, off);
+}
+
 static int lframe_pwrite(int fd, const char *buf, size_t len, off_t off)
 {
-	size_t n = 0;
-
-	while (n < len) {
-		ssize_t r = pwrite(fd, buf + n, len - n, off + (off_t)n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			errno = r == 0 ? EIO : errno;
-			return -1;
-		}
-		n += (size_t)r;
-	}
-	return 0;
+	return lframe_io(fd, NULL, buf, len, off);
 }
 
 /* The header's "OFF LEN HASH", after the magic and a space, each field into field[i]. Returns
