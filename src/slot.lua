@@ -17,8 +17,9 @@
 --            -(2^49 + H(HOST)) "i:HOST:WHO"    the ghosts of a HOST
 --            -(2^50 + H(WHO))  "j:WHO:ARRIVAL:LEFT:HOST:0"  WHO's ghost
 --          and lower, -(2^52 + ASKED) "t": when a reservation last asked for the schedule's
---          settings, or stricter ones (none: never); lowest, -2^53 "r:REBUILT": when a caller
---          that held or heard of the schedule found it lost and made it again (none: never)
+--          settings, or stricter ones (none: never); -2^53 "r:REBUILT": when a caller
+--          that held or heard of the schedule found it lost and made it again (none: never);
+--          lowest, -(2^53 + 2) "x:UNTIL": a reset keeps the key until then (none: no reset)
 --          Times are microseconds on the schedule's clock; an empty WHO or HOST is "-".
 -- ARGV[1]  what to do: reserve, renew or leave; peek reads the schedule and changes nothing;
 --          reset empties it but its head. A reserve whose id holds a place already (a login asking again
@@ -133,6 +134,8 @@ local BY_HOST, GHOST_BY_HOST, GHOST_BY_WHO = 1, 2 ^ 49, 2 ^ 50
 local ASKED_FOR, ASKED = 60000000, 2 ^ 52
 -- The score of the member that says when a lost schedule was made again.
 local REBUILT = '-9007199254740992'
+-- The score of the member that says how long a reset keeps the key (see reset()).
+local RESET_UNTIL = '-9007199254740994'
 -- A place given up is remembered this long, so that the same login tried again takes it back;
 -- so many at most per HOST and per schedule.
 local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = 60000000, 16, 1024
@@ -327,23 +330,35 @@ local function gone_leases()
   return live
 end
 
+-- When an earlier reset's hold on the key ends (reset()), on the schedule's clock; 0: none.
+local function reset_until()
+  local x = not from_string and redis.call('ZRANGEBYSCORE', K, RESET_UNTIL, RESET_UNTIL,
+      'LIMIT', '0', '1')[1]
+  return x and tonumber(string.sub(x, 3)) or 0
+end
+
 -- Empties the schedule but its head: its next slot now, with the caller's settings and no
--- "t" (the next reservation decides), for a minute and a lease while its waiters renew: they
--- find a schedule that is not lost, so they join the back. Added before the rest goes, as
--- every write (below); an earlier version's string goes first, for a set to take its place.
+-- "t" (the next reservation decides). The key then stays, the head alone if nobody comes,
+-- until the next slot it erased has passed and a minute and a lease after: its waiters,
+-- renewing within that, find a schedule that is not lost, so they join the back; and a
+-- host's memory of the old next slot (ARGV[12]), which only a lost schedule reads, has
+-- lapsed before the key may go. Added before the rest goes, as every write (below); an
+-- earlier version's string goes first, for a set to take its place.
 local function reset()
   if redis.call('EXISTS', K) == 0 then
     return
   end
+  local hold = math.max(math.max(tat_raw - shift, now) + RENEW_MAX + lease, reset_until())
   if from_string then
     redis.call('DEL', K)
   end
   local head = 's:' .. us(now) .. ':' .. us(now) .. ':' .. us(off) .. ':' ..
       us(tonumber(ARGV[2])) .. ':' .. us(tonumber(ARGV[3])) .. ':0'
-  redis.call('ZADD', K, '0', head)
+  local until_m = 'x:' .. us(hold)
+  redis.call('ZADD', K, '0', head, RESET_UNTIL, until_m)
   local rest = {}
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', K, '-inf', '+inf')) do
-    if m ~= head then
+    if m ~= head and m ~= until_m then
       rest[#rest + 1] = m
     end
     if #rest == 30 then
@@ -354,7 +369,7 @@ local function reset()
   if #rest > 0 then
     redis.call('ZREM', K, unpack(rest))
   end
-  redis.call('PEXPIRE', K, math.ceil((RENEW_MAX + lease) / 1000))
+  redis.call('PEXPIRE', K, math.ceil((hold - now) / 1000))
 end
 
 -- peek and reset: what a login now would get. Nothing is written before reset's, which
@@ -780,6 +795,13 @@ if changed or tat <= now then
   end
   if hi >= LEASE then
     last = math.max(last, hi - LEASE)
+  end
+  -- A reset's hold: kept while it lasts, forgotten after.
+  local hold = reset_until()
+  if hold > now then
+    last = math.max(last, hold)
+  elseif hold > 0 and last > now and changed then
+    redis.call('ZREM', K, 'x:' .. us(hold))
   end
   if last <= now then
     if #adds > 0 or redis.call('EXISTS', K) == 1 then

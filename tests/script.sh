@@ -236,9 +236,12 @@ check "peek on a queue of one: would be queued ~2T at place 2, one waiting ($p),
 	sh -c "echo '$p' | awk '{ exit !(\$1==2 && \$2>3000000 && \$2<=4000000 && \$3==2 && \$4==1 && \$5>=0) }' &&
 		[ \"\$(redis-cli -s '$TMP/s.sock' zrange pk 0 -1 withscores)\" = '$before' ]"
 r=$(call reset pk 2000000 1 60000000)
-check "reset: answers what it held ($r), and the key keeps only its head, for a minute and a lease (60 s here)" \
-	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s zcard pk) = 1 ] &&
-		[ -n '$(schedule s pk)' ] && [ $(rcli s pttl pk) -gt 110000 ] && [ $(rcli s pttl pk) -le 120000 ]"
+# The key stays until the erased next slot (2 s off at most) and a minute and a lease (60 s
+# here) have passed: past any next slot a host heard of before the reset.
+check "reset: answers what it held ($r), and the key keeps its head and hold alone, 120 s past the erased next slot" \
+	sh -c "[ \$(echo '$r' | cut -d' ' -f4) = 1 ] && [ $(rcli s zcard pk) = 2 ] &&
+		[ -n '$(schedule s pk)' ] && [ $(rcli s zcount pk -9007199254740994 -9007199254740994) = 1 ] &&
+		[ $(rcli s pttl pk) -gt 120000 ] && [ $(rcli s pttl pk) -le 122000 ]"
 
 # A lost schedule is made again by those who hold it (pam_flowslot(7), "A lost schedule"). At
 # 5 s: a is admitted, b and, a second later, c queue; the key is lost (DEL, as an eviction). A newcomer d whose

@@ -136,10 +136,11 @@ class Schedule:
     places: list = field(default_factory=list)
     ghosts: dict = field(default_factory=dict)
     expires: int = None  # server time the key expires at
+    hold: int = 0  # a reset keeps the key until then, on the schedule's clock (0: none)
     lost: list = field(default_factory=list)  # renewals that found their place gone (L2)
 
     def wipe(self):
-        self.head, self.places, self.ghosts, self.expires = None, [], {}, None
+        self.head, self.places, self.ghosts, self.expires, self.hold = None, [], {}, None, 0
 
     # -- the clock and the settings ---------------------------------------------------------
     def begin(self, server_now, s, op):
@@ -233,16 +234,19 @@ class Schedule:
 
     def view(self, c, op, s, live, server_now):
         """peek and reset: what a login now would get; nothing written but reset's. A reset
-        keeps the head, its next slot now, with the caller's settings and none asked for, for
-        a minute and a lease: so its waiters, renewing, find a schedule that was not lost."""
+        keeps the head, its next slot now, with the caller's settings and none asked for, and
+        the key until the next slot it erased has passed and a minute and a lease after: so its
+        waiters, renewing, find a schedule that was not lost, and no host's memory of the old
+        next slot outlives the key."""
         start = c.start_of(len(live))
         v = 0 if start - c.now > s.max_wait else 1 if c.due(len(live), start) else 2
         r = (v, start - c.now, c.position(len(live)), len(live) + c.position(0) - 1,
              c.interval, c.burst)
         if op == 'reset' and self.head:
             self.places, self.ghosts = [], {}
+            self.hold = max(max(c.tat - c.shift, c.now) + RENEW_MAX + LEASE, self.hold)
             self.head = Head(c.now, c.now, c.off, s.interval, s.burst, 0, 0)
-            self.expires = server_now + 1000 * ceil((RENEW_MAX + LEASE) / 1000)
+            self.expires = server_now + 1000 * ceil((self.hold - c.now) / 1000)
         return r
 
     def reply(self, c, v, start, rank):
@@ -315,6 +319,10 @@ class Schedule:
         last = tat + len(self.places) * c.interval
         last = max([last] + [p.lease for p in self.places] +
                    [g.end() for g in self.ghosts.values()])
+        if self.hold > c.now:  # a reset's hold, kept while it lasts
+            last = max(last, self.hold)
+        elif last > c.now and c.changed:
+            self.hold = 0
         if last <= c.now:
             self.wipe()
             return
