@@ -528,8 +528,8 @@ static void lslot_say(const pam_handle_t *pamh, const struct lslot_notes *n)
 /* ARGV for slot.lua, as src/rnode.c sends it to Redis. */
 struct lslot_argv {
 	char interval[24], burst[24], max_wait[24], per_host[16], lease[24], window[24];
-	char age[24];
-	const char *v[13];
+	char age[24], floor[24];
+	const char *v[14];
 };
 
 static void lslot_argv(const struct lslot_call *call, const struct slot_params *p,
@@ -554,6 +554,7 @@ static void lslot_argv(const struct lslot_call *call, const struct slot_params *
 	snprintf(a->lease, sizeof(a->lease), "%" PRId64, SLOT_LEASE_US);
 	snprintf(a->window, sizeof(a->window), "%" PRId64, window_us[call->admit]);
 	snprintf(a->age, sizeof(a->age), "%" PRId64, p->age_us);
+	snprintf(a->floor, sizeof(a->floor), "%" PRId64, call->floor_us > 0 ? call->floor_us : 0);
 	a->v[0] = ops[call->op];
 	a->v[1] = a->interval;
 	a->v[2] = a->burst;
@@ -567,6 +568,7 @@ static void lslot_argv(const struct lslot_call *call, const struct slot_params *
 	a->v[10] = a->window;
 	a->v[11] = "0"; /* the file's own schedule: its host hears of nothing else */
 	a->v[12] = a->age;
+	a->v[13] = a->floor;
 }
 
 /* A call this process's own limits stopped (its memory, its file size, its time): it refuses
@@ -625,7 +627,7 @@ static enum slot_verdict lslot_run(struct lslot_notes *notes, const struct lslot
 		deadline_us = call->until_us;
 	lslot_argv(call, p, &a);
 	for (int tries = 0; tries < 2; tries++) {
-		if (lscript_run(st, call->key, a.v, 13, deadline_us, &out, err, sizeof(err)) == 0 &&
+		if (lscript_run(st, call->key, a.v, 14, deadline_us, &out, err, sizeof(err)) == 0 &&
 		    slot_read_answer(out.v, out.n, call->op, p, res, &why) == 0) {
 			res->deadline_us = st->now_us + res->wait_us;
 			return res->verdict;

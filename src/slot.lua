@@ -44,6 +44,10 @@
 --          schedule: one lost (evicted, a restart without its data) is made again with it
 -- ARGV[13] renew: how long ago the place arrived, by its last answer, in microseconds (or
 --          none): on a schedule made again, a place lost with it is held again at its arrival
+-- ARGV[14] reserve: how far off, at the soonest, the next slot is, in microseconds; 0 (or
+--          none) for no floor. The per-host schedule taken as a fallback sends how far off
+--          its host knows the shared schedule to go on: its own waiters there, going in at
+--          their slots, and the next slot it last heard of
 -- Numbers are whole (a fraction, inf or nan is bad arguments).
 --
 -- Returns {verdict, wait_us, position, interval, burst, next_us, age_us}. verdict: 1
@@ -112,14 +116,16 @@ local lease = tonumber(ARGV[10])
 local window = tonumber(ARGV[11])
 local heard = tonumber(ARGV[12] or '0')
 local age = tonumber(ARGV[13] or '0')
+local floor = tonumber(ARGV[14] or '0')
 -- This login's place: its id, WHO and HOST, checked in one match (none of them holds a ':').
 local self = id and who and host and id .. ':' .. who .. ':' .. host
 if (op ~= 'reserve' and op ~= 'renew' and op ~= 'leave' and op ~= 'peek' and op ~= 'reset') or not interval or not burst or
     not max_wait or not db or not self or not string.match(self, '^%w+:[%w-]+:[%w-]+$') or not per_host or
-    not lease or not window or not heard or not age or interval < 1 or burst < 1 or
-    max_wait < 0 or lease < 1 or window < -1 or heard < 0 or age < 0 or interval % 1 ~= 0 or
-    burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or per_host % 1 ~= 0 or
-    lease % 1 ~= 0 or window % 1 ~= 0 or heard % 1 ~= 0 or age % 1 ~= 0 then
+    not lease or not window or not heard or not age or not floor or interval < 1 or burst < 1 or
+    max_wait < 0 or lease < 1 or window < -1 or heard < 0 or age < 0 or floor < 0 or
+    interval % 1 ~= 0 or burst % 1 ~= 0 or max_wait % 1 ~= 0 or db % 1 ~= 0 or
+    per_host % 1 ~= 0 or lease % 1 ~= 0 or window % 1 ~= 0 or heard % 1 ~= 0 or age % 1 ~= 0 or
+    floor % 1 ~= 0 then
   return redis.error_reply('ERR pam_flowslot: bad arguments')
 end
 if db ~= 0 then
@@ -668,6 +674,14 @@ local place_age = 0
 if op == 'reserve' and arrival_of(self) then
   op = 'renew'
 end
+-- A reservation's floor (ARGV[14]) moves the next slot on to it, so that every place here
+-- follows; a refused login's is undone (below): it has no say.
+local unfloored = tat_raw
+local floored = op == 'reserve' and now + math.min(floor, max_wait + interval) > tat
+if floored then
+  tat_raw = now + math.min(floor, max_wait + interval)
+  tat = tat_raw
+end
 if op == 'leave' then
   give_up(self, now)
   result = reply(1, 0, 1)
@@ -748,6 +762,10 @@ end
 -- A refused login has no say in the settings kept, nor in the next slot (verdicts 0 and 3).
 if result[1] == 0 or result[1] == 3 then
   interval, burst, asks = own_interval, own_burst, false
+  if floored then
+    tat_raw = unfloored
+    tat = math.max(tat_raw, now)
+  end
   follow(-1)
 end
 if changed or tat <= now then

@@ -9,7 +9,7 @@ LUA=$TREE/src/slot.lua
 start_redis s || exit 1
 
 # call_all OP KEY INTERVAL_US BURST MAX_WAIT_US [ID WHO HOST PER_HOST LEASE_US DB COMMIT_US
-# HEARD_US AGE_US]: prints the script's answer on one line: "verdict wait_us position interval
+# HEARD_US AGE_US FLOOR_US]: prints the script's answer on one line: "verdict wait_us position interval
 # burst next_us age_us", interval and burst the schedule's own settings (peek and reset:
 # "waiting since_us" before them, and no next_us nor age_us).
 call_all() {
@@ -17,7 +17,7 @@ call_all() {
 	shift 2
 	rcli "${SERVER:-s}" --eval "$LUA" "$k" , "$op" "$1" "$2" "$3" \
 		"${9:-0}" "${4:-id$RANDOM$RANDOM}" "${5:-}" "${6:-}" "${7:-0}" "${8:-60000000}" "${10:-0}" \
-		"${11:-0}" "${12:-0}" |
+		"${11:-0}" "${12:-0}" "${13:-0}" |
 		tr '\n' ' ' | sed 's/ $//'
 }
 # call: as call_all, without the schedule's settings (nor peek's evicts after them); an error
@@ -291,6 +291,26 @@ rn1=$(call_all reserve rstr 3000000 1 60000000 n wn "" 0 60000000 0 2000000 1000
 rn2=$(call_all reserve rgb 3000000 1 60000000 n wn "" 0 60000000 0 2000000 100000000)
 check "a reset of an earlier version's string, or of garbage, leaves the head: a newcomer that heard of a slot 100 s off goes in at once ($rn1 | $rn2)" \
 	sh -c "[ $(field "$rn1" 1) = 1 ] && [ $(field "$rn2" 1) = 1 ]"
+
+# A floor (ARGV[14], what a host that falls back from Redis knows of its own waiters there): a
+# reservation on an empty schedule with a floor of 6 s is queued 6 s off, number 2 (one login
+# may go in at 3 s); the next login, with none, queues an interval behind it. One whose floor
+# is past its max_wait is refused and writes nothing (a refused login has no say).
+F() { call_all "$1" fl 3000000 1 "${3:-60000000}" "$2" "w$2" "" 0 60000000 0 2000000 0 0 "${4:-0}"; }
+fz=$(F reserve z 20000000 90000000)
+fz_kept=$(rcli s exists fl)
+fa=$(F reserve a 60000000 6000000)
+fb=$(F reserve b)
+fl_before=$(rcli s zrange fl 0 -1 withscores)
+fy=$(F reserve y 20000000 90000000)
+fl_after=$(rcli s zrange fl 0 -1 withscores)
+check "a floor 6 s off on an empty schedule: queued 6 s off as number 2 ($fa), the next an interval behind ($fb); past max_wait, refused and nothing written, on no key ($fz, key made: $fz_kept) nor on this one ($fy)" \
+	sh -c "[ $(field "$fz" 1) = 0 ] && [ '$fz_kept' = 0 ] && [ $(field "$fy" 1) = 0 ] &&
+		[ \"\$(redis-cli -s '$TMP/s.sock' zrange fl 0 -1 withscores)\" = '$fl_before' ] && [ '$fl_after' = '$fl_before' ] &&
+		[ $(field "$fa" 1) = 2 ] &&
+		[ $(field "$fa" 2) -gt 5000000 ] && [ $(field "$fa" 2) -le 6000000 ] && [ $(field "$fa" 3) = 2 ] &&
+		[ $(field "$fb" 1) = 2 ] && [ $(field "$fb" 2) -gt 8000000 ] && [ $(field "$fb" 2) -le 9000000 ] &&
+		[ $(field "$fb" 3) = 3 ]"
 
 # peek says whether the server may evict the key (its last field): only with a maxmemory and a
 # policy other than noeviction (flowslotctl check warns then).

@@ -49,6 +49,9 @@ struct lslot_call {
 	const char *prefix; /* of the file's name, as long as "slot.": NULL for "slot." */
 	enum lslot_admit admit;
 	int64_t until_us; /* a login's call is over by then (CLOCK_MONOTONIC), if not 0 */
+	/* A reservation's next slot is at least this far off (slot.lua's ARGV[14]): what this
+	   host knows of the shared schedule it falls back from; 0: none. */
+	int64_t floor_us;
 };
 
 /* Asks the queue of the schedule kept in a file under dir (created 0700 when missing), as

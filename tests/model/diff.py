@@ -43,10 +43,12 @@ BACK_STEPS = [-1, -S, -5 * S, -40 * S, -86400 * S]
 BAD = [(1, 'bogus'), (1, ''), (2, '0'), (2, '1.5'), (2, 'x'), (2, '-5'), (3, '0'), (3, '2.5'),
        (4, '-1'), (4, 'inf'), (5, '0.5'), (5, 'x'), (6, ''), (6, 'a:b'), (6, 'a b'), (7, 'a:b'),
        (8, '!!'), (9, '0.5'), (9, ''), (10, '0'), (10, 'nan'), (11, '-2'), (11, '1.5'),
-       (12, '-1'), (12, '0.5'), (13, 'x'), (13, '-3')]
+       (12, '-1'), (12, '0.5'), (13, 'x'), (13, '-3'), (14, '-1'), (14, '0.5'), (14, 'x')]
 # ARGV[12] and [13]: mostly none, as most calls find their schedule.
 HEARD = [0, 0, 0, 1, S, 3 * S, 10 ** 15]
 AGES = [0, 0, 0, 1, S, 30 * S, 10 ** 15]
+# ARGV[14]: mostly none, as only a fallback from Redis sends one.
+FLOORS = [0, 0, 0, 0, 1, S, 5 * S, 10 ** 15]
 # Odd but good: Lua reads them as the numbers they spell.
 ODD = [(2, '1e6'), (2, ' 2000000'), (3, '0x2'), (4, '60e6'), (9, '1.0'), (11, '2e6')]
 
@@ -230,10 +232,11 @@ class Sequence:
         if rnd.random() < 0.05:  # a place that calls with another's WHO or HOST
             place = Place(rnd, [place.host, ''], [place.who, ''])
             place.id = rnd.choice(self.places).id
-        # The next slot heard of, and the place's age: what makes a lost schedule again.
+        # The next slot heard of, and the place's age: what makes a lost schedule again; the
+        # floor a fallback sends.
         args = [op, interval, burst, rnd.choice(self.max_waits), 0, place.id, place.who,
                 place.host, rnd.choice(self.per_hosts), self.lease, rnd.choice(self.windows),
-                rnd.choice(HEARD), rnd.choice(AGES)]
+                rnd.choice(HEARD), rnd.choice(AGES), rnd.choice(FLOORS)]
         odd = rnd.random()
         if odd < 0.03:
             i, v = rnd.choice(BAD)

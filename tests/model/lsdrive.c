@@ -2,7 +2,7 @@
 /* The per-host file's store for tests/model: src/slot.lua run on it by src/lscript.c, as
    src/lslot.c runs it, on the caller's clock. One call a line on stdin, its fields split by
    tabs (a field may be empty):
-     eval NOW_US KEY ARG1 ... ARG11    the script, with these ARGV
+     eval NOW_US KEY ARG1 ... ARG13    the script, with these ARGV (or ARG1 ... ARG14)
      zadd NOW_US SCORE MEMBER          a member put in as is (garbage, for the test)
    each answered on two lines:
      ok V1 V2 ... | err MESSAGE
@@ -20,7 +20,7 @@
 #include "flowslot/str.h"
 #include "flowslot/lstore.h"
 
-#define DRIVE_FIELDS 16
+#define DRIVE_FIELDS 17
 
 /* Splits line at its tabs, in place; the newline goes. Returns the number of fields. */
 static int drive_split(char *line, char **f)
@@ -64,8 +64,8 @@ static int drive_call(char *line, char **text)
 		return -1;
 	}
 	s.pid = getpid();
-	if (strcmp(f[0], "eval") == 0 && n == 16) {
-		if (lscript_run(&s, f[2], (const char *const *)&f[3], 13, 0, &res, err,
+	if (strcmp(f[0], "eval") == 0 && (n == 16 || n == 17)) {
+		if (lscript_run(&s, f[2], (const char *const *)&f[3], n - 3, 0, &res, err,
 				sizeof(err)) == 0) {
 			printf("ok");
 			for (size_t i = 0; i < res.n; i++)
