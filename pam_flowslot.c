@@ -27,6 +27,7 @@
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
+#include "flowslot/ncache.h"
 #include "flowslot/once.h"
 #include "flowslot/opt.h"
 #include "flowslot/queue.h"
@@ -187,14 +188,40 @@ static void gate_place(const struct gate_who *who, struct slot_place *place)
 		place->host[0] = '\0';
 }
 
+/* How far off this host knows schedule key on Redis to go on, for a login that falls back
+   from it: an interval past the latest slot of its own waiters there, which go in at their
+   slots blind while it is down, and the next slot it last heard of (an interval past a login
+   of its own gone in blind, or the last answer's); 0: nothing known, or all passed. */
+static int64_t gate_fallback_floor_us(pam_handle_t *pamh, const struct opt *o, const char *key)
+{
+	char heard[NCACHE_NAME_MAX];
+	struct waiters_view v;
+	const char *why;
+	int64_t now_us = fstime_mono_us(), floor_us;
+
+	ncache_heard_name(&o->url, key, heard, sizeof(heard));
+	floor_us = ncache_heard_get(o->state_dir, heard);
+	if (waiters_read(o->state_dir, key, now_us, &v, &why) != 0)
+		log_msg(pamh, LOG_WARNING, "waiters: %s in %s: %m: this host's own waiters on the "
+					   "shared schedule are not waited for", why, o->state_dir);
+	else if (v.last_slot_us > 0 && v.last_slot_us + o->slot.interval_us - now_us > floor_us)
+		floor_us = v.last_slot_us + o->slot.interval_us - now_us;
+	if (o->debug)
+		log_msg(pamh, LOG_DEBUG, "fallback: the shared schedule goes on in %" PRId64
+					 " ms at the soonest, by this host's waiters and what it heard",
+			floor_us > 0 ? floor_us / 1000 : 0);
+	return floor_us > 0 ? floor_us : 0;
+}
+
 /* Reserves on the per-host schedule, with what is left of max_wait by limit_us (a fallback
-   comes after a decision on Redis, which may have asked again for 4 x timeout). When even that
-   cannot be used, the login is let through (with a warning), unless fallback=closed: a queue
-   must not lock out a host's logins; but one stopped by its own limits is refused. */
+   comes after a decision on Redis, which may have asked again for 4 x timeout), its next slot
+   at least floor_us off. When even that cannot be used, the login is let through (with a
+   warning), unless fallback=closed: a queue must not lock out a host's logins; but one
+   stopped by its own limits is refused. */
 static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt *o,
 					    const char *key, const struct slot_place *place,
 					    struct slot_result *res, const char **via,
-					    int64_t limit_us)
+					    int64_t limit_us, int64_t floor_us)
 {
 	struct slot_params p = o->slot;
 	int64_t left_us = limit_us - fstime_mono_us();
@@ -203,7 +230,8 @@ static enum slot_verdict gate_reserve_local(pam_handle_t *pamh, const struct opt
 					 .p = &p,
 					 .per_host = o->per_host,
 					 .op = SLOT_RESERVE,
-					 .place = place };
+					 .place = place,
+					 .floor_us = floor_us };
 	enum slot_verdict v;
 
 	p.max_wait_us = left_us < p.max_wait_us ? (left_us > 0 ? left_us : 0) : p.max_wait_us;
@@ -230,7 +258,7 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 
 	*via = "local";
 	if (configured && o->url.backend == URL_BACKEND_LOCAL)
-		return gate_reserve_local(pamh, o, key, place, res, via, limit_us);
+		return gate_reserve_local(pamh, o, key, place, res, via, limit_us, 0);
 	if (configured) {
 		*via = "redis";
 		v = rslot_call(pamh, o, SLOT_RESERVE, key, place, res);
@@ -252,7 +280,8 @@ static enum slot_verdict gate_reserve(pam_handle_t *pamh, const struct opt *o, c
 	default:
 		log_msg(pamh, LOG_WARNING, "fallback=local: queueing on this host's schedule");
 		*via = "local";
-		return gate_reserve_local(pamh, o, key, place, res, via, limit_us);
+		return gate_reserve_local(pamh, o, key, place, res, via, limit_us,
+					  gate_fallback_floor_us(pamh, o, key));
 	}
 }
 
@@ -595,7 +624,6 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	const struct opt *o = g->q.o;
 	const struct gate_who *who = g->who;
 	enum stats_result r = gate_result(g, res, v);
-	struct waiter w = { .fd = -1 };
 	int64_t retry_us;
 	int rc;
 
@@ -605,9 +633,10 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	case SLOT_ADMIT:
 	case SLOT_QUEUED:
 		if (r == STATS_WAITED || opt_pressure_on(o))
-			waiter_join(pamh, o->state_dir, g->q.key, g->begun_us, &w);
+			waiter_join(pamh, o->state_dir, g->q.key, g->begun_us,
+				    g->q.local ? 0 : res->deadline_us, g->q.waiter);
 		rc = gate_go(g, res, r);
-		waiter_leave(&w);
+		waiter_leave(g->q.waiter);
 		return rc;
 	case SLOT_REFUSE: /* how much sooner it would have had to come, where that can be told */
 		retry_us = res->lock_busy || res->full ? 0 : res->wait_us - o->slot.max_wait_us;
@@ -635,9 +664,10 @@ static int gate(pam_handle_t *pamh, int flags, int argc, const char **argv, enum
 	struct slot_result res = { .verdict = SLOT_UNAVAILABLE };
 	char key[OPT_KEY_MAX + 1];
 	const struct gate_mark *m = gate_mark_of(pamh);
+	struct waiter waiter = { .fd = -1 };
 	struct gate_login g = {
 		.q = { .pamh = pamh, .o = &o, .argc = argc, .argv = argv, .key = key,
-		       .place = &place, .who = who.shown },
+		       .place = &place, .who = who.shown, .waiter = &waiter },
 		.who = &who,
 		.phase = phase,
 		.silent = (flags & PAM_SILENT) != 0,

@@ -332,6 +332,8 @@ enum queue_end queue_wait(const struct queue_login *l, struct slot_result *res,
 				return QUEUE_REFUSED;
 			st.held = next == QUEUE_HOLD;
 			st.next_us = queue_next_us(l, res, &st, fstime_mono_us());
+			if (!l->local)
+				waiter_slot(l->waiter, res->deadline_us);
 			continue;
 		}
 		if (!st.held && now_us >= res->deadline_us)

@@ -118,6 +118,33 @@ check "restart with its data across a renewal: the waiter is admitted through th
 check "... and the next login goes in one interval after it (${gap} ms)" \
 	sh -c "[ $(rc_of v2) = 0 ] && [ ${gap:-0} -ge 5500 ]"
 
+# In an outage the host's own schedule keeps clear of the host's own waiters on Redis (issue
+# 38, item 11). At interval=3s o0 goes in and o1, o2, o3 queue on Redis, 3, 6 and 9 s on; Redis
+# is stopped, and they go in blind at those slots. o4, which comes then, falls back to the
+# host's schedule: it queues an interval after the last of them, the host's own waiters' slots
+# kept in state_dir/waiters. (Before, it went in at once, beside them.)
+start_redis ob || exit 1
+service outage "auth required @M url=unix://$TMP/ob.sock key=fs-outage interval=3s max_wait=30s timeout=300ms countdown=0 debug state_dir=$TMP/st-ob" \
+	"$STAMP" "$permit"
+rm -f "$TMP/stamps"
+login o0 outage o0
+owaiters=""
+for u in o1 o2 o3; do
+	login "$u" outage "$u" &
+	owaiters="$owaiters $!"
+	wait_for 5 grep -q 'queued: ' "$TMP/$u.err"
+done
+stop_redis ob
+login o4 outage o4
+# shellcheck disable=SC2086 # a list of pids
+wait $owaiters
+order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
+gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }')
+check "Redis gone while three wait on it: the login that falls back goes in after them, all an interval apart ($order; gaps $gaps ms; $(grep -o 'queued: .*via=[a-z]*' "$TMP/o4.err"))" \
+	sh -c "[ '$order' = 'o0 o1 o2 o3 o4 ' ] && echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 2500) exit 1 }' &&
+		[ \$(cat '$TMP'/o?.rc | tr -d '\n') = 00000 ] && grep -q 'fallback=local' '$TMP/o4.err' &&
+		grep -q 'queued: .*via=local' '$TMP/o4.err'"
+
 # The script cache flushed between logins.
 rcli m script flush > /dev/null
 login f1 restart dave

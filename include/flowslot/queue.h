@@ -12,6 +12,7 @@
 #include "flowslot/hangup.h"
 #include "flowslot/opt.h"
 #include "flowslot/slot.h"
+#include "flowslot/waiters.h"
 
 /* The waiting login: what queue_wait needs to speak for it. */
 struct queue_login {
@@ -28,6 +29,9 @@ struct queue_login {
 	/* CLOCK_MONOTONIC time past which the login is held by no one: its reservation time
 	   + max_wait. 0: none, each renewal passes max_wait whole. */
 	int64_t limit_us;
+	/* The login's record among the host's waiters (src/waiters.c), which keeps its slot on
+	   Redis as it moves; NULL: none. */
+	struct waiter *waiter;
 };
 
 enum queue_end {

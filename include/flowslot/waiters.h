@@ -22,13 +22,23 @@
 struct waiter {
 	int fd;
 	int slot;
+	int64_t begun_us;
+	uint32_t slot_ms; /* as its record has it */
 };
 
 /* Takes the first free slot of state_dir's table (created 0600 as needed) for a login
-   waiting on schedule key since begun_us (CLOCK_MONOTONIC). A table that cannot be used, or
-   is full, leaves w->fd -1, with a LOG_WARNING: the login waits all the same. */
+   waiting on schedule key since begun_us (CLOCK_MONOTONIC), its slot at slot_us on a shared
+   schedule (Redis), which the host's own schedule keeps clear of when it is taken as the
+   fallback; 0 for a place on the host's own schedule, which counts it already. A table that
+   cannot be used, or is full, leaves w->fd -1, with a LOG_WARNING: the login waits all the
+   same. */
 void waiter_join(const pam_handle_t *pamh, const char *state_dir, const char *key,
-		 int64_t begun_us, struct waiter *w);
+		 int64_t begun_us, int64_t slot_us, struct waiter *w);
+
+/* Keeps w's slot on its shared schedule at slot_us, as the schedule's last answer moved it
+   (w NULL, or its fd -1: nothing to do). A record that cannot be written keeps the slot it
+   had. */
+void waiter_slot(struct waiter *w, int64_t slot_us);
 
 /* Gives the slot back (w->fd -1 or not). */
 void waiter_leave(struct waiter *w);
@@ -37,6 +47,7 @@ void waiter_leave(struct waiter *w);
 struct waiters_view {
 	int64_t count;
 	int64_t longest_us; /* how long the longest of them has waited; -1: none waits */
+	int64_t last_slot_us; /* the latest slot on a shared schedule of them; -1: none */
 };
 
 /* Reads state_dir's table for schedule key, at now_us (CLOCK_MONOTONIC): an empty view when

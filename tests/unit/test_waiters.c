@@ -77,9 +77,9 @@ static void test_join_leave(void **state)
 	struct stat st;
 	char path[200];
 
-	waiter_join(NULL, fx->state, "k", 1 * S, &a);
-	waiter_join(NULL, fx->state, "k", 3 * S, &b);
-	waiter_join(NULL, fx->state, "other", 0, &c);
+	waiter_join(NULL, fx->state, "k", 1 * S, 0, &a);
+	waiter_join(NULL, fx->state, "k", 3 * S, 0, &b);
+	waiter_join(NULL, fx->state, "other", 0, 0, &c);
 	assert_true(a.fd >= 0 && b.fd >= 0 && c.fd >= 0);
 	assert_int_equal(fcntl(a.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 	/* Held for reading only: a table open for writing while logins wait would keep its file
@@ -96,7 +96,7 @@ static void test_join_leave(void **state)
 	assert_int_equal(v.count, 1);
 	assert_int_equal(v.longest_us, 7 * S);
 	/* a's slot, the first, is free again: d takes it, and the table does not grow. */
-	waiter_join(NULL, fx->state, "k", 9 * S, &d);
+	waiter_join(NULL, fx->state, "k", 9 * S, 0, &d);
 	assert_int_equal(d.slot, 0);
 	snprintf(path, sizeof(path), "%s/" WAITERS_FILE, fx->state);
 	assert_int_equal(stat(path, &st), 0);
@@ -107,6 +107,36 @@ static void test_join_leave(void **state)
 	waiter_leave(&c);
 	waiter_leave(&d);
 	assert_int_equal(view(fx, "k", 10 * S).count, 0);
+}
+
+/* The slots of waiters on a shared schedule (Redis): the latest of them is what a login that
+   falls back keeps clear of. A waiter on the host's own schedule tells none; a slot moved
+   later or sooner is read as it now stands, and one given back is not read. */
+static void test_slots(void **state)
+{
+	struct fixture *fx = *state;
+	struct waiter a, b, l;
+	struct waiters_view v;
+
+	waiter_join(NULL, fx->state, "k", 1 * S, 4 * S, &a);
+	waiter_join(NULL, fx->state, "k", 2 * S, 7 * S + 1, &b);
+	waiter_join(NULL, fx->state, "k", 3 * S, 0, &l);
+	assert_true(a.fd >= 0 && b.fd >= 0 && l.fd >= 0);
+	v = view(fx, "k", 3 * S);
+	assert_int_equal(v.count, 3);
+	assert_int_equal(v.last_slot_us, 7 * S + 1000); /* to the ms, never sooner */
+	assert_int_equal(view(fx, "other", 3 * S).last_slot_us, -1);
+	waiter_slot(&a, 9 * S);
+	assert_int_equal(view(fx, "k", 3 * S).last_slot_us, 9 * S);
+	waiter_slot(&a, 5 * S);
+	waiter_slot(NULL, 5 * S); /* none: nothing */
+	assert_int_equal(view(fx, "k", 3 * S).last_slot_us, 7 * S + 1000);
+	waiter_leave(&b);
+	assert_int_equal(view(fx, "k", 3 * S).last_slot_us, 5 * S);
+	waiter_leave(&a);
+	assert_int_equal(view(fx, "k", 3 * S).last_slot_us, -1);
+	waiter_slot(&a, 5 * S); /* given back: nothing */
+	waiter_leave(&l);
 }
 
 /* A waiter killed without a word (SIGKILL, as sshd's LoginGraceTime ends one) is counted no
@@ -124,7 +154,7 @@ static void test_killed(void **state)
 	if (pid == 0) {
 		struct waiter w;
 
-		waiter_join(NULL, fx->state, "k", 1 * S, &w);
+		waiter_join(NULL, fx->state, "k", 1 * S, 0, &w);
 		if (write(ready[1], w.fd >= 0 ? "y" : "n", 1) != 1)
 			_exit(1);
 		pause();
@@ -156,7 +186,7 @@ static void test_unsafe(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(fchmod(fd, 0644), 0);
 	close(fd);
-	waiter_join(NULL, fx->state, "k", 0, &w);
+	waiter_join(NULL, fx->state, "k", 0, 0, &w);
 	assert_int_equal(w.fd, -1);
 	assert_int_equal(waiters_read(fx->state, "k", 0, &v, &why), -1);
 	assert_non_null(why);
@@ -167,6 +197,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_join_leave, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsafe, setup, teardown),
 	};
