@@ -187,22 +187,44 @@ static bool ref_read_set(const char *text, int64_t now_us, struct ref_member *re
 }
 
 /* A member that stands twice is kept once, where it scores highest (later in the set's
-   order). Returns whether any went. */
+   order): read from the end, a name already seen goes. Seen names are hashed, not sorted as
+   lstore.c does, and in linear time, for files at the cap (fill_store). Returns whether any
+   went. */
 static bool ref_dedupe(struct ref_member *ref, size_t *n)
 {
-	size_t kept = 0;
+	static size_t seen[1 << 15]; /* indexes into ref, + 1; 0 for a free slot */
+	size_t kept = *n, mask = 15;
 
-	for (size_t i = 0; i < *n; i++) {
-		bool later = false;
+	while (mask < 2 * *n)
+		mask = 2 * mask + 1;
+	FUZZ_CHECK(mask < sizeof(seen) / sizeof(seen[0]));
+	memset(seen, 0, (mask + 1) * sizeof(seen[0]));
+	for (size_t i = *n; i-- > 0;) {
+		uint32_t h = 2166136261u;
+		size_t at;
 
-		for (size_t j = i + 1; j < *n && !later; j++)
-			later = ref[j].len == ref[i].len &&
-				memcmp(ref[j].name, ref[i].name, ref[i].len) == 0;
-		if (!later)
-			ref[kept++] = ref[i];
+		for (size_t k = 0; k < ref[i].len; k++)
+			h = (h ^ (uint8_t)ref[i].name[k]) * 16777619u;
+		for (at = h & mask; seen[at] != 0; at = (at + 1) & mask) {
+			const struct ref_member *o = &ref[seen[at] - 1];
+
+			if (o->len == ref[i].len && memcmp(o->name, ref[i].name, o->len) == 0)
+				break;
+		}
+		if (seen[at] != 0) {
+			ref[i].name = NULL;
+			kept--;
+		} else {
+			seen[at] = i + 1;
+		}
 	}
 	if (kept == *n)
 		return false;
+	kept = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (ref[i].name != NULL)
+			ref[kept++] = ref[i];
+	}
 	*n = kept;
 	return true;
 }
