@@ -6,7 +6,9 @@
    rules written out a second way: lstore_read must keep exactly the set they keep, and what
    lstore_write writes must read back as that set, and write as the same bytes. With
    arguments, lscript_run runs on the set read at the script's clock: it answers 0 or -1 with
-   a cause, within its caps, and leaves a set that its file reads back as itself. */
+   a cause, within its caps, and leaves a set that its file reads back as itself. A store at
+   or past its caps is made here from a few bytes (fill_store), and a reservation it stops
+   must be refused, the store left as it was (check_refused). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -324,16 +326,84 @@ static void split_args(const uint8_t *p, const uint8_t *end, char *buf, const ch
 		argv[n++] = at;
 }
 
+/* What lscript.c's ZADD answers when the set would grow past LSTORE_MEMBERS_MAX. */
+#define FULL_REPLY "pam_flowslot store: full"
+
+/* A run that a store too full (FULL) or too heavy (HEAVY) stopped: no answer, which no caller
+   can read as an admission; FULL only with the set at its cap, and an error saying full always
+   with FULL (lslot.c takes any other error for a store written by hand: it would start afresh
+   and let the login in). The caller writes nothing on such a fault (lslot_full), so the set
+   after it is the file before it, before: read again, it is the same set, and the same call
+   on it is stopped the same way. */
+static void check_refused(const char *before, const struct lstore *s, const char *const *argv,
+			  int r, const struct lscript_out *out, const char *err)
+{
+	struct lscript_out again;
+	char err2[200];
+	const char *why = NULL;
+	struct lstore t;
+	bool old = false;
+	char *text = NULL;
+
+	if (r == -1 && out->fault == LSCRIPT_FAULT_NONE)
+		FUZZ_CHECK(strstr(err, FULL_REPLY) == NULL);
+	if (out->fault != LSCRIPT_FAULT_FULL && out->fault != LSCRIPT_FAULT_HEAVY)
+		return;
+	FUZZ_CHECK(r == -1 && out->n == 0 && err[0] != '\0');
+	FUZZ_CHECK(out->fault != LSCRIPT_FAULT_FULL ||
+		   (s->n == LSTORE_MEMBERS_MAX && strstr(err, FULL_REPLY) != NULL));
+	if (strcmp(argv[0], "reserve") != 0)
+		return;
+	FUZZ_CHECK(lstore_read(&t, before, s->now_us, &old, &why) == 0 && !old);
+	FUZZ_CHECK(lstore_write(&t, &text) >= 0 && strcmp(text, before) == 0);
+	t.pid = s->pid;
+	FUZZ_CHECK(lscript_run(&t, KEY, argv, ARGC, 0, &again, err2, sizeof(err2)) == -1);
+	FUZZ_CHECK(again.fault == out->fault && again.n == 0);
+	free(text);
+	lstore_free(&t);
+}
+
+/* Whether s holds member prefix + place + suffix. */
+static bool holds(const struct lstore *s, const char *prefix, const char *place, const char *suffix)
+{
+	char name[LSTORE_MEMBER_MAX + 1];
+	int len = snprintf(name, sizeof(name), "%s%s%s", prefix, place, suffix);
+
+	return len > 0 && (size_t)len < sizeof(name) && lstore_find(s, name, (size_t)len) >= 0;
+}
+
+/* A reservation answered holds what it says: queued (2), its place and lease; admitted (1), a
+   schedule's head, or no key at all. A store that took less than the script asked of it (a
+   cap met without a fault) answers as if it had room. */
+static void check_answer(const struct lstore *s, const char *const *argv, int r,
+			 const struct lscript_out *out)
+{
+	char place[LSTORE_MEMBER_MAX + 1];
+	size_t head = lstore_lower(s, 0, false);
+
+	if (r != 0 || out->n == 0 || strcmp(argv[0], "reserve") != 0)
+		return;
+	snprintf(place, sizeof(place), "%s:%s:%s", argv[5], argv[6][0] != '\0' ? argv[6] : "-",
+		 argv[7][0] != '\0' ? argv[7] : "-");
+	if (out->v[0] == 2)
+		FUZZ_CHECK((holds(s, "w:", place, "") || holds(s, "w:", place, ":t")) &&
+			   holds(s, "l:", place, ""));
+	if (out->v[0] == 1)
+		FUZZ_CHECK(s->n == 0 || (head < s->n && s->m[head].score == 0 &&
+					 strncmp(s->m[head].name, "s:", 2) == 0));
+}
+
 /* slot.lua on s: an answer or a cause, within the caps, and a set its file can hold. Returns
    what lscript_run did. */
 static int run_script(struct lstore *s, const char *const *argv)
 {
 	struct lscript_out out;
-	char err[200];
+	char err[200], *before = NULL;
 	int r;
 
 	memset(err, 'x', sizeof(err));
 	s->pid = getpid();
+	FUZZ_CHECK(lstore_write(s, &before) >= 0);
 	r = lscript_run(s, KEY, argv, ARGC, 0, &out, err, sizeof(err));
 	FUZZ_CHECK(r == 0 || r == -1);
 	FUZZ_CHECK(out.memory_peak <= LSCRIPT_MEMORY_MAX);
@@ -345,6 +415,9 @@ static int run_script(struct lstore *s, const char *const *argv)
 		FUZZ_CHECK(fuzz_terminated(err, sizeof(err)) && err[0] != '\0');
 	}
 	fuzz_check_store(s, s->now_us);
+	check_refused(before, s, argv, r, &out, err);
+	check_answer(s, argv, r, &out);
+	free(before);
 	/* lslot.c writes the set after an answer, and reads it again at the next call. */
 	if (r == 0)
 		fuzz_check_store_file(s, s->now_us);
@@ -352,6 +425,101 @@ static int run_script(struct lstore *s, const char *const *argv)
 }
 
 static struct ref_member *ref_members;
+
+/* An input that starts with FILL_MARK, then KIND and SHORT (a byte each), is a file filled
+   here up to LSTORE_MEMBERS_MAX + 1 - SHORT members: at its cap for 1, past it for 0. The
+   members of the file that follows are kept, and fillers added among them in the set's order:
+   for an even KIND, places (a "w:" place and its "l:" lease, an hour old and an hour long, as
+   tests/faults.sh's fill_store makes them) with an index for an odd count; for an odd KIND,
+   indexes alone, in a band the script never reads. Such a file is over 700 kB: too big for a
+   seed, and for libFuzzer's mutations. */
+#define FILL_MARK 0xfe
+#define FILL_LINE_MAX 64
+
+/* Filler i of n, in the set's order: its score and name. */
+static void fill_member(unsigned kind, size_t i, size_t n, double *score, char *name)
+{
+	size_t indexes = kind % 2 != 0 ? n : n % 2, pairs = (n - indexes) / 2;
+
+	if (i < indexes) {
+		*score = -(4e15 + (double)(n - i));
+		snprintf(name, FILL_LINE_MAX, "i:f%05zx:-", i);
+	} else if (i < indexes + pairs) {
+		i -= indexes;
+		*score = (double)(SCRIPT_NOW_US - INT64_C(3600000000) + (int64_t)i);
+		snprintf(name, FILL_LINE_MAX, "w:f%05zx:-:-", i);
+	} else {
+		i -= indexes + pairs;
+		*score = 1e16 + (double)(SCRIPT_NOW_US + INT64_C(3600000000) + 2 * (int64_t)i);
+		snprintf(name, FILL_LINE_MAX, "l:f%05zx:-:-", i);
+	}
+}
+
+/* Whether the given member line at p goes before filler (score, name): a line that is no
+   member line goes first, to be refused where it stands. */
+static bool fill_before(const char *p, double score, const char *name)
+{
+	char *e;
+	double ps = strtod(p, &e);
+	size_t len = strcspn(e + (*e == ' '), " \n");
+
+	if (e == p || *e != ' ')
+		return true;
+	return fuzz_member_cmp(ps, e + 1, len, score, name, strlen(name)) < 0;
+}
+
+/* The file text filled up to members (FILL_MARK): its first line, or a store's that never
+   expires, then its lines and the fillers merged. To free. */
+static char *fill_store(const char *text, unsigned kind, size_t members)
+{
+	const char *at = text, *head = LSTORE_MAGIC " 0\n", *nl;
+	size_t given = 0, n, len, head_len = strlen(head);
+	char name[FILL_LINE_MAX], *out, *o;
+	double score;
+
+	if (strncmp(text, LSTORE_MAGIC, strlen(LSTORE_MAGIC)) == 0) {
+		nl = strchr(text, '\n');
+		at = nl != NULL ? nl + 1 : text + strlen(text);
+		head = text;
+		head_len = (size_t)(at - text);
+	}
+	for (const char *p = at; *p != '\0'; p = *nl != '\0' ? nl + 1 : nl, given++)
+		nl = p + strcspn(p, "\n");
+	n = members > given ? members - given : 0;
+	out = malloc(head_len + strlen(at) + n * FILL_LINE_MAX + 2);
+	FUZZ_CHECK(out != NULL);
+	memcpy(out, head, head_len);
+	o = out + head_len;
+	for (size_t i = 0; i < n; i++) {
+		fill_member(kind, i, n, &score, name);
+		for (; *at != '\0' && fill_before(at, score, name); at += len) {
+			len = strcspn(at, "\n");
+			len += at[len] == '\n';
+			memcpy(o, at, len);
+			o += len;
+		}
+		o += sprintf(o, "%.17g %s 1\n", score, name);
+	}
+	strcpy(o, at);
+	return out;
+}
+
+/* A filled file (FILL_MARK), read and run on at the script's clock alone. */
+static void run_filled(const uint8_t *data, size_t size, char *args)
+{
+	size_t members = LSTORE_MEMBERS_MAX + 1 - data[2];
+	const uint8_t *nul = memchr(data + 3, '\0', size - 3);
+	char *given = fuzz_cstr(data + 3, size - 3), *text = fill_store(given, data[1], members);
+	const char *argv[ARGC];
+	struct lstore s;
+
+	read_checked(&s, text, SCRIPT_NOW_US, ref_members);
+	split_args(nul != NULL ? nul + 1 : data + size, data + size, args, argv);
+	run_script(&s, argv);
+	lstore_free(&s);
+	free(text);
+	free(given);
+}
 
 /* The caps, on files too long for the fuzzer's inputs: LSTORE_MEMBERS_MAX members are a
    store, one more is not. The script on a full store of indexes (no place among them), that
@@ -401,6 +569,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (args == NULL)
 		abort();
+	if (size >= 3 && data[0] == FILL_MARK) {
+		run_filled(data, size, args);
+		free(args);
+		free(text);
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
 		read_checked(&s, text, clocks[i], ref_members);
 		if (clocks[i] == SCRIPT_NOW_US && nul != NULL) {
