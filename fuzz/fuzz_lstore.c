@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the per-host store's file, as lstore_read reads it, and slot.lua run on
    what it read. The input is the file; after a NUL come the script's arguments, each ended by
-   a NUL (or by the input), ARGV[1] to ARGV[11], those not given a reservation's (argv_default).
+   a NUL (or by the input), ARGV[1] to ARGV[14], those not given a reservation's (argv_default).
    The file is read at a few clocks, and judged again here line by line, by the format's
    rules written out a second way: lstore_read must keep exactly the set they keep, and what
    lstore_write writes must read back as that set, and write as the same bytes. With
@@ -21,7 +21,7 @@
 #include "flowslot/slot.h"
 #include "fuzz.h"
 
-#define ARGC 11
+#define ARGC 14
 #define KEY "flowslot:sshd"
 /* On CLOCK_MONOTONIC, microseconds: about 11 days up. */
 #define SCRIPT_NOW_US INT64_C(1000000000000)
@@ -42,6 +42,9 @@ static const char *const argv_default[ARGC] = {
 	"0",
 	"5000000",
 	"7000000",
+	"0", /* the file's own schedule: its host hears of nothing else */
+	"0",
+	"0", /* no floor: only a fallback from Redis sends one */
 };
 
 /* slot.lua's own branches, as coverage beside the C code's: lscript_run's lua_sethook (the
