@@ -78,9 +78,17 @@ for what in sshd-flowslot login-flowslot flowslot-example profile; do
 	mapfile -t gone < <(stack_of "$what" /nonexistent/pam_flowslot.so "")
 	service "gone-$what" "${gone[@]}" "${after[@]}"
 	login "gone-$what" "gone-$what" nobody "$op"
-	check "$what, module gone: the login goes through (rc $(rc_of "gone-$what"); ${#gone[@]} lines)" \
-		sh -c "[ $(rc_of "gone-$what") = 0 ] && grep -q ' nobody\$' '$TMP/after-$what' &&
-			grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err'"
+	# The profile, which the package takes out before it removes the module, refuses instead:
+	# libpam cannot tell a module gone from one a user's own memory limit kept from loading.
+	if [ "$what" = profile ]; then
+		check "$what, module that cannot be loaded: the login is refused, nothing after the gate runs (rc $(rc_of "gone-$what"); ${#gone[@]} lines)" \
+			sh -c "[ $(rc_of "gone-$what") != 0 ] && [ ! -s '$TMP/after-$what' ] &&
+				grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err'"
+	else
+		check "$what, module gone: the login goes through (rc $(rc_of "gone-$what"); ${#gone[@]} lines)" \
+			sh -c "[ $(rc_of "gone-$what") = 0 ] && grep -q ' nobody\$' '$TMP/after-$what' &&
+				grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err'"
+	fi
 	mapfile -t here < <(stack_of "$what" "$MODULE" "url=local state_dir=$TMP/st-$what interval=60s max_wait=1s")
 	service "here-$what" "${here[@]}" "${after[@]}"
 	: > "$TMP/after-$what"

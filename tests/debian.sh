@@ -24,8 +24,8 @@ pam_auth_update() {
 }
 
 check "pam-auth-update --enable flowslot runs" pam_auth_update --enable flowslot
-check "... adds pam_flowslot to common-session, requisite that survives the module's removal" \
-	grep -qE '^session[[:space:]]+\[success=ok ignore=ignore module_unknown=ignore default=die\][[:space:]]+pam_flowslot.so' "$root/etc/pam.d/common-session"
+check "... adds pam_flowslot to common-session, requisite, a module that cannot be loaded refusing" \
+	grep -qE '^session[[:space:]]+\[success=ok ignore=ignore default=die\][[:space:]]+pam_flowslot.so' "$root/etc/pam.d/common-session"
 # The profile's block as pam-auth-update wrote it: root and group sudo, as the user or as the
 # caller of su or sudo (ruser), jump over the gate.
 block=$(grep -E 'pam_succeed_if.so quiet (uid eq 0|user ingroup sudo|ruser = root|ruser ingroup sudo)|pam_flowslot.so' \
