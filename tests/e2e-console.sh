@@ -235,6 +235,63 @@ if [ "$ns_ok" = 0 ]; then
 	check "su USER -c CMD with quiet: waits (${ran:-never} ms), and says nothing ($(seen suq))" \
 		sh -c "[ -n '$ran' ] && [ '$ran' -ge 2000 ] && ! grep -q 'Login queue' '$TMP/suq.seen'"
 	ns_session "key=ns interval=4s countdown=2s"
+	# A user's own su is theirs to stop, kill and starve (issue 38): on the per-host schedule,
+	# one su queued among logins that root queued 2 s apart is stopped 6 s by its caller, then
+	# killed, and three more are started under their caller's own memory limit (prlimit --as,
+	# which su's set-uid exec keeps), 4.5, 6 and 8.5 MB, behind all of them. The logins behind
+	# the stopped one lose no more than its lease, none is refused, all go in an interval apart,
+	# and no su under a limit runs its command before the last of them went in.
+	ns_session "url=local state_dir=$TMP/ustate key=us interval=2s max_wait=60s countdown=2s"
+	service us "auth required @M url=local state_dir=$TMP/ustate key=us interval=2s max_wait=60s countdown=0 debug" \
+		"$STAMP" "auth required @P/pam_permit.so"
+	rm -f "$TMP/stamps"
+	ulogins=""
+	ulogin() { # NAME: root's login on the schedule, in the background
+		login "$1" us "$1" &
+		ulogins="$ulogins $!"
+	}
+	ulogin u0
+	wait_for 5 grep -q 'admitted: \|queued: ' "$TMP/u0.err"
+	ulogin u1
+	wait_for 5 grep -q 'queued: ' "$TMP/u1.err"
+	tns new-session -d -s ust -x 150 -y 30 \
+		"setpriv --reuid=$caller_id --regid=$caller_id --clear-groups su $TARGET -c 'echo su-ran'; echo rc=\$?; sleep 30"
+	wait_for 10 sh -c "tmux -S '$TMUX_NS' capture-pane -p -t ust | grep -q 'Login queue: you are number'"
+	st_pid=$(pgrep -P "$(tns display -p -t ust '#{pane_pid}')" | head -1)
+	for u in u2 u3 u4; do
+		ulogin "$u"
+		wait_for 5 grep -q 'queued: ' "$TMP/$u.err"
+	done
+	kill -STOP "$st_pid"
+	for lim in 4500000 6000000 8500000; do
+		tns new-session -d -s "um$lim" -x 150 -y 30 \
+			"setpriv --reuid=$caller_id --regid=$caller_id --clear-groups prlimit --as=$lim su $TARGET -c 'echo su-ran-\$(date +%s%N)'; echo rc=\$?; sleep 30"
+	done
+	sleep 6
+	kill -KILL "$st_pid"
+	# shellcheck disable=SC2086 # a list of pids
+	wait $ulogins
+	for lim in 4500000 6000000 8500000; do
+		wait_for 30 sh -c "tmux -S '$TMUX_NS' capture-pane -p -t um$lim | grep -q '^rc='"
+		tns capture-pane -p -t "um$lim" | grep -v '^$' > "$TMP/um$lim.screen"
+	done
+	last_in=$(sort -n "$TMP/stamps" | tail -1 | cut -d' ' -f1)
+	order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
+	gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }')
+	span=$(sort -n "$TMP/stamps" | awk 'NR == 1 { a = $1 } END { printf "%d", ($1 - a) / 1e6 }')
+	check "real su, stopped 6 s by its caller while it waited, then killed: those behind it all go in, in order, an interval apart, within its lease ($order; gaps $gaps; ${span} ms)" \
+		sh -c "[ '$order' = 'u0 u1 u2 u3 u4 ' ] && [ \$(cat '$TMP'/u?.rc | tr -d '\n') = 00000 ] &&
+			echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 1500) exit 1 }' && [ $span -le 18000 ]"
+	early=""
+	for lim in 4500000 6000000 8500000; do
+		ran=$(grep -o 'su-ran-[0-9]*' "$TMP/um$lim.screen" | cut -d- -f3)
+		[ -n "$ran" ] && [ "$ran" -lt "$last_in" ] && early="$early $lim"
+	done
+	check "real su under its caller's own memory limit (4.5, 6, 8.5 MB), behind them: none runs its command before the last went in (${early:-none early}; $(for lim in 4500000 6000000 8500000; do grep -h -m1 -e 'rc=' -e 'Login queue' -e 'su-ran' -e 'refused' "$TMP/um$lim.screen" | head -2 | tr '\n' ' '; done))" \
+		[ -z "$early" ]
+	tns kill-session -t ust 2> /dev/null
+	for lim in 4500000 6000000 8500000; do tns kill-session -t "um$lim" 2> /dev/null; done
+	ns_session "key=ns interval=4s countdown=2s"
 	# runuser: Debian's stack has no common-session (and its caller is root); with the module
 	# in it, root's runuser waits, told live.
 	cp "$NS/etc/pam.d/runuser" "$NS/runuser.orig"
