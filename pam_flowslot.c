@@ -634,7 +634,8 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 	case SLOT_QUEUED:
 		if (r == STATS_WAITED || opt_pressure_on(o))
 			waiter_join(pamh, o->state_dir, g->q.key, g->begun_us,
-				    g->q.local ? 0 : res->deadline_us, g->q.waiter);
+				    strcmp(g->via, "redis") == 0 ? res->deadline_us : 0,
+				    g->q.waiter);
 		rc = gate_go(g, res, r);
 		waiter_leave(g->q.waiter);
 		return rc;
