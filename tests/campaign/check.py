@@ -120,6 +120,8 @@ def parse_login(d, lid, meta, starts, admits, events):
                     abandoned_at = t
                 elif "answered when asked again with the same place" in msg:
                     flags.add("asked_again")  # its reservation timed out, and was asked again
+                elif "the renewal that timed out was answered when asked again" in msg:
+                    flags.add("renew_asked_again")  # a renewal timed out, then was answered
                 elif "is stuck: " in msg and "goes on without it" in msg:
                     flags.add("stuck")  # it took the file over
                 elif "admitting without a wait" in msg:
@@ -141,6 +143,10 @@ def parse_login(d, lid, meta, starts, admits, events):
                 elif "cannot be renewed" in msg:
                     flags.add("renew_failed")
                     first_failure = first_failure or t
+    # A renewal that met the fault: it went unanswered, and was answered when asked again
+    # (within 4 x timeout) or failed; which of the two depends on when in the fault it began.
+    if flags & {"renew_failed", "renew_asked_again"}:
+        flags.add("renew_unanswered")
     rec["via"] = via
     if via == "local" and meta.get("url", "") not in ("", "local"):
         flags.add("fallback_local")  # an earlier build logs no line for it

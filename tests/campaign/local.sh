@@ -46,7 +46,7 @@ fault_redis_stop_long_bounds() {
 	echo "P1 500ms # a renewal at the slot that times out goes in blind at the last slot given, one timeout late, and the next keeps its slot (pam_flowslot(7), A queue of live waiters: a renewal that fails; MODEL.md P1: late by d, the next may follow by interval - d)"
 	echo "P5 7s # a reservation that timed out is made when the server resumes: its place holds those behind as a killed login's does, until its lease (5 s) ends and a renewal (2 s apart) drops it (MODEL.md, Redis stopped)"
 	echo "P7 4s # the same places make a reservation after the resume see a longer queue, up to max_wait (4 s), past which it is refused (MODEL.md, Redis stopped)"
-	echo "expect renew_failed 1 # a waiter's renewal failed while Redis was stopped"
+	echo "expect renew_unanswered 1 # a waiter's renewal met the stop: it timed out, and was answered when asked again if it began in the stop's last 2 s (4 x timeout), else failed (pam_flowslot(7), A reservation asked again)"
 	echo "expect fallback 1 # a login that came meanwhile queued on the host's schedule (fallback=local)"
 }
 
