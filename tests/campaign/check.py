@@ -607,8 +607,10 @@ def evaluate(fault, d, eps, base):
     # failed it (or the harness did: either way the run proves nothing for it).
     for r in logins:
         if r["outcome"] == "error":
-            violations.append("%s: %s ended in error (exit status %s)" % (
-                fault, r["id"], r["rc"] if r["rc"] is not None else "none: never ended"))
+            violations.append("%s: %s ended in error (exit status %s; not a property P1-P8: "
+                              "the module or the harness failed it)" % (
+                                  fault, r["id"], r["rc"] if r["rc"] is not None
+                                  else "none: never ended"))
 
     # The fault must have happened as designed.
     count = {}
@@ -616,20 +618,28 @@ def evaluate(fault, d, eps, base):
         count[r["outcome"]] = count.get(r["outcome"], 0) + 1
         for f in r["flags"]:
             count[f] = count.get(f, 0) + 1
-    waiting = [int(x) for _, k, x in events if k == "waiting" and x.isdigit()]
-    if waiting:
-        count["waiting"] = min(waiting)  # the fewest waiters any injection met
+    # "N ID...": how many waiters an injection met, and which (an earlier runner: N alone).
+    met = [x.split() for _, k, x in events if k == "waiting" and x.split()[:1]
+           and x.split()[0].isdigit()]
+    if met:
+        count["waiting"] = min(int(m[0]) for m in met)  # the fewest any injection met
+    met_ids = sorted(set(i for m in met for i in m[1:]))
     # A fault's own events that say it happened: "lost 1", a key that was there when deleted.
     count["lost"] = sum(1 for _, k, x in events if k == "lost" and x == "1")
     if not any(k == "inject" for _, k, _ in events) and fault != "none":
         violations.append("%s: never injected" % fault)
+    # Not a property broken: the fault did not happen as designed, or did what it must not;
+    # said so, with the logins it concerns.
     for what, n, reason in expects:
         if n < 0 and count.get(what, 0) > 0:
-            violations.append("%s: expected no %s, saw %d (%s)" % (
-                fault, what, count[what], reason))
+            who = [r["id"] for r in logins if r["outcome"] == what or what in r["flags"]]
+            violations.append("%s: expected no %s, saw %d: %s (%s; no property P1-P8 broken)" % (
+                fault, what, count[what], " ".join(who) or "-", reason))
         elif count.get(what, 0) < n:
-            violations.append("%s: expected at least %d %s, saw %d (%s)" % (
-                fault, n, what, count.get(what, 0), reason))
+            violations.append("%s: expected at least %d %s, saw %d (%s); the injection met %s: "
+                              "the fault did not happen as designed, no property P1-P8 "
+                              "broken" % (fault, n, what, count.get(what, 0), reason,
+                                          " ".join(met_ids) or "no waiter"))
     return dict(meta=meta, logins=logins, props=props, notes=notes, violations=violations,
                 count=count, reasons=reasons, gaps=gaps, expects=expects)
 

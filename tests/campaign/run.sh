@@ -97,7 +97,7 @@ campaign_all_done() {
 # campaign_run NAME: one fault, from setup to teardown, its records in $OUT/NAME. (Not "name":
 # tests/lib.sh's start_redis sets that.)
 campaign_run() {
-	local fault=$1 fn=${1//-/_} arrivals start deadline r at desc
+	local fault=$1 fn=${1//-/_} arrivals start deadline r at desc waiters
 	desc="FAULT_DESC_$fn"
 	FAULT_DIR=$OUT/$fault
 	rm -rf "$FAULT_DIR"
@@ -152,7 +152,9 @@ campaign_run() {
 		at=$((start + (r - 1) * FAULT_LOGINS * FAULT_GAP_MS * 1000 / FAULT_ROUNDS))
 		while [ "$(campaign_now)" -lt "$at" ]; do sleep 0.1; done
 		wait_for 10 campaign_waiting "$FAULT_WAITERS"
-		campaign_event waiting "$(campaign_waiters | wc -l)"
+		# How many, and who: a fault that did not happen names the logins it met.
+		waiters=$(campaign_waiters | paste -sd ' ' -)
+		campaign_event waiting "$(wc -w <<< "$waiters") $waiters"
 		campaign_event inject "$r"
 		"fault_${fn}_inject"
 		campaign_event injected "$r"
