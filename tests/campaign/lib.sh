@@ -124,13 +124,18 @@ campaign_login() {
 }
 
 # The arrivals: FAULT_LOGINS logins, one every FAULT_GAP seconds, over the hosts in turn and
-# the rhosts in turn. Runs in the background; waits for all of its logins.
+# the rhosts in turn; then more, as many again at most, until the runner says the last round
+# is healed ($FAULT_DIR/healed), so that logins arrive while every fault holds however late it
+# came (on a busy machine logins start late, the queue builds late, and the waiters the
+# injection waits for came after the last of 16). Runs in the background; waits for all of its
+# logins.
 campaign_arrivals() {
 	# shellcheck disable=SC2206 # lists of names
 	local i=0 hosts=($FAULT_HOSTS) rhosts=($CAMPAIGN_RHOSTS) start next id
 	CAMPAIGN_LOGIN_PIDS=""
 	start=$(campaign_now)
-	while [ "$i" -lt "$FAULT_LOGINS" ]; do
+	while [ "$i" -lt "$FAULT_LOGINS" ] ||
+		{ [ ! -e "$FAULT_DIR/healed" ] && [ "$i" -lt $((2 * FAULT_LOGINS)) ]; }; do
 		id=$(printf 'L%03d' "$i")
 		campaign_login "$id" "${hosts[i % ${#hosts[@]}]}" "${rhosts[i % FAULT_RHOSTS]}"
 		i=$((i + 1))

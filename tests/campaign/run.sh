@@ -97,7 +97,7 @@ campaign_all_done() {
 # campaign_run NAME: one fault, from setup to teardown, its records in $OUT/NAME. (Not "name":
 # tests/lib.sh's start_redis sets that.)
 campaign_run() {
-	local fault=$1 fn=${1//-/_} arrivals start deadline r at desc waiters
+	local fault=$1 fn=${1//-/_} arrivals start deadline r at desc waiters last
 	desc="FAULT_DESC_$fn"
 	FAULT_DIR=$OUT/$fault
 	rm -rf "$FAULT_DIR"
@@ -163,9 +163,13 @@ campaign_run() {
 		"fault_${fn}_heal"
 		campaign_event healed "$r"
 	done
+	: > "$FAULT_DIR/healed" # the arrivals past FAULT_LOGINS stop (campaign_arrivals)
 	# Every login ends by its arrival, max_wait and a few calls' timeouts; past a generous
-	# deadline the rest are killed and counted as hung.
-	deadline=$((start + (FAULT_LOGINS * FAULT_GAP_MS + FAULT_MAX_WAIT_MS + 20 * FAULT_TIMEOUT_MS + FAULT_ROUNDS * FAULT_HOLD_MS + 30000) * 1000))
+	# deadline the rest are killed and counted as hung. The last arrival: the last of
+	# FAULT_LOGINS, or now, should the arrivals have run on until the heal.
+	last=$((start + FAULT_LOGINS * FAULT_GAP_MS * 1000))
+	[ "$(campaign_now)" -le "$last" ] || last=$(campaign_now)
+	deadline=$((last + (FAULT_GAP_MS + FAULT_MAX_WAIT_MS + 20 * FAULT_TIMEOUT_MS + FAULT_ROUNDS * FAULT_HOLD_MS + 30000) * 1000))
 	while kill -0 "$arrivals" 2> /dev/null || ! campaign_all_done; do
 		if [ "$(campaign_now)" -gt "$deadline" ]; then
 			campaign_deadline_kill
