@@ -1693,10 +1693,12 @@ static void test_gone_holder(void **state)
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(count_lines(path), 2);
-	/* Its slot, an interval off, is this login's now: first in line, not second. */
+	/* Its slot, an interval after the first admission, is this login's now: first in line,
+	   not second. The fork and the wait for the child may take a while on a loaded machine
+	   (over SLACK beside the fault campaign): half an interval is what tells the two apart. */
 	assert_int_equal(reserve(fx, "k", &p, &res), SLOT_QUEUED);
 	assert_int_equal(res.position, 1);
-	assert_true(res.wait_us <= p.interval_us && res.wait_us > p.interval_us - SLACK);
+	assert_true(res.wait_us <= p.interval_us && res.wait_us > p.interval_us / 2);
 }
 
 /* The file with each line that ends in FROM made to end in TO. */
