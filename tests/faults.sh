@@ -9,6 +9,14 @@ permit="auth required @P/pam_permit.so"
 redis_err() { grep -c 'SYSLOG(3): redis ' "$TMP/$1.err"; }
 # queued_n_of PREFIX N: N logins of PREFIX queued at least.
 queued_n_of() { [ "$(cat "$TMP/$1"*.err 2> /dev/null | grep -c 'queued: ')" -ge "$2" ]; }
+# gaps_ok MIN_MS: the stamps, in order, at least MIN_MS apart.
+gaps_ok() {
+	sort -n "$TMP/stamps" | awk -v min="$1" 'NR > 1 && ($1 - t) / 1e6 < min { bad = 1 }
+		{ t = $1 } END { exit bad }'
+}
+# gaps: the gaps between the stamps, in ms; stamp_order: whose they are, in order.
+gaps() { sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }'; }
+stamp_order() { sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' '; }
 
 # Killed before a login.
 start_redis k || exit 1
@@ -88,8 +96,8 @@ n1=$(grep -c 'renewed: ' "$TMP/e1.err") n2=$(grep -c 'renewed: ' "$TMP/e2.err")
 wait_for 10 renewed 1 $((n1 + 1)) && wait_for 10 renewed 2 $((n2 + 1))
 login e3 evict e3
 wait "$w1" "$w2"
-order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
-gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }')
+order=$(stamp_order)
+gaps=$(gaps)
 check "the key lost: the waiters keep their order and spacing, the newcomer after them ($order; gaps $gaps ms)" \
 	sh -c "[ '$order' = 'e0 e1 e2 e3 ' ] && echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 2500) exit 1 }' &&
 		[ \$(cat '$TMP'/e?.rc | tr -d '\n') = 0000 ]"
@@ -138,8 +146,8 @@ stop_redis ob
 login o4 outage o4
 # shellcheck disable=SC2086 # a list of pids
 wait $owaiters
-order=$(sort -n "$TMP/stamps" | awk '{ printf "%s ", $2 }')
-gaps=$(sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }')
+order=$(stamp_order)
+gaps=$(gaps)
 check "Redis gone while three wait on it: the login that falls back goes in after them, all an interval apart ($order; gaps $gaps ms; $(grep -o 'queued: .*via=[a-z]*' "$TMP/o4.err"))" \
 	sh -c "[ '$order' = 'o0 o1 o2 o3 o4 ' ] && echo '$gaps' | awk '{ for (i = 1; i <= NF; i++) if (\$i < 2500) exit 1 }' &&
 		[ \$(cat '$TMP'/o?.rc | tr -d '\n') = 00000 ] && grep -q 'fallback=local' '$TMP/o4.err' &&
@@ -219,12 +227,6 @@ fi
 # on in a new file): six logins at once at interval=2s are admitted an interval apart, none
 # without a wait, and fallback=closed refuses no one for it. (Before, each was let in at once:
 # "local slot unusable: admitting without a wait".)
-# gaps_ok MIN_MS: the stamps, in order, at least MIN_MS apart.
-gaps_ok() {
-	sort -n "$TMP/stamps" | awk -v min="$1" 'NR > 1 && ($1 - t) / 1e6 < min { bad = 1 }
-		{ t = $1 } END { exit bad }'
-}
-gaps() { sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }'; }
 service stuck "auth required @M url=local interval=2s countdown=0 max_wait=60s state_dir=$TMP/st-lock" \
 	"$STAMP" "$permit"
 service stuckclosed \
@@ -302,7 +304,7 @@ if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2> /dev/null; th
 	login ns2 pidns carol
 	PRIVATE_TMP=("${host_tmp[@]}")
 	wait "$waiter"
-	order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+	order=$(stamp_order)
 	check "a login in another PID namespace: queued behind the host's waiter ($(grep -o 'queued: .*' "$TMP/ns2.err")), in after it ($order), an interval apart (gaps $(gaps)ms)" \
 		sh -c "[ $(rc_of ns1) = 0 ] && [ $(rc_of ns2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
 			grep -q 'queued: .*position=2' '$TMP/ns2.err'" && gaps_ok 2700
@@ -351,7 +353,7 @@ wait_for 10 grep -q 'SYSLOG(3)' "$TMP/sl2.err"
 sleep 0.5
 kill -CONT "$(cat "$TMP/stall.pid")"
 wait "$waiter" "$late"
-order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+order=$(stamp_order)
 check "a Redis stall of two timeouts: the reservation asked again is answered on Redis ($(grep -o 'SYSLOG(5).*asked again.*' "$TMP/sl2.err" | cut -d' ' -f2-)), in after the waiter ($order), an interval apart (gaps $(gaps)ms)" \
 	sh -c "[ $(rc_of sl1) = 0 ] && [ $(rc_of sl2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
 		grep -q 'answered when asked again with the same place' '$TMP/sl2.err' &&
@@ -383,7 +385,7 @@ kill -STOP "$(cat "$TMP/rstall.pid")"
 sleep 1.2
 kill -CONT "$(cat "$TMP/rstall.pid")"
 wait "$first" "$second"
-order=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+order=$(stamp_order)
 check "a Redis stall of two timeouts as a waiter renews: its renewal asked again is answered ($(grep -o 'SYSLOG(5).*renewal that timed out.*' "$TMP/rs2.err" | cut -d' ' -f2-)), in after the one ahead ($order), an interval apart (gaps $(gaps)ms)" \
 	sh -c "[ $(rc_of rs1) = 0 ] && [ $(rc_of rs2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
 		grep -q 'renewal that timed out was answered when asked again (.*): service=rstall user=carol rhost=' '$TMP/rs2.err' &&

@@ -623,6 +623,18 @@ class Replay(unittest.TestCase):
         self.replay(File)
 
 
+def call_both(case, b, model, op, at, s, pid, heard=0):
+    """One call of login pid (WHO "w" + pid, no HOST) at T0 + at on the backend b, sending heard
+    as ARGV[12], and on the model (which sends none); the backend's reply, the model's unless
+    COMPARE is off."""
+    got = b.call(op, T0 + at, s, pid, 'w' + pid, '-', heard)
+    want = model.call(op, T0 + at, s, pid, 'w' + pid, '-')
+    if COMPARE:
+        case.assertEqual(got, want, '%s %s at %.3f s: the model says otherwise' % (
+            op, pid, at / S))
+    return got
+
+
 class ResetHeard(unittest.TestCase):
     """A reset that hosts' memory cannot undo (issue 38, item 8). At interval=10m one login
     goes in; its host heard that the next slot is 600 s off. The schedule is reset a second
@@ -634,12 +646,7 @@ class ResetHeard(unittest.TestCase):
     TEN = Settings(600 * S, 1, 60 * S, 0)
 
     def call(self, b, model, op, at, pid, heard=0):
-        got = b.call(op, T0 + at, self.TEN, pid, 'w' + pid, '-', heard)
-        want = model.call(op, T0 + at, self.TEN, pid, 'w' + pid, '-')
-        if COMPARE:
-            self.assertEqual(got, want, '%s %s at %.3f s: the model says otherwise' % (
-                op, pid, at / S))
-        return got
+        return call_both(self, b, model, op, at, self.TEN, pid, heard)
 
     def run_on(self, backend):
         b, model = backend('reset-heard'), Schedule()
@@ -800,12 +807,7 @@ class Follow(unittest.TestCase):
     SLOW, FAST = Settings(20 * S, 1, 60 * S, 0), Settings(2 * S, 1, 60 * S, 0)
 
     def call(self, b, model, op, at, s, pid):
-        got = b.call(op, T0 + at, s, pid, 'w' + pid, '-')
-        want = model.call(op, T0 + at, s, pid, 'w' + pid, '-')
-        if COMPARE:
-            self.assertEqual(got, want, '%s %s at %.3f s: the model says otherwise' % (
-                op, pid, at / S))
-        return got
+        return call_both(self, b, model, op, at, s, pid)
 
     def sequence(self, b, model):
         slow, fast = self.SLOW, self.FAST
