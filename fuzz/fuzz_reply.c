@@ -119,16 +119,26 @@ static void check_read(const redisReply *r, enum slot_op op, const struct slot_p
 				   .deadline_us = DEADLINE_UNTOUCHED };
 	const char *why = NULL;
 	int rc = rslot_read_reply(r, op, p, &res, &why);
-	bool shaped = r->type == REDIS_REPLY_ARRAY && (r->elements == 3 || r->elements == 5);
+	bool shaped = r->type == REDIS_REPLY_ARRAY &&
+		      (r->elements == 3 || r->elements == 5 || r->elements == 7);
+	bool heard = shaped && r->elements == 7;
 
 	for (size_t i = 0; shaped && i < r->elements; i++)
 		shaped = r->element[i]->type == REDIS_REPLY_INTEGER;
 	/* The schedule's own interval and burst, when given, within what any settings allow. */
-	if (shaped && r->elements == 5)
+	if (shaped && r->elements >= 5)
 		shaped = r->element[3]->integer >= 1 && r->element[3]->integer <= 3600000000LL &&
 			 r->element[4]->integer >= 1 && r->element[4]->integer <= 1000;
-	/* Only an array of three integers (or five, with the schedule's settings) is read, and
-	   exactly those the rules allow. */
+	/* Then the schedule's next slot and the place's age, within the horizon; only a place
+	   that waits has an age. */
+	if (shaped && heard)
+		shaped = r->element[5]->integer >= 0 &&
+			 r->element[5]->integer <= SLOT_HORIZON_MAX_US &&
+			 r->element[6]->integer >= 0 &&
+			 r->element[6]->integer <= SLOT_HORIZON_MAX_US &&
+			 (r->element[6]->integer == 0 || r->element[0]->integer == 2);
+	/* Only an array of three integers (five with the schedule's settings, seven with its
+	   next slot and the place's age) is read, and exactly those the rules allow. */
 	FUZZ_CHECK(rc == 0 || rc == -1);
 	FUZZ_CHECK((rc == 0) == (shaped && ref_believable(op, r->element[0]->integer,
 							  r->element[1]->integer,
@@ -143,6 +153,8 @@ static void check_read(const redisReply *r, enum slot_op op, const struct slot_p
 	FUZZ_CHECK(res.wait_us == r->element[1]->integer);
 	FUZZ_CHECK(res.position == r->element[2]->integer);
 	FUZZ_CHECK(res.deadline_us == DEADLINE_UNTOUCHED);
+	FUZZ_CHECK(res.next_us == (heard ? r->element[5]->integer : -1));
+	FUZZ_CHECK(res.age_us == (heard ? r->element[6]->integer : -1));
 	/* rslot.h and the README: the bounds that make a reply believable, whatever the op. */
 	FUZZ_CHECK(res.wait_us >= 0);
 	FUZZ_CHECK(res.position >= 1 && res.position <= POSITION_MAX);
