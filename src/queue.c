@@ -210,16 +210,21 @@ static void queue_lease(struct queue_state *st, const struct slot_result *res, i
 	st->lease_us = began_us + slot_lease_us(res->wait_us, res->sched_interval_us);
 }
 
-/* When a renewal from now_us must be over: keeping to the slot, by the slot, or once at it
-   after a failure, within one server's timeout (not the several a Sentinel or Cluster
-   decision may take): then a failure to reach the schedule costs the login no more than
-   that past its slot. 0: no sooner than the call's own bound. */
+/* When a renewal from now_us must be over, asked again or not: by the slot, or one server's
+   timeout from now (not the several a Sentinel or Cluster decision may take) at or past it.
+   A failure to reach the schedule then costs the login at most a timeout past its slot. The
+   try that keeps to the slot begins a timeout before it, and is over by it. A waiter further
+   back does not renew early (its slot may move), so it has a timeout at the least. */
 static int64_t queue_until_us(const struct queue_login *l, const struct slot_result *res,
 			      const struct queue_state *st, int64_t now_us)
 {
-	if (!queue_keeps_slot(res, st))
-		return 0;
-	return res->deadline_us > now_us ? res->deadline_us : now_us + queue_lead_us(l);
+	int64_t lead_end_us = now_us + queue_lead_us(l);
+
+	if (res->deadline_us <= now_us)
+		return lead_end_us;
+	if (queue_keeps_slot(res, st))
+		return res->deadline_us;
+	return res->deadline_us > lead_end_us ? res->deadline_us : lead_end_us;
 }
 
 /* Whether a renewal after one that timed out (asked again, or tried again later) was answered

@@ -647,9 +647,9 @@ static void test_last_try_ends_by_the_slot(void **state)
 	assert_int_equal(warnings_with("cannot be renewed"), 1);
 	assert_int_equal(warnings_with("blind"), 0);
 
-	/* Further back, it renews SLOT_RENEW_US later, or at its slot, as it did, its calls not
-	   cut short: its slot may keep moving (a place ahead not given up yet), and it must not
-	   call in a loop. */
+	/* Further back, it renews SLOT_RENEW_US later, or at its slot, as it did, not a timeout
+	   before it: its slot may keep moving (a place ahead not given up yet), and it must not
+	   call in a loop. A renewal at the slot has one timeout. */
 	setup(state);
 	SCRIPT({ SLOT_QUEUED, 1200 * MS, 2, 0 }, { SLOT_QUEUED, 1200 * MS, 2, 0 },
 	       { SLOT_ADMIT, 0, 1, 0 });
@@ -658,7 +658,47 @@ static void test_last_try_ends_by_the_slot(void **state)
 	assert_int_equal(calls[0].at_us, T0 + 1200 * MS);
 	assert_int_equal(calls[1].at_us, T0 + 2400 * MS);
 	assert_int_equal(calls[2].at_us, T0 + 3600 * MS);
-	assert_int_equal(calls[0].until_us, 0);
+	assert_int_equal(calls[0].until_us, T0 + 1700 * MS);
+}
+
+/* Whatever its place, a renewal is over by the slot, or a timeout after it began, whichever
+   is later: asked again (4 timeouts) it never runs on past the slot, and a login that cannot
+   reach the schedule goes in blind by then. The campaign's redis-stop-long saw a second in
+   line renew 0.9 s before its slot, answered 1.1 s past it, after the one behind it had gone
+   in blind at its own. */
+static void test_renewal_over_by_the_slot(void **state)
+{
+	struct slot_result res;
+
+	/* Second in line, its slot at 6 s: the renewal at 4 s would be answered at 7 s. */
+	setup(state);
+	SCRIPT({ SLOT_QUEUED, 4 * S, 2, 0 }, { SLOT_ADMIT, 0, 1, 3 * S });
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 2);
+	assert_int_equal(calls[1].at_us, T0 + 4 * S);
+	assert_int_equal(calls[1].until_us, T0 + 6 * S);
+	assert_int_equal(clock_now, T0 + 6 * S);
+	assert_int_equal(res.verdict, SLOT_ADMIT);
+	assert_int_equal(warnings_with("going in blind"), 1);
+
+	/* Far back, the slot a minute off: the renewal keeps its own bound (until_us past it). */
+	setup(state);
+	o.slot.max_wait_us = 120 * S;
+	named_interval_us = res.sched_interval_us = 6 * S;
+	SCRIPT({ SLOT_ADMIT, 0, 1, 0 });
+	position = 9;
+	assert_int_equal(wait_from(false, 60 * S, T0 + 120 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(calls[0].at_us, T0 + 15 * S);
+	assert_int_equal(calls[0].until_us, T0 + 60 * S);
+
+	/* Its lease renewal 100 ms before its slot: a timeout (500 ms) all the same. */
+	setup(state);
+	res.sched_interval_us = 0;
+	SCRIPT({ SLOT_QUEUED, 1 * S, 2, 300 * MS }, { SLOT_ADMIT, 0, 1, 0 });
+	assert_int_equal(wait_from(false, 2100 * MS, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(calls[0].at_us, T0 + 2 * S);
+	assert_int_equal(calls[0].until_us, T0 + 2500 * MS);
+	assert_int_equal(clock_now, T0 + 3300 * MS);
 }
 
 /* A user who hangs up gives the place back. */
@@ -687,6 +727,7 @@ int main(void)
 		cmocka_unit_test_setup(test_failure_near_the_slot, setup),
 		cmocka_unit_test_setup(test_renewal_fits_the_wait, setup),
 		cmocka_unit_test_setup(test_last_try_ends_by_the_slot, setup),
+		cmocka_unit_test_setup(test_renewal_over_by_the_slot, setup),
 		cmocka_unit_test_setup(test_hang_up, setup),
 		cmocka_unit_test_setup(test_renewal_asked_again_named, setup),
 		cmocka_unit_test_setup(test_renewal_asked_again_second_place, setup),
