@@ -230,9 +230,9 @@ static int64_t queue_until_us(const struct queue_login *l, const struct slot_res
 /* Whether a renewal after one that timed out (asked again, or tried again later) was answered
    with a second place: a slot half an interval or more past the one held. The try that timed
    out was carried out late, and admitted the login (the schedule drops an admitted place, so
-   the next renewal found none, and queued anew at the back). The login goes in at the slot it
-   held, as the schedule counted it, and gives the second place back: never later than its
-   slot. */
+   the next renewal found none, and queued anew at the back, or refused a place that far back
+   for what is left of max_wait). The login goes in at the slot it held, as the schedule
+   counted it, and gives the second place back: never later than its slot. */
 static bool queue_second_place(const struct queue_login *l, const struct slot_result *res,
 			       const struct slot_result *now, const struct queue_state *st,
 			       enum slot_verdict v)
@@ -242,7 +242,7 @@ static bool queue_second_place(const struct queue_login *l, const struct slot_re
 	char in[32];
 
 	if ((now->tries < 2 && !now->timed_out && !st->late) ||
-	    (v != SLOT_ADMIT && v != SLOT_QUEUED) ||
+	    (v != SLOT_ADMIT && v != SLOT_QUEUED && v != SLOT_REFUSE) ||
 	    now->deadline_us - res->deadline_us < interval_us / 2)
 		return false;
 	if (v == SLOT_QUEUED)
@@ -250,8 +250,9 @@ static bool queue_second_place(const struct queue_login *l, const struct slot_re
 	countdown_format(res->deadline_us - fstime_mono_us(), in, sizeof(in));
 	log_msg(l->pamh, LOG_NOTICE,
 		"queue: a renewal that timed out was carried out late and admitted the place; "
-		"answered with a second place: going in at its slot, in %s%s%s",
-		in, queue_sep(l), queue_who(l));
+		"answered with %s: going in at its slot, in %s%s%s",
+		v == SLOT_REFUSE ? "a refusal further back" : "a second place", in, queue_sep(l),
+		queue_who(l));
 	return true;
 }
 

@@ -480,6 +480,19 @@ static void test_renewal_asked_again_second_place(void **state)
 	assert_int_equal(calls[2].op, SLOT_LEAVE);
 	assert_int_equal(clock_now, T0 + 6 * S);
 	assert_int_equal(notices_with("answered with a second place: going in at its slot"), 1);
+	/* So too when the second place would have been past what is left of max_wait, and the
+	   schedule refused it (the campaign's redis-stall saw it 5 times: told to try again,
+	   their slot wasted): nothing held to give back. */
+	setup(NULL);
+	SCRIPT({ SLOT_REFUSE, 20 * S, 6, 700 * MS });
+	step_tries[0] = 2;
+	assert_int_equal(wait_from(false, 6 * S, T0 + 12 * S, &res, false), QUEUE_TURN);
+	assert_int_equal(n_calls, 1);
+	assert_int_equal(clock_now, T0 + 6 * S);
+	assert_int_equal(res.verdict, SLOT_ADMIT);
+	assert_int_equal(notices_with("answered with a refusal further back: going in at its slot, "
+				      "in 3.3 s"),
+			 1);
 	/* Not so for a slot that moved less (a stricter interval, a clock step). */
 	setup(NULL);
 	SCRIPT({ SLOT_QUEUED, 5 * S, 2, 0 }, { SLOT_QUEUED, 2500 * MS, 1, 0 },
