@@ -122,7 +122,7 @@ finish() {
 		not_ok "$(cat "$TMP/untouched.err")"
 	fi
 	echo "1..$TESTNO"
-	echo "# $PASSED passed, $FAILED failed"
+	echo "# $PASSED passed, $FAILED failed, in $SECONDS s ($(basename "$0"))"
 	[ "$FAILED" -eq 0 ]
 }
 
