@@ -230,11 +230,17 @@ check-run: all unit build/model/lsdrive build/model/slot_clock.lua
 	exit $$rc
 
 # Real logins: Debian's sshd and ssh client, and /bin/login, su, runuser and sudo in a terminal.
+# The ssh and the console suites mostly wait on their logins and share nothing (sshd on a free
+# port of its own; the console's logins in a mount namespace with copies of the user files):
+# they run side by side, each one's output whole when it ends.
 check-e2e: all build/privtmp
 	@sh tests/deps.sh
-	$(SUITE) bash tests/e2e-ssh.sh
-	$(SUITE) bash tests/e2e-console.sh
+	@$(MAKE) --no-print-directory -j2 -Otarget e2e-run-ssh e2e-run-console
 	$(SUITE) bash tests/debian.sh
+
+.PHONY: e2e-run-ssh e2e-run-console
+e2e-run-ssh e2e-run-console: e2e-run-%:
+	$(SUITE) bash tests/e2e-$*.sh
 
 # Runs sshd in a private /tmp for tests/sshd.sh. Static, so that the pam_wrapper preloaded into
 # sshd's environment never runs in it; never sanitized (no ALL_CFLAGS).
