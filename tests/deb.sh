@@ -89,13 +89,17 @@ check "the two go in staggered, the second at least 0.5 s after the first (${gap
 	[ "$(wc -l < "$TMP/stamps")" = 2 -a "$gap_ms" -ge 500 ]
 
 # The walk an administrator takes, for real, in a throwaway root: an overlay of this host's
-# own root in a private mount namespace, so dpkg, its maintainer scripts, pam-auth-update and
-# libpam run unmodified on /etc/pam.d there, and the host's is never written. A user logs in
-# (pamtester: the sshd stack's account and session) at every step: before the package, with
-# it, with the sshd example added, with the pam-auth-update profile enabled, after the package
-# is removed, and after it is then purged, with the example's lines left in /etc/pam.d/sshd.
-# Nobody may be locked out. Each removal names the lines left; the purge removes the default
-# state_dir.
+# own root in a private mount namespace, so dpkg, its maintainer scripts and pam-auth-update
+# run unmodified there, and the host's /etc is never written. The walk's PAM configuration is
+# a directory of its own, /walk/svc, copied from /etc/pam.d, which every login and package
+# step sees on /etc/pam.d, bound there in a mount namespace of its own: the walk writes no
+# /etc/pam.d.
+# (pam_wrapper cannot stand in: libpam reads an @include from /etc/pam.d whatever directory
+# pam_wrapper gives it, and Debian's stacks are mostly includes.) A user logs in (pamtester:
+# the sshd stack's account and session) at every step: before the package, with it, with the
+# sshd example added, with the pam-auth-update profile enabled, after the package is removed,
+# and after it is then purged, with the example's lines left in the sshd stack. Nobody may be
+# locked out. Each removal names the lines left; the purge removes the default state_dir.
 # The settings come from the configuration file alone, copied from the example and edited to
 # interval=3s: the sshd example and the profile, on one schedule (the default key), keep it,
 # and su through the profile waits 3 s, not the 7 s an sshd line of its own once imposed.
@@ -104,13 +108,14 @@ if [ -f /etc/pam.d/sshd ] && unshare --mount --propagation private true 2> /dev/
 	cp "$DEB" "$TMP/walk/pkg.deb"
 	cat > "$TMP/walk/steps.sh" <<'STEPS'
 set -u
-# The /etc/pam.d this edits is the throwaway root's: an overlay of / on a tmpfs, chrooted into
-# in a private mount namespace (below). Anywhere else it refuses to run.
+# It installs and removes a package: only in the throwaway root, an overlay of / on a tmpfs,
+# chrooted into in a private mount namespace (below). Anywhere else it refuses to run.
 if [ "$(stat -f -c %T /)" != overlayfs ] || [ ! -f /walk/pkg.deb ]; then
-	echo "steps.sh: / is not the walk's overlay root: refusing to touch /etc/pam.d" >&2
+	echo "steps.sh: / is not the walk's overlay root: refusing to install anything" >&2
 	exit 1
 fi
 cd /walk
+cp -a /etc/pam.d svc
 # step NAME COMMAND...: runs it, its output in NAME.out, "NAME RC SECONDS" in results.
 step() {
 	name=$1
@@ -120,12 +125,18 @@ step() {
 	rc=$?
 	echo "$name $rc $((($(date +%s%N) - t0) / 1000000))" >> results
 }
-in_as() { pamtester sshd "$1" acct_mgmt open_session close_session; }
+# on_svc COMMAND...: COMMAND with the walk's stacks on /etc/pam.d: a login (pamtester), a step
+# of the package's own (dpkg and its maintainer scripts, pam-auth-update), flowslotctl check.
+on_svc() {
+	unshare --mount --propagation private sh -c 'mount --bind /walk/svc /etc/pam.d && exec "$@"' \
+		sh "$@"
+}
+in_as() { on_svc pamtester sshd "$1" acct_mgmt open_session close_session; }
 useradd -m walker
 useradd -m walker2
 useradd -m -G sudo admin
 step before in_as walker
-step install env DEBIAN_FRONTEND=noninteractive dpkg -i pkg.deb
+step install on_svc env DEBIAN_FRONTEND=noninteractive dpkg -i pkg.deb
 step installed in_as walker
 # The settings, where they live: the example configuration, copied and edited.
 sed 's/^#interval=7s$/interval=3s/' /usr/share/doc/libpam-flowslot/pam_flowslot.conf.example \
@@ -135,47 +146,47 @@ grep -x 'interval=3s' /etc/security/pam_flowslot.conf > conf.interval
 doc=/usr/share/doc/libpam-flowslot/sshd-flowslot
 grep -v '^#' "$doc" | grep . > example.lines
 awk -v f=example.lines '/^@include common-session/ { while ((getline l < f) > 0) print l } { print }' \
-	/etc/pam.d/sshd > sshd.new && cat sshd.new > /etc/pam.d/sshd
-cp /etc/pam.d/sshd sshd.with-example
+	svc/sshd > sshd.new && cat sshd.new > svc/sshd
+cp svc/sshd sshd.with-example
 # Two at once: both in, the second one interval (3 s, from the file) after the first.
 step example1 in_as walker &
 sleep 0.5
 step example2 in_as walker
 wait
-step enable env DEBIAN_FRONTEND=noninteractive pam-auth-update --enable flowslot
-cp /etc/pam.d/common-session common-session.enabled
+step enable on_svc env DEBIAN_FRONTEND=noninteractive pam-auth-update --enable flowslot
+cp svc/common-session common-session.enabled
 # flowslotctl check on the stacks as they now are (no disagreement), and on a copy whose sshd
 # line says interval=7s, as the sshd example did: the two lines named, with file and line.
-step check flowslotctl check
+step check on_svc flowslotctl check
 mkdir pamd.split
-cp -a /etc/pam.d/. pamd.split/
+cp -a svc/. pamd.split/
 sed -i '/pam_flowslot.so$/s/$/ interval=7s/' pamd.split/sshd
 step check-split flowslotctl --pam-dir /walk/pamd.split check
 step enabled in_as walker
 # Right behind it, walker's su to walker2 through the profile (su sets PAM_RUSER to its
 # caller): it queues on the same schedule, 3 s behind.
-step su pamtester -I ruser=walker su walker2 open_session close_session
+step su on_svc pamtester -I ruser=walker su walker2 open_session close_session
 # Who is exempt, alike in the sshd example and the profile: root and group sudo, as the user
 # logging in and as su's caller. An exempt login never reaches the gate: the counters of
 # flowslotctl metrics, which count every login the gate decides, stay as they were.
 flowslotctl metrics > metrics.before 2>&1
 step root in_as root
 step admin in_as admin
-step su-root pamtester -I ruser=root su walker2 open_session close_session
-step su-admin pamtester -I ruser=admin su walker2 open_session close_session
+step su-root on_svc pamtester -I ruser=root su walker2 open_session close_session
+step su-admin on_svc pamtester -I ruser=admin su walker2 open_session close_session
 flowslotctl metrics > metrics.after 2>&1
 # The example's logins kept the host's schedule in the default state_dir.
 ls -A /run/pam_flowslot > state.before 2>&1
 # Removed, then purged on its own, as "apt-get remove" then "apt-get purge" do.
-step remove env DEBIAN_FRONTEND=noninteractive dpkg --remove libpam-flowslot
-cp /etc/pam.d/common-session common-session.after
+step remove on_svc env DEBIAN_FRONTEND=noninteractive dpkg --remove libpam-flowslot
+cp svc/common-session common-session.after
 test -e /usr/lib/*/security/pam_flowslot.so && echo present > module.after
 dpkg-query -W -f='${db:Status-Abbrev}\n' libpam-flowslot > status.removed 2>&1
 test -e /run/pam_flowslot && echo present > state.removed
 step removed in_as walker
 step removed-root in_as root
-step purge env DEBIAN_FRONTEND=noninteractive dpkg --purge libpam-flowslot
-cp /etc/pam.d/sshd sshd.after
+step purge on_svc env DEBIAN_FRONTEND=noninteractive dpkg --purge libpam-flowslot
+cp svc/sshd sshd.after
 test -e /run/pam_flowslot && echo present > state.purged
 step purged in_as walker
 step purged-root in_as root
@@ -193,7 +204,12 @@ STEPS
 		for d in run tmp; do mount -t tmpfs tmpfs "$ov/root/$d"; done
 		mkdir -p "$ov/root/walk"
 		mount --bind "$walk" "$ov/root/walk"
-		chroot "$ov/root" /bin/bash /walk/steps.sh' sh "$TMP/ov" "$TMP/walk" > "$TMP/walk.log" 2>&1
+		rc=0
+		chroot "$ov/root" /bin/bash /walk/steps.sh || rc=$?
+		# What the walk wrote of the root'"'"'s /etc/pam.d: copied up into the overlay.
+		if [ -e "$ov/up/etc/pam.d" ]; then find "$ov/up/etc/pam.d"; else echo none; fi \
+			> "$walk/pamd.written" 2>&1
+		exit "$rc"' sh "$TMP/ov" "$TMP/walk" > "$TMP/walk.log" 2>&1
 	W=$TMP/walk
 	rc_at() { awk -v s="$1" '$1 == s { print $2 }' "$W/results"; }
 	ms_at() { awk -v s="$1" '$1 == s { print $3 }' "$W/results"; }
@@ -238,6 +254,8 @@ STEPS
 		sh -c "[ ! -e '$W/state.purged' ] && grep -q 'removed /run/pam_flowslot' '$W/purge.out'"
 	check "walk: after the purge, with those lines left, not locked out: a user and root (rc $(rc_at purged), $(rc_at purged-root))" \
 		[ "$(rc_at purged)" = 0 -a "$(rc_at purged-root)" = 0 ]
+	check "walk: the throwaway root's /etc/pam.d was never written ($(head -3 "$W/pamd.written" | paste -sd ' '))" \
+		[ "$(cat "$W/pamd.written")" = none ]
 	check "walk: the host's /etc/pam.d was never touched" sh -c "! grep -rq pam_flowslot /etc/pam.d"
 	[ "$FAILED" = 0 ] || { cat "$TMP/walk.log" "$W/results" >&2; tail -n 5 "$W"/*.out >&2; }
 else
