@@ -18,17 +18,6 @@ R="url=unix://$TMP/r.sock"
 echo "state_dir=$TMP/state" > "$TMP/ctl.conf"
 C="conf=$TMP/ctl.conf"
 
-bg_login() {
-	login "$1" "$2" "$3" 2> /dev/null &
-	echo $! > "$TMP/$1.sub"
-	BG="${BG:-} $!"
-}
-pam_pid() { pgrep -P "$(cat "$TMP/$1.sub")" | head -1; }
-bg_wait() {
-	# shellcheck disable=SC2086 # a list of pids
-	wait $BG
-	BG=""
-}
 queued() { [ "$(grep -l 'queued: ' "$TMP"/"$1"*.err 2> /dev/null | wc -l)" -ge "$2" ]; }
 json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d" + sys.argv[1]))' "$1"; }
 

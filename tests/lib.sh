@@ -293,6 +293,32 @@ logins() {
 	wait $lpids
 }
 
+# bg_login NAME SERVICE USER [RHOST]: a login in the background, PAM_RHOST in its environment;
+# its subshell's pid in $TMP/NAME.sub and in BG. Its own stderr is quiet: bash would say
+# "Killed" of the logins a suite kills.
+bg_login() {
+	PAM_RHOST=${4:-} login "$1" "$2" "$3" 2> /dev/null &
+	echo $! > "$TMP/$1.sub"
+	BG="${BG:-} $!"
+}
+# bg_wait: waits for the background logins (not for the servers).
+bg_wait() {
+	# shellcheck disable=SC2086 # a list of pids
+	wait $BG
+	BG=""
+}
+# child_of PID: PID's first child, once it has one (20 s at most).
+child_of() {
+	wait_for 20 pgrep -P "$1" > /dev/null || return 1
+	pgrep -P "$1" | head -1
+}
+# pam_pid NAME: a background login's pamtester: its subshell's child (the private /tmp execs
+# through to it).
+pam_pid() { child_of "$(cat "$TMP/$1.sub")"; }
+# sleeping PID: PID waits in ppoll or clock_nanosleep (x86_64's numbers), as a login waiting
+# for its slot does.
+sleeping() { case $(cut -d' ' -f1 "/proc/$1/syscall" 2> /dev/null) in 230 | 271) ;; *) false ;; esac; }
+
 rc_of() { cat "$TMP/$1.rc"; }
 
 # slot_text_bytes FILE: how many bytes a per-host schedule file's text holds: what its frame's

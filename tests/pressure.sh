@@ -46,15 +46,6 @@ gate() {
 	service "$1" "auth requisite @M url=local state_dir=$TMP/st key=$1 $2" "$STAMP" \
 		"auth required @P/pam_permit.so"
 }
-bg_login() {
-	login "$1" "$2" "$1" 2> /dev/null &
-	BG="${BG:-} $!"
-}
-bg_wait() {
-	# shellcheck disable=SC2086 # a list of pids
-	wait $BG
-	BG=""
-}
 stamp_ms() { # USER: when its stamp was written, in wall-clock ms
 	awk -v u="$1" '$2 == u { printf "%.0f", $1 / 1e6 }' "$TMP/stamps"
 }
@@ -77,7 +68,7 @@ rate cpu 90
 # Samples that other logins stored up to 2 s ago (PRESSURE_AGE_MAX_US) would still show
 # part of the calm before.
 sleep 2.5
-bg_login b1 p2
+bg_login b1 p2 b1
 wait_for 10 held_in p2 1
 sleep 2
 held_not_in() { held_in "$1" 1 && ! stamped "$2"; }
@@ -103,7 +94,7 @@ rm -f "$TMP/stamps"
 rate io 80
 sleep 2.5
 for i in 1 2 3 4; do
-	bg_login "c$i" p3
+	bg_login "c$i" p3 "c$i"
 	wait_for 10 held_in p3:%u "$i"
 done
 check "four logins, each on a schedule of its own, held in one line" held_in p3:%u 4
@@ -125,11 +116,11 @@ gate p9 "interval=3s countdown=0 pressure=cpu:40 pressure_dir=$PSI"
 rm -f "$TMP/stamps"
 rate cpu 90
 sleep 2.5
-bg_login h1 p9
+bg_login h1 p9 h1
 wait_for 10 held_in p9 1
 rate cpu 0
 wait_for 10 stamped h1
-bg_login h2 p9
+bg_login h2 p9 h2
 bg_wait
 gap=$(($(stamp_ms h2) - $(stamp_ms h1)))
 check "no pressure, just after a release: in (rc $(rc_of h2)), interval after the released one (${gap} ms)" \
@@ -180,8 +171,8 @@ sleep 2.5
 login f1 p7 f1 2> /dev/null &
 f1_sub=$!
 wait_for 10 held_in p7 1
-f1_pid=$(pgrep -P "$f1_sub" | head -1)
-bg_login f2 p7
+f1_pid=$(child_of "$f1_sub")
+bg_login f2 p7 f2
 wait_for 10 held_in p7 2
 kill -KILL "$f1_pid" 2> /dev/null
 wait "$f1_sub" 2> /dev/null
@@ -189,8 +180,7 @@ login f3 p7 f3 2> /dev/null &
 f3_sub=$!
 BG="$BG $f3_sub"
 in_line() { [ -n "$1" ] && grep ' w:' "$TMP/st/hold.p7" 2> /dev/null | grep -qw -- "$1"; }
-wait_for 10 pgrep -P "$f3_sub" > /dev/null
-f3_pid=$(pgrep -P "$f3_sub" | head -1)
+f3_pid=$(child_of "$f3_sub")
 wait_for 10 in_line "$f3_pid"
 dead_in=0 n_in=$(grep -c ' w:' "$TMP/st/hold.p7" 2> /dev/null)
 in_line "$f1_pid" && dead_in=1
@@ -218,7 +208,7 @@ else
 	done
 	PIDS="$PIDS $burners"
 	sleep 1
-	bg_login g1 p8
+	bg_login g1 p8 g1
 	sleep 4
 	t_stop=$(now_ms)
 	# shellcheck disable=SC2086 # a list of pids

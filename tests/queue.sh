@@ -9,24 +9,6 @@ set -u
 start_redis r || exit 1
 R="url=unix://$TMP/r.sock"
 
-# bg_login NAME SERVICE USER [RHOST]: a login in the background; its pamtester's pid in
-# $TMP/NAME.pid once it has one (the subshell's child: the private /tmp execs through to it).
-bg_login() {
-	# Its own stderr is quiet: bash would say "Killed" of the logins this suite kills.
-	PAM_RHOST=${4:-} login "$1" "$2" "$3" 2> /dev/null &
-	echo $! > "$TMP/$1.sub"
-	BG="${BG:-} $!"
-}
-# bg_wait: waits for the background logins (not for the servers).
-bg_wait() {
-	# shellcheck disable=SC2086 # a list of pids
-	wait $BG
-	BG=""
-}
-pam_pid() {
-	wait_for 20 pgrep -P "$(cat "$TMP/$1.sub")" > /dev/null || return 1
-	pgrep -P "$(cat "$TMP/$1.sub")" | head -1
-}
 admitted_ms() { # NAME T0_NS: when the login's stamp was written, in ms after T0
 	awk -v u="$1" -v t0="$2" '$2 == u { printf "%d", ($1 - t0) / 1e6 }' "$TMP/stamps"
 }

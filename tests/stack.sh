@@ -154,15 +154,14 @@ login pw1 pwwait bob &
 waiter=$!
 wait_for 20 grep -q 'queued: ' "$TMP/pw1.err"
 # The waiting pamtester is the subshell's child (the private /tmp execs through to it).
-pam_pid=$(pgrep -P "$waiter" | head -1)
-# Scanned once it waits (in ppoll or clock_nanosleep), past the reservation's exchange, not at
-# a guessed 0.3 s after its queued line.
-sleeping() { case $(cut -d' ' -f1 "/proc/$1/syscall" 2> /dev/null) in 230 | 271) ;; *) false ;; esac; }
+waiter_pid=$(child_of "$waiter")
+# Scanned once it waits (sleeping), past the reservation's exchange, not at a guessed 0.3 s
+# after its queued line.
 waiting=no
-wait_for 10 sleeping "$pam_pid" && waiting=yes
-python3 "$TOP/tests/memscan.py" "$pam_pid" 'Sekr1t-Fl0wslot-pw' 2> "$TMP/memscan.err"
+wait_for 10 sleeping "$waiter_pid" && waiting=yes
+python3 "$TOP/tests/memscan.py" "$waiter_pid" 'Sekr1t-Fl0wslot-pw' 2> "$TMP/memscan.err"
 scan=$?
-kill "$pam_pid" 2> /dev/null
+kill "$waiter_pid" 2> /dev/null
 wait "$waiter"
 check "the password is nowhere in the waiting process's memory (waiting when scanned: $waiting$(sed 's/^/; /' "$TMP/memscan.err"))" \
 	sh -c "[ $scan = 0 ] && [ $waiting = yes ] && [ $(rc_of pw0) = 0 ]"
