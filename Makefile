@@ -218,13 +218,15 @@ CHECK_WAITS = check-ctl check-queue check-redis-faults check-stats check-tls che
 # differential test on the test's own clock) keep a CPU busy each: they run two at a time,
 # at the lowest CPU priority (nice 19), beside the lanes, which leave more than a core idle and
 # keep what they ask for. 159 s one at a time here, docs.sh's 43 renderings of each man page
-# the longest. What both groups build is built first.
+# the longest. What both groups build is built first. A background job of the shell's ignores
+# SIGINT: the untimed suites are stopped by the trap when the lanes are interrupted.
 CHECK_UNTIMED = check-docs check-deb check-deps check-benchplan check-model check-diff
 
 check-run: all unit build/model/lsdrive build/model/slot_clock.lua
 	@$(MAKE) --no-print-directory -j1 $(filter-out $(CHECK_WAITS) $(CHECK_UNTIMED),$(CHECK_EXTRA))
 	@nice -n 19 $(MAKE) --no-print-directory -j2 -Otarget $(CHECK_UNTIMED) & \
 	untimed=$$!; \
+	trap 'kill $$untimed 2> /dev/null' INT TERM HUP; \
 	$(MAKE) --no-print-directory -j$(CHECK_LANES) -Otarget $(CHECK_WAITS); rc=$$?; \
 	wait $$untimed || rc=1; \
 	exit $$rc
