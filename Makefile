@@ -222,14 +222,19 @@ CHECK_WAITS = check-ctl check-queue check-redis-faults check-stats check-tls che
 # SIGINT: the untimed suites are stopped by the trap when the lanes are interrupted.
 CHECK_UNTIMED = check-docs check-deb check-deps check-benchplan check-model check-diff
 
+# CHECK_LANES=1: every suite one at a time, nothing beside it.
 check-run: all unit build/model/lsdrive build/model/slot_clock.lua
 	@$(MAKE) --no-print-directory -j1 $(filter-out $(CHECK_WAITS) $(CHECK_UNTIMED),$(CHECK_EXTRA))
+ifeq ($(CHECK_LANES),1)
+	@$(MAKE) --no-print-directory -j1 $(CHECK_UNTIMED) $(CHECK_WAITS)
+else
 	@nice -n 19 $(MAKE) --no-print-directory -j2 -Otarget $(CHECK_UNTIMED) & \
 	untimed=$$!; \
 	trap 'kill $$untimed 2> /dev/null' INT TERM HUP; \
 	$(MAKE) --no-print-directory -j$(CHECK_LANES) -Otarget $(CHECK_WAITS); rc=$$?; \
 	wait $$untimed || rc=1; \
 	exit $$rc
+endif
 
 # Real logins: Debian's sshd and ssh client, and /bin/login, su, runuser and sudo in a terminal.
 # The ssh and the console suites mostly wait on their logins and share nothing (sshd on a free
