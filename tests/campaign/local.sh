@@ -47,7 +47,7 @@ fault_redis_stop_long_bounds() {
 	echo "P5 7s # a reservation that timed out is made when the server resumes: its place holds those behind as a killed login's does, until its lease (5 s) ends and a renewal (2 s apart) drops it (MODEL.md, Redis stopped)"
 	echo "P7 4s # the same places make a reservation after the resume see a longer queue, up to max_wait (4 s), past which it is refused (MODEL.md, Redis stopped)"
 	echo "expect renew_unanswered 1 # a waiter's renewal met the stop: it timed out, and was answered when asked again if it began in the stop's last 2 s (4 x timeout), else failed (pam_flowslot(7), A reservation asked again)"
-	echo "expect fallback 1 # a login that came meanwhile queued on the host's schedule (fallback=local)"
+	echo "expect fallback_local 1 # a login that came meanwhile was decided on the host's schedule (fallback=local): queued there, or refused where the slots of the waiters going in blind left it none within max_wait (pam_flowslot(7), The host's waiters)"
 }
 
 # About two timeouts, while logins arrive (issue 29: a stall of that size is ordinary, a fork
