@@ -16,12 +16,14 @@ set -eu
 DEMO_PACKAGES="gcc make pkg-config libc6-dev libpam0g-dev libpam-modules libhiredis-dev libssl-dev
 liblua5.1-0-dev pamtester libpam-wrapper redis-server redis-tools"
 
-# The suites.
+# The suites; the front ends' (LightDM, xrdp, Cockpit) for make check-e2e, seen on Xvfb.
 PACKAGES="gcc make pkg-config libc6-dev libpam0g-dev libpam-modules libhiredis-dev libcmocka-dev
 liblua5.1-0-dev pamtester libpam-wrapper libpamtest0-dev redis-server redis-tools valgrind faketime locales
 groff-base procps gnuplot-nox clang libclang-rt-14-dev openssh-server openssh-client tmux login util-linux sudo
 redis-sentinel iproute2 stunnel4 openssl libssl-dev socat python3 python3-prometheus-client
-python3-hypothesis python3-redis strace"
+python3-hypothesis python3-redis strace
+lightdm lightdm-gtk-greeter dbus xvfb xdotool x11-utils imagemagick tesseract-ocr
+xrdp xorgxrdp freerdp2-x11 cockpit-ws cockpit-bridge chromium"
 
 # make deb, besides (debhelper, lintian).
 DEB_PACKAGES="dpkg-dev debhelper lintian fakeroot"
