@@ -148,7 +148,7 @@ while IFS= read -r fmt; do
 	esac
 done < <(grep -ho '"Login queue: [^"]*"' "$TOP/src/countdown.c" | tr -d '"')
 while IFS= read -r fmt; do sentences+=("${fmt//%s/N s}"); done < <(cat "$TOP/pam_flowslot.c" "$TOP"/src/*.c |
-	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -o 'pam_error(pamh, "[^"]*"' | sed 's/^pam_error(pamh, "//; s/"$//')
+	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -oE '(pam_error\(pamh|gate_say_refusal\(g), "[^"]*"' | sed 's/^[a-z_]*([a-z]*, "//; s/"$//')
 missing=""
 for m in "${sentences[@]}"; do
 	grep -qF -- "$m" <<< "$man_text" || missing="$missing|$m"

@@ -161,6 +161,14 @@ for backend in redis local; do
 		grep -Eq 'Too many logins at the moment. Please try again in 1[0-9] s.' "$TMP/m2.err"
 	check "$backend: max_wait: the refusal reserved nothing" [ "$before" = "$(state_before)" ]
 	check "$backend: max_wait: the refusal is logged" grep -q 'refused: service=maxwait user=bob' "$TMP/m2.err"
+	# refusal=info: the same words as information (pamtester prints it on standard output),
+	# not as an error (standard error): for a greeter that replaces errors with its own.
+	service maxinfo "auth required @M $url interval=20s max_wait=1s refusal=info" \
+		"auth required @P/pam_permit.so"
+	login m3 maxinfo carol
+	check "$backend: refusal=info: the refusal is sent as information, once, not as an error" \
+		sh -c "[ \$(grep -c 'Too many logins at the moment. Please try again in' '$TMP/m3.out') = 1 ] &&
+			! grep -q 'Too many logins' '$TMP/m3.err' && [ $(rc_of m3) != 0 ]"
 
 	# 5. Stacked sufficient before pam_deny, the gate still vouches for no one.
 	fresh $backend
