@@ -624,10 +624,17 @@ static int gate_go(const struct gate_login *g, struct slot_result *res, enum sta
 	if (opt_pressure_on(o))
 		rc = gate_hold(g, res, &r, &waited_us);
 	gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
-	if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
+	if (rc != PAM_IGNORE)
+		return rc;
+	/* Every login let through, at once or after its wait: the stagger an administrator sees
+	   in the log without debug. */
+	log_msg(pamh, LOG_INFO,
+		"went in: service=%s user=%s rhost=%s waited_ms=%lld position=%lld via=%s",
+		who->service_shown, who->user_shown, who->rhost_shown, (long long)(waited_us / 1000),
+		(long long)position, g->via);
+	if (g->summary && waited_us > 0 && !g->silent && !o->quiet)
 		countdown_summary(pamh, g->style, waited_us, position);
-	if (rc == PAM_IGNORE)
-		gate_set_admitted(pamh, g->phase, false, o->debug);
+	gate_set_admitted(pamh, g->phase, false, o->debug);
 	return rc;
 }
 
