@@ -241,6 +241,8 @@ STEPS
 		sh -c "[ '$(rc_at remove)' = 0 ] && [ ! -e '$W/module.after' ] && ! grep -q pam_flowslot '$W/common-session.after'"
 	check "walk: ... the postrm names the lines left in /etc/pam.d/sshd ($(grep -m1 'sshd:' "$W/remove.out" | sed 's/^ *//'))" \
 		sh -c "grep -q 'still name it' '$W/remove.out' && grep -q '/etc/pam.d/sshd:[0-9]*:.*pam_flowslot' '$W/remove.out'"
+	check "walk: ... and says libpam logs two errors for them at each login, which admin.sh sees ($(grep -c 'faulty module' "$W/remove.out") line)" \
+		grep -q 'PAM unable to dlopen(pam_flowslot.so).*PAM adding faulty module' "$W/remove.out"
 	check "walk: ... and keeps /run/pam_flowslot, which the example's logins wrote ($(paste -sd ' ' "$W/state.before"))" \
 		sh -c "grep -q '^slot\.' '$W/state.before' && [ -e '$W/state.removed' ]"
 	check "walk: after the remove, with those lines left, not locked out: a user and root (rc $(rc_at removed), $(rc_at removed-root))" \
