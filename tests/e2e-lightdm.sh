@@ -1,0 +1,382 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# End to end in front of LightDM 1.26 and lightdm-gtk-greeter 2.0.8: each seat an Xvfb of the
+# suite's own with LightDM on it (xremote), driven with xdotool. What the greeter shows is read
+# by tesseract from its message bar, cut out of the screenshots and enlarged. The gate is in
+# account, after the password, as etc/pam.d/lightdm-flowslot has it. LightDM runs as
+# FRONTENDS.md says, without systemd: a configuration of its own, a private system bus, and a
+# private mount namespace where a copy of /etc/pam.d holds the service.
+# The screenshots stay in build/e2e-lightdm/SEAT/, with what was read in SEAT/bars.txt.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root: LightDM, test users, a mount namespace"
+for prog in lightdm lightdm-gtk-greeter Xvfb xdotool xdpyinfo convert mogrify identify \
+	tesseract dbus-daemon python3 unshare useradd; do
+	command -v "$prog" > /dev/null || skip_all "$prog is missing (sh tests/deps.sh installs it)"
+done
+getent passwd lightdm > /dev/null || skip_all "no user lightdm (the lightdm package makes it)"
+[ -x "$TOP/flowslotctl" ] || { not_ok "flowslotctl is not built (make flowslotctl)"; finish; exit; }
+
+OUT=$TOP/build/e2e-lightdm
+rm -rf "$OUT"
+mkdir -p "$OUT"
+CTL=$TREE/flowslotctl
+INTERVAL=6
+GATE=(key=lab "interval=${INTERVAL}s")
+PASSWORD=flowslot7pw
+UA=fsldm$$a
+UB=fsldm$$b
+SEATS=""
+USERS=""
+
+# add_user NAME: a user with a password and a ~/.xsession that appends "<ns> <user>" to
+# $TMP/NAME.stamps when the session starts, and ends it a second later. useradd is retried:
+# other suites may hold the lock on /etc/passwd for a moment.
+add_user() {
+	local u=$1 try
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		useradd -m -s /bin/bash "$u" 2> "$TMP/useradd.err" && break
+		[ "$try" = 10 ] && return 1
+		sleep 0.5
+	done
+	USERS="$USERS $u"
+	echo "$u:$PASSWORD" | chpasswd || return 1
+	install -o "$u" -m 0644 /dev/null "$TMP/$u.stamps"
+	# shellcheck disable=SC2016 # the session's script
+	printf '#!/bin/sh\necho "$(date +%%s%%N) $USER" >> %s\nsleep 1\n' "$TMP/$u.stamps" \
+		> "/home/$u/.xsession"
+	chown "$u:" "/home/$u/.xsession"
+	chmod 0755 "/home/$u/.xsession"
+}
+
+# remove_users: every test user gone, with its home; any process of theirs stopped first.
+remove_users() {
+	local u p try
+	for u in $USERS; do
+		for p in $(pgrep -u "$u"); do kill "$p" 2> /dev/null; done
+		for try in 1 2 3 4 5 6 7 8 9 10; do
+			userdel -r "$u" 2> /dev/null && break
+			getent passwd "$u" > /dev/null || break
+			sleep 0.5
+		done
+	done
+	USERS=""
+}
+
+# start_bus: the private system bus that LightDM's session children need (FRONTENDS.md), on
+# $TMP/bus, open to every user.
+start_bus() {
+	cat > "$TMP/bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$TMP/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+EOF
+	dbus-daemon --config-file="$TMP/bus.conf" --nofork > "$TMP/bus.log" 2>&1 &
+	PIDS="$PIDS $!"
+	wait_for 10 test -S "$TMP/bus"
+}
+
+# stack NAME OPTIONS: the service file: Debian's /etc/pam.d/lightdm with the lines of the
+# example etc/pam.d/lightdm-flowslot right after "@include common-account", as it says, the
+# gate with OPTIONS, on this host's schedule; then a line that stamps "<ns> <user>" into
+# $TMP/NAME.admitted when the gate let the login in.
+stack() {
+	{
+		example lightdm-flowslot local "$2"
+		echo "account optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/$1.admitted"
+	} > "$TMP/$1.lines"
+	sed "/^@include common-account/r $TMP/$1.lines" /etc/pam.d/lightdm
+}
+
+# start_seat NAME USER HIDE OPTIONS: seat NAME: an Xvfb of its own (its number in
+# $TMP/NAME/display, its screen in the file $TMP/NAME/fb/Xvfb_screen0) and LightDM on it, in a
+# mount namespace of its own where /etc/pam.d is a copy with the service lightdm-flowslot (its
+# gate with OPTIONS), and the greeter's home, LightDM's data, wtmp and btmp are the seat's.
+# greeter-hide-users=HIDE; when the list shows, USER is preselected (the greeter's remembered
+# last user). seat_ready NAME then waits for the greeter's first question.
+start_seat() {
+	local name=$1 user=$2 hide=$3 d=$TMP/$1 n
+	mkdir -p "$d/run" "$d/cache" "$d/log" "$d/data" "$d/fb" \
+		"$d/greeter/.cache/lightdm-gtk-greeter" "$OUT/$name"
+	cp -a /etc/pam.d "$d/pam.d"
+	stack "$name" "$4" > "$d/pam.d/lightdm-flowslot"
+	printf '[greeter]\nlast-user=%s\n' "$user" > "$d/greeter/.cache/lightdm-gtk-greeter/state"
+	chown -R lightdm: "$d/greeter"
+	chmod 0750 "$d/greeter"
+	: > "$d/wtmp"
+	: > "$d/btmp"
+	SEATS="$SEATS $name"
+	# -displayfd: the X server takes the first free display itself (other suites run theirs).
+	Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp -fbdir "$d/fb" 3> "$d/display" \
+		2> "$d/xvfb.log" &
+	echo $! > "$d/xvfb.pid"
+	wait_for 20 test -s "$d/display" || return 1
+	n=$(cat "$d/display")
+	wait_for 20 xdpyinfo -display ":$n" > /dev/null 2>&1 || return 1
+	# The pointer, in the middle of the screen, would cover the message bar.
+	DISPLAY=:$n xdotool mousemove 799 599
+	cat > "$d/lightdm.conf" <<EOF
+[LightDM]
+dbus-service=false
+run-directory=$d/run
+cache-directory=$d/cache
+[Seat:*]
+type=xremote
+xserver-hostname=
+xserver-display-number=$n
+pam-service=lightdm-flowslot
+greeter-session=lightdm-gtk-greeter
+greeter-hide-users=$hide
+EOF
+	# shellcheck disable=SC2016 # the namespace's script, its paths as arguments
+	unshare --mount --propagation private sh -c '
+		d=$1
+		shift
+		mount --bind "$d/pam.d" /etc/pam.d && mount --bind "$d/greeter" /var/lib/lightdm || exit 126
+		if [ -d /var/lib/lightdm-data ]; then mount --bind "$d/data" /var/lib/lightdm-data || exit 126; fi
+		for f in wtmp btmp; do
+			if [ -f "/var/log/$f" ]; then mount --bind "$d/$f" "/var/log/$f" || exit 126; fi
+		done
+		exec "$@"' sh "$d" env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$TMP/bus" \
+		lightdm -d -c "$d/lightdm.conf" --log-dir "$d/log" --pid-file "$d/run/lightdm.pid" \
+		> "$d/lightdm.out" 2>&1 &
+	echo $! > "$d/lightdm.pid"
+}
+seat_ready() { wait_for 40 grep -qs 'Prompt greeter with' "$TMP/$1/log/lightdm.log"; }
+
+# stop_seat NAME: LightDM stopped (it ends the greeter and the session), then the Xvfb.
+stop_seat() {
+	local d=$TMP/$1 f
+	for f in lightdm xvfb; do
+		[ -s "$d/$f.pid" ] && end_child "$(cat "$d/$f.pid")"
+		rm -f "$d/$f.pid"
+	done
+	SEATS=" $SEATS "
+	SEATS=${SEATS/ $1 / }
+}
+
+# end_child PID: this shell's child PID ended by SIGTERM; after 3 s its own children too, and
+# SIGKILL after 6 s. LightDM, stopped as its greeter starts an authentication, waits for ever
+# for that session child, which waits for the greeter it has just stopped.
+end_child() {
+	local pid=$1 i c
+	kill "$pid" 2> /dev/null
+	for i in $(seq 60); do
+		case $(ps -o stat= -p "$pid") in "" | Z*) break ;; esac
+		if [ "$i" = 30 ]; then
+			for c in $(pgrep -P "$pid"); do kill "$c" 2> /dev/null; done
+		fi
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2> /dev/null
+	wait "$pid" 2> /dev/null
+}
+no_greeter() { not_ok "seat $1: LightDM's greeter did not start ($(tail -3 "$TMP/$1/log/lightdm.log" 2> /dev/null | tr '\n' '|'))"; }
+
+# type_in NAME TEXT: types TEXT into the greeter of seat NAME, then Return.
+type_in() {
+	local x
+	x=:$(cat "$TMP/$1/display")
+	DISPLAY=$x xdotool type --delay 30 "$2"
+	DISPLAY=$x xdotool key Return
+}
+
+# shoot NAME [PERIOD]: the screenshots of seat NAME: its screen read every PERIOD (10 ms) and
+# kept when it changed (tests/fbshot.py), until shoot_stop NAME, which writes them as
+# $OUT/NAME/<ms>.png.
+shoot() {
+	local d=$TMP/$1
+	mkdir -p "$d/frames"
+	python3 "$TREE/tests/fbshot.py" "$d/fb/Xvfb_screen0" "$d/frames" "$d/stop" "${2:-0.01}" &
+	echo $! > "$d/shoot.pid"
+}
+shoot_stop() {
+	touch "$TMP/$1/stop"
+	wait "$(cat "$TMP/$1/shoot.pid")"
+	mogrify -path "$OUT/$1" -format png "$TMP/$1/frames"/*.xwd && rm -f "$TMP/$1/frames"/*.xwd
+}
+
+# read_bars NAME: the greeter's message bar in each of seat NAME's screenshots, read by
+# tesseract, "<ms> <text>" a line in $OUT/NAME/bars.txt. The bar is the band of its colour
+# below the top panel: the rows where that colour runs 100 pixels or more, found on the screen
+# sampled at a quarter (the erosion takes 12 of those pixels off each end of a run: the crop
+# puts them back), and cut out with 4 pixels to spare, grey, four times as large. Each
+# distinct bar is read once; one ImageMagick and one tesseract for them all.
+read_bars() {
+	local dir=$OUT/$1 work=$TMP/$1/bars bar='srgb(241,230,217)' g
+	local -a files
+	mkdir -p "$work/junk"
+	: > "$dir/bars.txt"
+	ls "$dir"/*.png > /dev/null 2>&1 || return 0
+	mogrify -path "$work/junk" -format pgm -crop 800x570+0+30 +repage -sample 25% -fuzz 1% \
+		-fill black +opaque "$bar" -fill white -opaque "$bar" -morphology Erode Rectangle:25x1 \
+		-trim -print '%t %w %h %X %Y\n' "$dir"/*.png 2> /dev/null |
+		awk '$2 >= 12 && $3 >= 5 && $3 <= 15 {
+			printf "%s %dx%d+%d+%d\n", $1, ($2 + 24) * 4, $3 * 4 + 8, ($4 - 12) * 4, $5 * 4 + 26 }' \
+		> "$work/where"
+	for g in $(cut -d' ' -f2 "$work/where" | sort -u); do
+		mapfile -t files < <(awk -v g="$g" -v d="$dir" '$2 == g { print d "/" $1 ".png" }' "$work/where")
+		mogrify -path "$work" -crop "$g" +repage -colorspace gray -resize 400% "${files[@]}"
+	done
+	[ -s "$work/where" ] || return 0
+	identify -format '%t %#\n' "$work"/*.png | sort -k2,2 -u > "$work/distinct"
+	awk -v w="$work" '{ print w "/" $1 ".png" }' "$work/distinct" > "$work/list"
+	tesseract "$work/list" stdout --psm 7 tsv 2> /dev/null |
+		awk -F '\t' '$1 == 5 && $12 != "" { t[$2] = t[$2] (t[$2] == "" ? "" : " ") $12 }
+			END { for (p in t) print p "\t" t[p] }' > "$work/pages"
+	identify -format '%t %#\n' "$work"/*.png | awk '
+		FILENAME == ARGV[1] { page[$2] = FNR; next }
+		FILENAME == ARGV[2] { i = index($0, "\t"); text[substr($0, 1, i - 1)] = substr($0, i + 1); next }
+		text[page[$2]] != "" { print $1, text[page[$2]] }' \
+		"$work/distinct" "$work/pages" - | sort -n > "$dir/bars.txt"
+}
+
+# seen NAME PATTERN: the first time (ms) a text matching PATTERN (grep -E, any case) was read
+# on seat NAME's bar; bars NAME: the texts read, in order, each once a run.
+seen() { grep -iE -- "$2" "$OUT/$1/bars.txt" | head -1 | cut -d' ' -f1; }
+bars() { cut -d' ' -f2- "$OUT/$1/bars.txt" | uniq | paste -sd '|'; }
+
+# ctl_wait NAME STATE: flowslotctl takes a place on the schedule in STATE, as a login would,
+# and holds it until its slot; its lines in $TMP/NAME.ctl, then "done <ms>".
+ctl_wait() {
+	("$CTL" wait "${GATE[@]}" max_wait=60s state_dir="$2" > "$TMP/$1.ctl" 2>&1
+		echo "done $(now_ms)" >> "$TMP/$1.ctl") &
+	PIDS="$PIDS $!"
+}
+ctl_done() { sed -n 's/^done //p' "$TMP/$1.ctl"; }
+
+# stamp USER: when USER's session started (ms), if it did since its stamps were emptied;
+# admitted SEAT: when the gate first let a login of SEAT in (ms), if it did.
+stamp() { first_ms "$TMP/$1.stamps"; }
+admitted() { first_ms "$TMP/$1.admitted"; }
+first_ms() {
+	local ns
+	ns=$(head -1 "$1" 2> /dev/null | cut -d' ' -f1)
+	[ -n "$ns" ] && echo "${ns:0:-6}"
+}
+has_stamp() { [ -s "$TMP/$1.stamps" ]; }
+
+# status_json STATE: flowslotctl status --json on the schedule in STATE; json_waiting and
+# json_host take from it the logins waiting on the schedule, and this host's logins waiting
+# in the module.
+status_json() { "$CTL" --json status "${GATE[@]}" state_dir="$1"; }
+json_waiting() { sed -n 's/.*"waiting": \([0-9]*\).*"host".*/\1/p'; }
+json_host() { sed -n 's/.*"host": {"waiting": \([0-9]*\).*/\1/p'; }
+
+# idle_then_login SEAT USER STATE: the greeter of SEAT idles 3 s while places are held ahead
+# (one login goes in at once, the next holds its place an interval later), then USER logs in
+# (typing the name first when the list is hidden). Sets t0 (before the first place), idle
+# (flowslotctl status --json at the end of the idle time), started (the authentications the
+# greeter had started by then), held (when the held place's slot came) and ts (when USER's
+# session started), in ms; the bar is read.
+idle_then_login() {
+	local seat=$1 user=$2 st=$3 log=$TMP/$1/log/lightdm.log prompts
+	: > "$TMP/$user.stamps"
+	shoot "$seat"
+	t0=$(now_ms)
+	ctl_wait "$seat-1" "$st"
+	wait_for 5 grep -q '^done' "$TMP/$seat-1.ctl"
+	ctl_wait "$seat-2" "$st"
+	sleep 3
+	idle=$(status_json "$st")
+	started=$(grep -c 'Greeter start authentication' "$log")
+	if ! grep -q "Greeter start authentication for $user" "$log"; then
+		prompts=$(grep -c 'Prompt greeter with' "$log")
+		type_in "$seat" "$user"
+		wait_for 10 sh -c "[ \$(grep -c 'Prompt greeter with' '$log') -gt $prompts ]"
+	fi
+	type_in "$seat" "$PASSWORD"
+	wait_for 30 has_stamp "$user"
+	sleep 0.5
+	shoot_stop "$seat"
+	stop_seat "$seat"
+	read_bars "$seat"
+	ts=$(stamp "$user")
+	held=$(ctl_done "$seat-2")
+}
+
+# waited: the login of idle_then_login went in after the held place's slot, and from the
+# module's point of view two intervals after the first place (generous: a loaded machine
+# makes a stamp late, never early).
+waited() {
+	[ -n "$ts" ] && [ -n "$held" ] && [ "$ts" -ge "$held" ] &&
+		[ $((ts - t0)) -ge $((2 * INTERVAL * 1000 - 1000)) ]
+}
+# told_and_waited: that login was told its place ($place, read on the bar), and waited.
+told_and_waited() { [ -n "$place" ] && waited; }
+# idle_took_none: flowslotctl status at the end of the idle time showed the held place alone,
+# and none of this host's logins waiting in the module, though the greeter had started an
+# authentication.
+idle_took_none() {
+	[ "$started" -ge 1 ] && [ "$(echo "$idle" | json_waiting)" = 1 ] &&
+		[ "$(echo "$idle" | json_host)" = 0 ]
+}
+idle_said() { echo "waiting $(echo "$idle" | json_waiting), this host's logins waiting $(echo "$idle" | json_host)"; }
+when() { [ -n "${1:-}" ] && echo "$(($1 - t0)) ms" || echo never; }
+
+stop_all() {
+	local s
+	for s in $SEATS; do
+		[ -s "$TMP/$s/shoot.pid" ] && [ ! -e "$TMP/$s/stop" ] && shoot_stop "$s"
+		stop_seat "$s"
+	done
+	remove_users
+}
+trap 'stop_all; cleanup' EXIT
+
+if ! add_user "$UA" || ! add_user "$UB"; then
+	not_ok "the test users could not be made: $(cat "$TMP/useradd.err")"
+	finish
+	exit
+fi
+start_bus || { not_ok "the private system bus did not start: $(cat "$TMP/bus.log")"; finish; exit; }
+
+# 1, 2, 5: the example's placement, the user list shown: the greeter preselects UA and starts
+# authenticating at once, and sits at the password. The login queues behind the held place,
+# the bar tells its place and its turn, and the session starts after the held place's slot.
+# countdown=0 here: the turn is told only 2 s or more after the line before it
+# (pam_flowslot(7), "The countdown's pace"); at countdown=2s a step put off to keep that gap
+# puts off every later one, and "your turn now" went untold in about half the runs.
+st=$TMP/a/state
+if start_seat a "$UA" false "${GATE[*]} countdown=0 state_dir=$st" && seat_ready a; then
+	idle_then_login a "$UA" "$st"
+	check "example placement (account, after the password): the login waits behind the held place, then its session starts after that place's slot (held slot at $(when "$held"), session at $(when "$ts"); interval ${INTERVAL} s)" \
+		waited
+	wait_at=$(seen a 'you are (now )?(number|next)|your turn in about')
+	now_at=$(seen a 'your turn now')
+	check "the greeter's bar, read from the screenshots: a place and a wait (at $(when "$wait_at")), then 'your turn now' (at $(when "$now_at")), then the session (at $(when "$ts")) ($(bars a))" \
+		sh -c "[ -n '$wait_at' ] && [ -n '$now_at' ] && [ -n '$ts' ] && [ $wait_at -le $now_at ] && [ $now_at -le $ts ]"
+	check "an idle greeter, the user list shown ($UA preselected, $started authentication started), takes no place in 3 s: status shows the held place alone ($(idle_said))" \
+		idle_took_none
+	place=$(grep -ioE 'you are (number [0-9]+|next)' "$OUT/a/bars.txt" | head -1)
+	check "... and once the password is typed, the login queues behind it, is told its place (${place:-untold}) and goes in after it" \
+		told_and_waited
+else
+	no_greeter a
+	stop_seat a
+fi
+
+# Every seat stopped, and the users removed (their processes stopped first: the session's
+# ssh-agent outlives it by up to 10 s): nothing of LightDM, its X servers, nor the sessions
+# runs still, and the users are gone.
+uids=$(for u in $USERS; do id -u "$u"; done)
+remove_users
+left=$( (for id in $uids; do pgrep -U "$id"; done; pgrep -f "$TMP/(a|b|c1|c2|d)/") | sort -u |
+	while read -r pid; do ps -o stat=,pid=,user=,args= -p "$pid"; done | grep -v '^Z' |
+	cut -c1-80 | paste -sd '|')
+gone() { [ -z "$left" ] && ! getent passwd "$UA" > /dev/null && ! getent passwd "$UB" > /dev/null; }
+check "the test users removed, and nothing left running of the seats and the sessions${left:+ (left: $left)}" \
+	gone
+
+finish
