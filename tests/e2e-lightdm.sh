@@ -367,6 +367,35 @@ else
 	stop_seat a
 fi
 
+# 4: a refusal read in the module's words. max_wait=3s, and three places taken ahead: the
+# login would wait 12 s, and is refused at once, in account (PAM_PERM_DENIED). Sent as
+# PAM_ERROR_MSG (refusal=error, the default), lightdm-gtk-greeter shows its own words
+# instead, "Your password is incorrect. Please try again." (FRONTENDS.md, and this check
+# before the example had refusal=info); as PAM_TEXT_INFO, the module's.
+st=$TMP/b/state
+if start_seat b "$UA" false "${GATE[*]} countdown=2s max_wait=3s state_dir=$st" && seat_ready b; then
+	: > "$TMP/$UA.stamps"
+	shoot b
+	for i in 1 2 3; do
+		ctl_wait "b-$i" "$st"
+		wait_for 5 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
+	done
+	type_in b "$PASSWORD"
+	wait_for 20 grep -q "Authenticate result for user $UA" "$TMP/b/log/lightdm.log"
+	sleep 2
+	shoot_stop b
+	result=$(grep -o "Authenticate result for user $UA: .*" "$TMP/b/log/lightdm.log" | head -1)
+	stop_seat b
+	read_bars b
+	check "a login over max_wait is refused at once, in account: no session (LightDM: ${result:-no result})" \
+		sh -c "[ '$result' = 'Authenticate result for user $UA: Permission denied' ] && ! [ -s '$TMP/$UA.stamps' ]"
+	check "... and the greeter shows the refusal in the module's words, 'Too many logins' (the example's $(grep -o 'refusal=[a-z]*' "$TMP/b.lines"); read: $(bars b))" \
+		grep -qi 'too many logins' "$OUT/b/bars.txt"
+else
+	no_greeter b
+	stop_seat b
+fi
+
 # Every seat stopped, and the users removed (their processes stopped first: the session's
 # ssh-agent outlives it by up to 10 s): nothing of LightDM, its X servers, nor the sessions
 # runs still, and the users are gone.
