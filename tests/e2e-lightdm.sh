@@ -396,6 +396,41 @@ else
 	stop_seat b
 fi
 
+# 3: two seats, each its own LightDM on its own Xvfb, on one schedule: UA and UB type their
+# password at the same moment. Both sessions start, and the gate lets them in an interval
+# apart (as the line after it stamps: the sessions' own stamps come later by as much as the
+# machine's load makes them, one more than the other).
+st=$TMP/c/state
+mkdir -p "$TMP/c"
+if start_seat c1 "$UA" false "${GATE[*]} countdown=2s state_dir=$st" &&
+	start_seat c2 "$UB" false "${GATE[*]} countdown=2s state_dir=$st" && seat_ready c1 && seat_ready c2; then
+	shoot c1 0.5
+	shoot c2 0.5
+	: > "$TMP/$UA.stamps"
+	: > "$TMP/$UB.stamps"
+	type_in c1 "$PASSWORD" &
+	typing=$!
+	type_in c2 "$PASSWORD"
+	wait "$typing"
+	wait_for 30 sh -c "[ -s '$TMP/$UA.stamps' ] && [ -s '$TMP/$UB.stamps' ]"
+	shoot_stop c1
+	shoot_stop c2
+	stop_seat c1
+	stop_seat c2
+	sa=$(stamp "$UA")
+	sb=$(stamp "$UB")
+	aa=$(admitted c1)
+	ab=$(admitted c2)
+	gap=$((${aa:-0} - ${ab:-0}))
+	check "two greeter logins at once on two seats: the gate lets them in an interval apart (${gap#-} ms; interval ${INTERVAL} s), and both sessions start ($((${sa:-0} - ${sb:-0})) ms apart)" \
+		sh -c "[ -n '$aa' ] && [ -n '$ab' ] && [ ${gap#-} -ge $((INTERVAL * 1000 - 1000)) ] && [ -n '$sa' ] && [ -n '$sb' ]"
+else
+	no_greeter c1
+	no_greeter c2
+	stop_seat c1
+	stop_seat c2
+fi
+
 # Every seat stopped, and the users removed (their processes stopped first: the session's
 # ssh-agent outlives it by up to 10 s): nothing of LightDM, its X servers, nor the sessions
 # runs still, and the users are gone.
