@@ -431,6 +431,30 @@ else
 	stop_seat c2
 fi
 
+# told_and_stepped: the login of idle_then_login on seat d was told its wait, and a step when
+# that wait was 3 s or more, and it waited.
+told_and_stepped() { [ -n "$told" ] && { [ -n "$step" ] || [ "${told%.*}" -lt 3 ]; } && waited; }
+
+# 5, the list hidden (Debian's default): the greeter authenticates nobody in particular while
+# it waits for a name; that takes no place either. Then UB types the name and the password,
+# and queues behind the held place. At countdown=2s, as the example's test line has it, the
+# bar counts down in steps: one at least when the first line tells a wait of 3 s or more
+# (a step comes at each multiple of countdown before the slot, skipped only within half a
+# step of the first line).
+st=$TMP/d/state
+if start_seat d "$UB" true "${GATE[*]} countdown=2s state_dir=$st" && seat_ready d; then
+	idle_then_login d "$UB" "$st"
+	check "an idle greeter, the user list hidden ($started authentication started), takes no place in 3 s: status shows the held place alone ($(idle_said))" \
+		idle_took_none
+	told=$(grep -ioE 'your turn in about [0-9.]+' "$OUT/d/bars.txt" | head -1 | grep -oE '[0-9.]+$')
+	step=$(seen d 'about [0-9.]+ ?s? ?to go')
+	check "... and once the name and the password are typed, the login queues behind it and goes in after it (held slot at $(when "$held"), session at $(when "$ts")), its wait told (${told:-untold} s), with a step (at $(when "$step")) ($(bars d))" \
+		told_and_stepped
+else
+	no_greeter d
+	stop_seat d
+fi
+
 # Every seat stopped, and the users removed (their processes stopped first: the session's
 # ssh-agent outlives it by up to 10 s): nothing of LightDM, its X servers, nor the sessions
 # runs still, and the users are gone.
