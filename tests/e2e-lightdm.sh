@@ -194,17 +194,20 @@ type_in() {
 
 # shoot NAME [PERIOD]: the screenshots of seat NAME: its screen read every PERIOD (10 ms) and
 # kept when it changed (tests/fbshot.py), until shoot_stop NAME, which writes them as
-# $OUT/NAME/<ms>.png.
+# $OUT/NAME/<ms>.png. Returns once the first is taken.
 shoot() {
 	local d=$TMP/$1
 	mkdir -p "$d/frames"
 	python3 "$TREE/tests/fbshot.py" "$d/fb/Xvfb_screen0" "$d/frames" "$d/stop" "${2:-0.01}" &
 	echo $! > "$d/shoot.pid"
+	wait_for 20 sh -c "ls '$d/frames' | grep -q 'xwd$'"
 }
 shoot_stop() {
-	touch "$TMP/$1/stop"
-	wait "$(cat "$TMP/$1/shoot.pid")"
-	mogrify -path "$OUT/$1" -format png "$TMP/$1/frames"/*.xwd && rm -f "$TMP/$1/frames"/*.xwd
+	local d=$TMP/$1
+	touch "$d/stop"
+	wait "$(cat "$d/shoot.pid")"
+	find "$d/frames" -name '*.xwd' | grep -q . || return 0
+	mogrify -path "$OUT/$1" -format png "$d/frames"/*.xwd && rm -f "$d/frames"/*.xwd
 }
 
 # read_bars NAME: the greeter's message bar in each of seat NAME's screenshots, read by
@@ -286,8 +289,9 @@ idle_then_login() {
 	shoot "$seat"
 	t0=$(now_ms)
 	ctl_wait "$seat-1" "$st"
-	wait_for 5 grep -q '^done' "$TMP/$seat-1.ctl"
+	wait_for 20 grep -q '^done' "$TMP/$seat-1.ctl"
 	ctl_wait "$seat-2" "$st"
+	wait_for 20 grep -q 'Login queue' "$TMP/$seat-2.ctl"
 	sleep 3
 	idle=$(status_json "$st")
 	started=$(grep -c 'Greeter start authentication' "$log")
@@ -378,7 +382,7 @@ if start_seat b "$UA" false "${GATE[*]} countdown=2s max_wait=3s state_dir=$st" 
 	shoot b
 	for i in 1 2 3; do
 		ctl_wait "b-$i" "$st"
-		wait_for 5 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
+		wait_for 20 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
 	done
 	type_in b "$PASSWORD"
 	wait_for 20 grep -q "Authenticate result for user $UA" "$TMP/b/log/lightdm.log"
