@@ -1,0 +1,278 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# End to end on Cockpit's web login: Debian's cockpit-ws (--no-tls, on loopback) with its PAM
+# service "cockpit" and the gate in account, as etc/pam.d/cockpit-flowslot places it, logged
+# into from Chromium on an Xvfb of the suite's own, typed with xdotool and read with tesseract.
+# cockpit-ws, its set-uid cockpit-session and Chromium run in a private mount and network
+# namespace: /etc/pam.d there is a copy with the suite's "cockpit" file, and only loopback is up,
+# so Chromium reaches nothing else. The screenshots stay in build/e2e-cockpit/.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root: a test user, a mount namespace, the set-uid cockpit-session"
+WS=/usr/lib/cockpit/cockpit-ws
+for need in "$WS" /usr/lib/cockpit/cockpit-session cockpit-bridge chromium Xvfb xdpyinfo xdotool \
+	import convert tesseract nsenter ip; do
+	command -v "$need" > /dev/null || skip_all "$need is missing (tests/deps.sh installs it)"
+done
+[ -f /etc/pam.d/cockpit ] || skip_all "cockpit-ws's /etc/pam.d/cockpit is missing"
+
+CTL=$TREE/flowslotctl
+SHOTS=$TOP/build/e2e-cockpit
+rm -rf "$SHOTS"
+mkdir -p "$SHOTS"
+USR=fscockpit$$
+PASS=$(head -c 12 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')
+NS_PID="" XVFB_PID="" WS_PID="" CHROME_PID="" HOLDS=""
+
+# stop_group PID: stops PID, a setsid leader, and waits for it (so that it may stop and reap
+# its children), then whatever is left of its process group.
+stop_group() {
+	[ -n "$1" ] || return 0
+	kill "$1" 2> /dev/null
+	wait "$1" 2> /dev/null
+	kill -- "-$1" 2> /dev/null
+}
+# crash_handlers: the pids of Chromium's crash handlers, which name the suite's profile (the
+# pattern's "[s]" keeps grep from finding itself).
+crash_handlers() {
+	grep -l -- "$TMP/chrome-home/chromium/Crash Report[s]" /proc/[0-9]*/cmdline 2> /dev/null | cut -d/ -f3
+}
+no_crash_handler() { [ -z "$(crash_handlers)" ]; }
+# stop_all: everything the suite started, by pid or process group, and the test user.
+stop_all() {
+	stop_holds
+	stop_group "$CHROME_PID"
+	wait_for 10 no_crash_handler
+	for pid in $(crash_handlers); do kill "$pid" 2> /dev/null; done
+	stop_group "$WS_PID"
+	for pid in $XVFB_PID $NS_PID; do
+		kill "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null
+	done
+	if id "$USR" > /dev/null 2>&1; then
+		for pid in $(pgrep -u "$USR"); do kill "$pid" 2> /dev/null; done
+		userdel -r "$USR" 2> /dev/null
+	fi
+	cleanup
+}
+trap stop_all EXIT
+
+# in_ns COMMAND...: COMMAND in the suite's mount and network namespace (same pid: nsenter execs).
+in_ns() { nsenter -t "$NS_PID" -m -n "$@"; }
+
+# The PAM service: Debian's /etc/pam.d/cockpit with the gate's lines right after its account
+# include of common-account, from etc/pam.d/cockpit-flowslot when main has it (the suite's
+# schedule "web" on this host's file, 5 s apart); and after them a stamp of when a login passed.
+gate_lines() { # [OPTIONS]: the gate's lines, OPTIONS added to the module's
+	if [ -f "$TOP/etc/pam.d/cockpit-flowslot" ]; then
+		example cockpit-flowslot local "key=web interval=5s ${1:-}"
+	else
+		echo "account [success=ok ignore=ignore module_unknown=ignore default=die] $MODULE state_dir=$TMP/state key=web interval=5s max_wait=20s ${1:-}"
+	fi
+}
+write_stack() { # [OPTIONS]: writes $TMP/pam.d/cockpit
+	gate_lines "${1:-}" > "$TMP/gate"
+	echo "account optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps" >> "$TMP/gate"
+	awk -v gate="$TMP/gate" '{ print }
+		/^(account[ \t]+include|@include)[ \t]+common-account[ \t]*$/ {
+			while ((getline l < gate) > 0) print l
+			close(gate)
+		}' /etc/pam.d/cockpit > "$TMP/pam.d/cockpit"
+}
+cp -a /etc/pam.d "$TMP/pam.d"
+write_stack
+mkdir -p "$TMP/state" "$TMP/xdg/cockpit"
+# cockpit-ws reads $XDG_CONFIG_DIRS/cockpit/cockpit.conf; its login limit stated, as it defaults.
+printf '[WebService]\nLoginTitle = flowslot e2e\n\n[basic]\ntimeout = 30\n' > "$TMP/xdg/cockpit/cockpit.conf"
+
+useradd -m -d "$TMP/home" -s /bin/sh "$USR" || exit 1
+echo "$USR:$PASS" | chpasswd || exit 1
+
+# The namespace, held by a sleep: /etc/pam.d bound to the copy, loopback up, nothing else.
+# shellcheck disable=SC2016
+unshare --mount --net --propagation private sh -c '
+	mount --bind "$1" /etc/pam.d && ip link set lo up && : > "$2" && exec sleep 600' \
+	sh "$TMP/pam.d" "$TMP/ns-ready" &
+NS_PID=$!
+wait_for 10 test -e "$TMP/ns-ready" || { echo "the namespace did not start" >&2; exit 1; }
+
+# An Xvfb of the suite's own: it picks a display number nobody uses (-displayfd), and says which
+# once it listens.
+Xvfb -displayfd 3 -nolisten tcp -screen 0 1024x768x24 3> "$TMP/xvfb.display" > "$TMP/xvfb.log" 2>&1 &
+XVFB_PID=$!
+wait_for 20 test -s "$TMP/xvfb.display" || { echo "Xvfb did not start:" >&2; cat "$TMP/xvfb.log" >&2; exit 1; }
+DISP=$(cat "$TMP/xvfb.display")
+export DISPLAY=:$DISP
+
+# cockpit-ws in the namespace, in a process group of its own (with cockpit-session and the
+# bridges it starts); nsenter, env and setsid exec each other: $! is cockpit-ws.
+WS_PORT=$(free_port)
+nsenter -t "$NS_PID" -m -n env XDG_CONFIG_DIRS="$TMP/xdg" setsid "$WS" --no-tls --address 127.0.0.1 --port "$WS_PORT" \
+	> "$TMP/ws.log" 2>&1 &
+WS_PID=$!
+ws_up() { in_ns bash -c "exec 3<> /dev/tcp/127.0.0.1/$WS_PORT" 2> /dev/null; }
+wait_for 15 ws_up || { echo "cockpit-ws did not listen:" >&2; cat "$TMP/ws.log" >&2; exit 1; }
+
+# Chromium as root needs --no-sandbox; --test-type keeps the warning bar about it off the page.
+# Its profile, cache and home are the suite's; no first-run dialogs, no background traffic.
+# Its crash handlers leave its process group (they daemonize), and end when it ends.
+mkdir -p "$TMP/chrome-home"
+nsenter -t "$NS_PID" -m -n env HOME="$TMP/chrome-home" XDG_CONFIG_HOME="$TMP/chrome-home" \
+	XDG_CACHE_HOME="$TMP/chrome-home" setsid chromium --no-sandbox --test-type \
+	--user-data-dir="$TMP/chrome" --no-first-run --no-default-browser-check --disable-gpu \
+	--disable-dev-shm-usage --disable-background-networking --disable-component-update \
+	--disable-sync --disable-default-apps --disable-extensions --password-store=basic \
+	--lang=en-US --window-position=0,0 --window-size=1024,768 \
+	--app="http://127.0.0.1:$WS_PORT/" > "$TMP/chrome.log" 2>&1 &
+CHROME_PID=$!
+
+# shot NAME: a screenshot into build/e2e-cockpit/NAME.png, and what tesseract reads in the
+# page's message area (its top 300 rows, grey, enlarged twice) on one line in NAME.txt.
+shot() {
+	import -window root "$SHOTS/$1.png" 2> /dev/null || return 1
+	convert "$SHOTS/$1.png" -crop 1024x300+0+0 +repage -colorspace Gray -resize 200% "$TMP/ocr.png"
+	tesseract "$TMP/ocr.png" - 2> /dev/null | tr -s ' \n\t' '   ' > "$SHOTS/$1.txt"
+}
+# watch_page NAME SECONDS TEXT: screenshots NAME-<ms since T_ENTER> until one reads TEXT, or
+# for SECONDS; each text read, with when, into $TMP/NAME.seen.
+watch_page() {
+	local name=$1 until=$(($(now_ms) + $2 * 1000)) t
+	: > "$TMP/$name.seen"
+	while [ "$(now_ms)" -lt "$until" ]; do
+		t=$(($(now_ms) - T_ENTER))
+		shot "$name-$t" || continue
+		printf '%s %s\n' "$t" "$(cat "$SHOTS/$name-$t.txt")" >> "$TMP/$name.seen"
+		grep -qF -- "$3" "$SHOTS/$name-$t.txt" && return 0
+	done
+	return 1
+}
+# seen_at NAME TEXT: when TEXT was first read (ms after T_ENTER); seen_line NAME TEXT: that line.
+seen_at() { grep -F -- "$2" "$TMP/$1.seen" | head -1 | cut -d' ' -f1; }
+seen_line() { grep -F -- "$2" "$TMP/$1.seen" | head -1 | cut -d' ' -f2- | grep -o -- "$2.\{0,60\}"; }
+
+# login_form NAME: the login page, reloaded (after a failure it may show no form), until it
+# shows its form.
+login_form() {
+	xdotool mousemove 512 700 key F5
+	T_ENTER=$(now_ms)
+	watch_page "$1" 30 "User name"
+}
+# log_in: types the user's name and password in the form, and Enter; T_ENTER is then.
+log_in() {
+	xdotool mousemove 500 143 click 1 key ctrl+a type --delay 20 "$USR"
+	xdotool key Tab key ctrl+a type --delay 20 "$PASS"
+	xdotool key Return
+	T_ENTER=$(now_ms)
+}
+
+# hold NAME N: N places taken on the schedule "web", as N logins would; each flowslotctl wait's
+# pid in HOLDS, and the time its slot came in $TMP/NAME.slots.
+hold() {
+	local i
+	for i in $(seq "$2"); do
+		(
+			"$CTL" wait web "state_dir=$TMP/state" interval=5s max_wait=120s countdown=0 \
+				> "$TMP/$1-$i.log" 2>&1 &
+			echo $! > "$TMP/$1-$i.pid"
+			wait $! && now_ms >> "$TMP/$1.slots"
+		) &
+		wait_for 5 test -s "$TMP/$1-$i.pid"
+		HOLDS="$HOLDS $(cat "$TMP/$1-$i.pid") $!"
+	done
+}
+# stop_holds: gives the places held back (SIGTERM) and empties the schedule.
+stop_holds() {
+	for pid in $HOLDS; do kill "$pid" 2> /dev/null; done
+	for pid in $HOLDS; do wait "$pid" 2> /dev/null; done
+	HOLDS=""
+	"$CTL" reset web "state_dir=$TMP/state" interval=5s > /dev/null 2>&1
+}
+# new_wait_ms: the wait a login arriving now would get, as flowslotctl status says.
+new_wait_ms() {
+	"$CTL" status --json web "state_dir=$TMP/state" interval=5s 2> /dev/null |
+		sed -n 's/.*"new_login": {[^}]*"wait_ms": \([0-9]*\).*/\1/p'
+}
+# queued_for SECONDS: a login arriving now would wait SECONDS or more.
+queued_for() { [ "$(new_wait_ms)" -ge $(($1 * 1000)) ] 2> /dev/null; }
+
+# ws_since LINE: cockpit-ws's log (with cockpit-session's standard error) from LINE on.
+ws_since() { tail -n +"$1" "$TMP/ws.log"; }
+# admitted_ms: when the test user's login passed the gate (the stamp after it), or nothing.
+admitted_ms() {
+	local ns
+	ns=$(grep " $USR\$" "$TMP/stamps" 2> /dev/null | tail -1 | cut -d' ' -f1)
+	[ -z "$ns" ] || echo $((ns / 1000000))
+}
+
+T_ENTER=$(now_ms)
+if ! watch_page start 40 "User name"; then
+	not_ok "Chromium shows Cockpit's login page ($(tail -3 "$TMP/chrome.log" | tr '\n' ' '))"
+	finish
+	exit
+fi
+
+# 1. A refusal's text: with seven places held the login's wait would be about 35 s, over
+# max_wait=20s: refused at once, in account, and the page shows the module's words.
+stop_holds
+hold refuse 7
+wait_for 10 queued_for 30
+from=$(($(wc -l < "$TMP/ws.log") + 1))
+log_in
+watch_page refuse 20 "Too many logins at the moment"
+at=$(seen_at refuse "Too many logins at the moment")
+refused_fast() { [ -n "$at" ] && [ "$at" -lt 15000 ] && grep -q 'Too many logins at the moment.*try again in' "$TMP/refuse.seen"; }
+check "over max_wait: refused at once, the page shows the module's words at ${at:-never} ms: '$(seen_line refuse 'Too many logins')'" \
+	refused_fast
+in_account() { ws_since "$from" | grep -q "user account access failed: 6 $USR: Permission denied" && [ -z "$(admitted_ms)" ]; }
+check "... refused in account: cockpit-session got PAM_PERM_DENIED (6), and the gate let nothing through" in_account
+stop_holds
+
+# 2. A wait past Cockpit's limit: with max_wait=60s and nine places held (a 45 s wait), the
+# login waits until cockpit-ws gives up on it at 30 s: why the example keeps max_wait under it.
+write_stack max_wait=60s
+login_form timeout-form
+hold timeout 9
+wait_for 10 queued_for 40
+from=$(($(wc -l < "$TMP/ws.log") + 1))
+log_in
+watch_page timeout 50 "Authentication failed: Timeout"
+at=$(seen_at timeout "Authentication failed: Timeout")
+timed_out() { [ -n "$at" ] && [ "$at" -ge 29000 ] && ws_since "$from" | grep -q 'authentication timed out'; }
+check "max_wait=60s, over cockpit's 30 s: the page says 'Authentication failed: Timeout' at ${at:-never} ms, not before 30 s" \
+	timed_out
+queued=$(ws_since "$from" | grep -c 'cockpit-session: pam: Login queue: ')
+cut_off() { [ "$queued" -ge 1 ] && [ -z "$(admitted_ms)" ]; }
+check "... cut off while it waited in the gate ($queued queue lines to cockpit-session), never let through" cut_off
+stop_holds
+write_stack
+
+# 3. A login inside its limit: two places held ahead, the login waits for the slot after
+# theirs (10 s after the first was taken), and the Cockpit page that follows a login shows.
+login_form ok-form
+t_hold=$(now_ms)
+hold ok 2
+wait_for 10 queued_for 8
+from=$(($(wc -l < "$TMP/ws.log") + 1))
+log_in
+watch_page ok 40 "missing the cockpit-system package"
+at=$(seen_at ok "missing the cockpit-system package")
+admit=$(admitted_ms)
+waited=$((${admit:-0} - T_ENTER))
+logged_in() { [ -n "$at" ] && [ -n "$admit" ] && in_range "$waited" 4000 20000; }
+check "a login inside max_wait: in after waiting $waited ms, and then the page after a login (at ${at:-never} ms: '$(seen_line ok 'missing the cockpit')')" \
+	logged_in
+slots=$(sort -n "$TMP/ok.slots" 2> /dev/null | tr '\n' ' ')
+after_slots() {
+	[ -n "$admit" ] && [ "$(echo "$slots" | wc -w)" = 2 ] && [ $((admit - t_hold)) -ge 9900 ] || return 1
+	for s in $slots; do [ "$s" -le "$admit" ] || return 1; done
+}
+check "... after the held places' slots (at $(for s in $slots; do printf '%d ' $((s - t_hold)); done)ms), 10 s after the first was taken (at $((${admit:-0} - t_hold)) ms)" \
+	after_slots
+told=$(ws_since "$from" | grep -c 'cockpit-session: pam: Login queue: ')
+spinner() { [ "$told" -ge 1 ] && ! grep -q 'Login queue' "$TMP/ok.seen"; }
+check "... told its place by the module ($told lines to cockpit-session), while the page said nothing of it ($(wc -l < "$TMP/ok.seen") shots)" \
+	spinner
+stop_holds
+
+finish
