@@ -71,8 +71,13 @@ stack_of() {
 	fi | tr '\t' ' ' | sed -E "s|pam_flowslot.so( url=[^ ]*)?|$2 $3|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
 }
 # Each stack is followed by a stamp (which logins got past the gate) and pam_permit.
-for what in sshd-flowslot login-flowslot flowslot-example profile; do
-	case $what in login-flowslot) op=authenticate ph=auth ;; *) op=open_session ph=session ;; esac
+for what in sshd-flowslot login-flowslot flowslot-example lightdm-flowslot gdm-password-flowslot \
+	cockpit-flowslot xrdp-sesman-flowslot profile; do
+	case $what in
+	login-flowslot) op=authenticate ph=auth ;;
+	lightdm-flowslot | gdm-password-flowslot | cockpit-flowslot) op=acct_mgmt ph=account ;;
+	*) op=open_session ph=session ;;
+	esac
 	after=("$ph optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/after-$what" \
 		"$ph required $PAM_DIR/pam_permit.so")
 	mapfile -t gone < <(stack_of "$what" /nonexistent/pam_flowslot.so "")
@@ -98,6 +103,20 @@ for what in sshd-flowslot login-flowslot flowslot-example profile; do
 		sh -c "[ $(rc_of "first-$what") = 0 ] && [ $(rc_of "refused-$what") != 0 ] &&
 			grep -q 'refused:' '$TMP/refused-$what.err' && [ \$(grep -c . '$TMP/after-$what') = 1 ]"
 done
+# The profile holds no greeter's own session (it would hold nobody: the greeter starts before
+# anyone is at the screen), nor Cockpit's, whose 30 s limit its example's max_wait keeps under:
+# on a schedule that refuses a second login, two logins of each such service both pass.
+mapfile -t here < <(stack_of profile "$MODULE" "url=local state_dir=$TMP/st-skip interval=60s max_wait=1s")
+passed=""
+for svc in lightdm-greeter gdm-launch-environment sddm-greeter cockpit; do
+	service "$svc" "${here[@]}" "session required $PAM_DIR/pam_permit.so"
+	login "$svc-1" "$svc" nobody open_session
+	login "$svc-2" "$svc" nobody open_session
+	[ "$(rc_of "$svc-1")$(rc_of "$svc-2")" = 00 ] && passed="$passed $svc"
+done
+check "the profile skips the greeters' own sessions and Cockpit's (both logins of:$passed)" \
+	[ "$passed" = " lightdm-greeter gdm-launch-environment sddm-greeter cockpit" ]
+
 # Why not plain requisite: with the module gone, it fails every login.
 service gone-requisite "session requisite /nonexistent/pam_flowslot.so" "session required $PAM_DIR/pam_permit.so"
 login gone-requisite gone-requisite nobody open_session
@@ -148,7 +167,7 @@ while IFS= read -r fmt; do
 	esac
 done < <(grep -ho '"Login queue: [^"]*"' "$TOP/src/countdown.c" | tr -d '"')
 while IFS= read -r fmt; do sentences+=("${fmt//%s/N s}"); done < <(cat "$TOP/pam_flowslot.c" "$TOP"/src/*.c |
-	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -o 'pam_error(pamh, "[^"]*"' | sed 's/^pam_error(pamh, "//; s/"$//')
+	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -oE '(pam_error\(pamh|gate_say_refusal\(g), "[^"]*"' | sed 's/^[a-z_]*([a-z]*, "//; s/"$//')
 missing=""
 for m in "${sentences[@]}"; do
 	grep -qF -- "$m" <<< "$man_text" || missing="$missing|$m"
