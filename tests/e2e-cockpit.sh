@@ -41,7 +41,7 @@ crash_handlers() {
 no_crash_handler() { [ -z "$(crash_handlers)" ]; }
 # stop_all: everything the suite started, by pid or process group, and the test user.
 stop_all() {
-	stop_holds
+	for pid in $HOLDS; do kill "$pid" 2> /dev/null; done
 	stop_group "$CHROME_PID"
 	wait_for 10 no_crash_handler
 	for pid in $(crash_handlers); do kill "$pid" 2> /dev/null; done
@@ -52,7 +52,8 @@ stop_all() {
 	done
 	if id "$USR" > /dev/null 2>&1; then
 		for pid in $(pgrep -u "$USR"); do kill "$pid" 2> /dev/null; done
-		userdel -r "$USR" 2> /dev/null
+		wait_for 5 sh -c "! pgrep -u '$USR' > /dev/null"
+		userdel -r "$USR" 2> /dev/null || echo "userdel $USR failed" >&2
 	fi
 	cleanup
 }
@@ -89,13 +90,29 @@ printf '[WebService]\nLoginTitle = flowslot e2e\n\n[basic]\ntimeout = 30\n' > "$
 useradd -m -d "$TMP/home" -s /bin/sh "$USR" || exit 1
 echo "$USR:$PASS" | chpasswd || exit 1
 
-# The namespace, held by a sleep: /etc/pam.d bound to the copy, loopback up, nothing else.
+# The namespace: /etc/pam.d bound to the copy; loopback up, and no other network; a /dev of its
+# own (a tmpfs, the host's usual devices bound into it) whose /dev/log is a socat that keeps what is
+# logged in $TMP/syslog, for no syslog daemon runs here. socat holds the namespace.
 # shellcheck disable=SC2016
-unshare --mount --net --propagation private sh -c '
-	mount --bind "$1" /etc/pam.d && ip link set lo up && : > "$2" && exec sleep 600' \
-	sh "$TMP/pam.d" "$TMP/ns-ready" &
+NS_SETUP='
+	t=$1
+	mount --bind "$t/pam.d" /etc/pam.d && ip link set lo up || exit 1
+	mkdir "$t/host-dev" && mount --rbind /dev "$t/host-dev" || exit 1
+	mount -t tmpfs -o mode=0755 tmpfs /dev || exit 1
+	for e in null zero full random urandom tty ptmx; do
+		: > "/dev/$e" && mount --bind "$t/host-dev/$e" "/dev/$e" || exit 1
+	done
+	for e in pts shm; do
+		mkdir "/dev/$e" && mount --rbind "$t/host-dev/$e" "/dev/$e" || exit 1
+	done
+	ln -s /proc/self/fd /dev/fd && ln -s fd/0 /dev/stdin && ln -s fd/1 /dev/stdout &&
+		ln -s fd/2 /dev/stderr && umount -l "$t/host-dev" || exit 1
+	exec socat -u UNIX-RECV:/dev/log,mode=0666 "OPEN:$t/syslog,creat,append"'
+unshare --mount --net --propagation private sh -c "$NS_SETUP" sh "$TMP" &
 NS_PID=$!
-wait_for 10 test -e "$TMP/ns-ready" || { echo "the namespace did not start" >&2; exit 1; }
+wait_for 20 nsenter -t "$NS_PID" -m test -S /dev/log || { echo "the namespace did not start" >&2; exit 1; }
+# syslog: what was logged, a message a line (socat writes the datagrams as they came).
+syslog() { sed 's/<[0-9]\{1,3\}>/\n&/g' "$TMP/syslog" 2> /dev/null; }
 
 # An Xvfb of the suite's own: it picks a display number nobody uses (-displayfd), and says which
 # once it listens.
@@ -196,8 +213,27 @@ new_wait_ms() {
 # queued_for SECONDS: a login arriving now would wait SECONDS or more.
 queued_for() { [ "$(new_wait_ms)" -ge $(($1 * 1000)) ] 2> /dev/null; }
 
-# ws_since LINE: cockpit-ws's log (with cockpit-session's standard error) from LINE on.
-ws_since() { tail -n +"$1" "$TMP/ws.log"; }
+# mark: notes where cockpit-ws's log (with cockpit-session's standard error) and the syslog end
+# now; ws_since and log_since: what they got since.
+mark() {
+	WS_FROM=$(($(wc -l < "$TMP/ws.log") + 1))
+	LOG_FROM=$(($(syslog | wc -l) + 1))
+}
+ws_since() { tail -n +"$WS_FROM" "$TMP/ws.log"; }
+log_since() { syslog | tail -n +"$LOG_FROM"; }
+# module_said WHAT: the module's line "WHAT: service=cockpit user=USR ..." since mark, from the
+# account phase (pam_syslog's prefix), without its prefix; fails if there is none.
+module_said() {
+	log_since | grep -o "pam_flowslot(cockpit:account): $1: service=cockpit user=$USR .*" | head -1 |
+		sed 's/^pam_flowslot(cockpit:account): //' | grep .
+}
+# figure LINE NAME: the number NAME= in LINE.
+figure() { echo "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
+# host_waiting: this host's logins waiting on the schedule now (flowslotctl status).
+host_waiting() {
+	"$CTL" status --json web "state_dir=$TMP/state" interval=5s 2> /dev/null |
+		sed -n 's/.*"host": {"waiting": \([0-9]*\).*/\1/p'
+}
 # admitted_ms: when the test user's login passed the gate (the stamp after it), or nothing.
 admitted_ms() {
 	local ns
@@ -217,15 +253,20 @@ fi
 stop_holds
 hold refuse 7
 wait_for 10 queued_for 30
-from=$(($(wc -l < "$TMP/ws.log") + 1))
+mark
 log_in
 watch_page refuse 20 "Too many logins at the moment"
 at=$(seen_at refuse "Too many logins at the moment")
 refused_fast() { [ -n "$at" ] && [ "$at" -lt 15000 ] && grep -q 'Too many logins at the moment.*try again in' "$TMP/refuse.seen"; }
 check "over max_wait: refused at once, the page shows the module's words at ${at:-never} ms: '$(seen_line refuse 'Too many logins')'" \
 	refused_fast
-in_account() { ws_since "$from" | grep -q "user account access failed: 6 $USR: Permission denied" && [ -z "$(admitted_ms)" ]; }
-check "... refused in account: cockpit-session got PAM_PERM_DENIED (6), and the gate let nothing through" in_account
+said=$(module_said refused)
+in_account() {
+	[ -n "$said" ] && ws_since | grep -q "user account access failed: 6 $USR: Permission denied" &&
+		[ -z "$(admitted_ms)" ]
+}
+check "... in account: the module logged '${said:-nothing}', cockpit-session got PAM_PERM_DENIED (6), nothing went through" \
+	in_account
 stop_holds
 
 # 2. A wait past Cockpit's limit: with max_wait=60s and nine places held (a 45 s wait), the
@@ -234,16 +275,22 @@ write_stack max_wait=60s
 login_form timeout-form
 hold timeout 9
 wait_for 10 queued_for 40
-from=$(($(wc -l < "$TMP/ws.log") + 1))
+mark
 log_in
+wait_for 15 module_said queued > /dev/null
+waiting_then=$(host_waiting)
 watch_page timeout 50 "Authentication failed: Timeout"
 at=$(seen_at timeout "Authentication failed: Timeout")
-timed_out() { [ -n "$at" ] && [ "$at" -ge 29000 ] && ws_since "$from" | grep -q 'authentication timed out'; }
+timed_out() { [ -n "$at" ] && [ "$at" -ge 29000 ] && ws_since | grep -q 'authentication timed out'; }
 check "max_wait=60s, over cockpit's 30 s: the page says 'Authentication failed: Timeout' at ${at:-never} ms, not before 30 s" \
 	timed_out
-queued=$(ws_since "$from" | grep -c 'cockpit-session: pam: Login queue: ')
-cut_off() { [ "$queued" -ge 1 ] && [ -z "$(admitted_ms)" ]; }
-check "... cut off while it waited in the gate ($queued queue lines to cockpit-session), never let through" cut_off
+host_waiting_is() { [ "$(host_waiting)" = "$1" ]; }
+wait_for 5 host_waiting_is 0
+waiting_after=$(host_waiting)
+said=$(module_said queued)
+cut_off() { [ -n "$said" ] && [ "$waiting_then" = 1 ] && [ "$waiting_after" = 0 ] && [ -z "$(admitted_ms)" ]; }
+check "... cut off in the gate ('${said:-not queued}'): this host's waiters counted it (${waiting_then:-?}), then no more (${waiting_after:-?}); it never went through" \
+	cut_off
 stop_holds
 write_stack
 
@@ -253,14 +300,18 @@ login_form ok-form
 t_hold=$(now_ms)
 hold ok 2
 wait_for 10 queued_for 8
-from=$(($(wc -l < "$TMP/ws.log") + 1))
+mark
 log_in
 watch_page ok 40 "missing the cockpit-system package"
 at=$(seen_at ok "missing the cockpit-system package")
 admit=$(admitted_ms)
 waited=$((${admit:-0} - T_ENTER))
-logged_in() { [ -n "$at" ] && [ -n "$admit" ] && in_range "$waited" 4000 20000; }
-check "a login inside max_wait: in after waiting $waited ms, and then the page after a login (at ${at:-never} ms: '$(seen_line ok 'missing the cockpit')')" \
+said=$(module_said "went in")
+logged_in() {
+	[ -n "$at" ] && [ -n "$admit" ] && in_range "$waited" 4000 20000 &&
+		in_range "$(figure "$said" waited_ms)" 4000 20000
+}
+check "a login inside max_wait: in after $waited ms ('${said:-no went in: line}'), then the page after a login (at ${at:-never} ms: '$(seen_line ok 'missing the cockpit')')" \
 	logged_in
 slots=$(sort -n "$TMP/ok.slots" 2> /dev/null | tr '\n' ' ')
 after_slots() {
@@ -269,10 +320,13 @@ after_slots() {
 }
 check "... after the held places' slots (at $(for s in $slots; do printf '%d ' $((s - t_hold)); done)ms), 10 s after the first was taken (at $((${admit:-0} - t_hold)) ms)" \
 	after_slots
-told=$(ws_since "$from" | grep -c 'cockpit-session: pam: Login queue: ')
+told=$(ws_since | grep -c 'cockpit-session: pam: Login queue: ')
 spinner() { [ "$told" -ge 1 ] && ! grep -q 'Login queue' "$TMP/ok.seen"; }
 check "... told its place by the module ($told lines to cockpit-session), while the page said nothing of it ($(wc -l < "$TMP/ok.seen") shots)" \
 	spinner
 stop_holds
 
+# The logs beside the screenshots, for whoever reads a failure.
+cp "$TMP/ws.log" "$TMP/chrome.log" "$SHOTS/"
+syslog > "$SHOTS/syslog"
 finish
