@@ -326,7 +326,8 @@ check "... told its place by the module ($told lines to cockpit-session), while 
 	spinner
 stop_holds
 
-# The logs beside the screenshots, for whoever reads a failure.
+# The logs and the stack beside the screenshots, for whoever reads a failure.
 cp "$TMP/ws.log" "$TMP/chrome.log" "$SHOTS/"
+cp "$TMP/pam.d/cockpit" "$SHOTS/cockpit.pam"
 syslog > "$SHOTS/syslog"
 finish
