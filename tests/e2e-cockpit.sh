@@ -175,16 +175,17 @@ login_form() {
 	T_ENTER=$(now_ms)
 	watch_page "$1" 30 "User name"
 }
-# log_in: types the user's name and password in the form, and Enter; T_ENTER is then.
+# log_in: types the user's name and password in the form (empty: a fresh page, or one reloaded),
+# and Enter; T_ENTER is then.
 log_in() {
-	xdotool mousemove 500 143 click 1 key ctrl+a type --delay 20 "$USR"
-	xdotool key Tab key ctrl+a type --delay 20 "$PASS"
+	xdotool mousemove 500 143 click 1 type --delay 20 "$USR"
+	xdotool key Tab type --delay 20 "$PASS"
 	xdotool key Return
 	T_ENTER=$(now_ms)
 }
 
-# hold NAME N: N places taken on the schedule "web", as N logins would; each flowslotctl wait's
-# pid in HOLDS, and the time its slot came in $TMP/NAME.slots.
+# hold NAME N: N places taken at once on the schedule "web", as N logins would; the pids in
+# HOLDS (flowslotctl wait's and its subshell's), the time each slot came in $TMP/NAME.slots.
 hold() {
 	local i
 	for i in $(seq "$2"); do
@@ -194,8 +195,10 @@ hold() {
 			echo $! > "$TMP/$1-$i.pid"
 			wait $! && now_ms >> "$TMP/$1.slots"
 		) &
-		wait_for 5 test -s "$TMP/$1-$i.pid"
-		HOLDS="$HOLDS $(cat "$TMP/$1-$i.pid") $!"
+		HOLDS="$HOLDS $!"
+	done
+	for i in $(seq "$2"); do
+		wait_for 10 test -s "$TMP/$1-$i.pid" && HOLDS="$HOLDS $(cat "$TMP/$1-$i.pid")"
 	done
 }
 # stop_holds: gives the places held back (SIGTERM) and empties the schedule.
@@ -252,13 +255,14 @@ fi
 # max_wait=20s: refused at once, in account, and the page shows the module's words.
 stop_holds
 hold refuse 7
-wait_for 10 queued_for 30
+wait_for 20 queued_for 30
+ahead=$(new_wait_ms)
 mark
 log_in
-watch_page refuse 20 "Too many logins at the moment"
+watch_page refuse 25 "Too many logins at the moment"
 at=$(seen_at refuse "Too many logins at the moment")
-refused_fast() { [ -n "$at" ] && [ "$at" -lt 15000 ] && grep -q 'Too many logins at the moment.*try again in' "$TMP/refuse.seen"; }
-check "over max_wait: refused at once, the page shows the module's words at ${at:-never} ms: '$(seen_line refuse 'Too many logins')'" \
+refused_fast() { [ -n "$at" ] && [ "$at" -lt 20000 ] && grep -q 'Too many logins at the moment.*try again in' "$TMP/refuse.seen"; }
+check "over max_wait (a wait of ${ahead:-?} ms ahead): refused at once, the page shows the module's words at ${at:-never} ms: '$(seen_line refuse 'Too many logins')'" \
 	refused_fast
 said=$(module_said refused)
 in_account() {
@@ -274,7 +278,8 @@ stop_holds
 write_stack max_wait=60s
 login_form timeout-form
 hold timeout 9
-wait_for 10 queued_for 40
+wait_for 20 queued_for 40
+ahead=$(new_wait_ms)
 mark
 log_in
 wait_for 15 module_said queued > /dev/null
@@ -282,7 +287,7 @@ waiting_then=$(host_waiting)
 watch_page timeout 50 "Authentication failed: Timeout"
 at=$(seen_at timeout "Authentication failed: Timeout")
 timed_out() { [ -n "$at" ] && [ "$at" -ge 29000 ] && ws_since | grep -q 'authentication timed out'; }
-check "max_wait=60s, over cockpit's 30 s: the page says 'Authentication failed: Timeout' at ${at:-never} ms, not before 30 s" \
+check "max_wait=60s, a wait of ${ahead:-?} ms ahead, over cockpit's 30 s: the page says 'Authentication failed: Timeout' at ${at:-never} ms, not before 30 s" \
 	timed_out
 host_waiting_is() { [ "$(host_waiting)" = "$1" ]; }
 wait_for 5 host_waiting_is 0
@@ -299,7 +304,8 @@ write_stack
 login_form ok-form
 t_hold=$(now_ms)
 hold ok 2
-wait_for 10 queued_for 8
+wait_for 20 queued_for 8
+ahead=$(new_wait_ms)
 mark
 log_in
 watch_page ok 40 "missing the cockpit-system package"
@@ -311,7 +317,7 @@ logged_in() {
 	[ -n "$at" ] && [ -n "$admit" ] && in_range "$waited" 4000 20000 &&
 		in_range "$(figure "$said" waited_ms)" 4000 20000
 }
-check "a login inside max_wait: in after $waited ms ('${said:-no went in: line}'), then the page after a login (at ${at:-never} ms: '$(seen_line ok 'missing the cockpit')')" \
+check "a login inside max_wait (a wait of ${ahead:-?} ms ahead): in after $waited ms ('${said:-no went in: line}'), then the page after a login (at ${at:-never} ms: '$(seen_line ok 'missing the cockpit')')" \
 	logged_in
 slots=$(sort -n "$TMP/ok.slots" 2> /dev/null | tr '\n' ' ')
 after_slots() {
