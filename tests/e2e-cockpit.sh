@@ -151,8 +151,9 @@ shot() {
 	convert "$SHOTS/$1.png" -crop 1024x300+0+0 +repage -colorspace Gray -resize 200% "$TMP/ocr.png"
 	tesseract "$TMP/ocr.png" - 2> /dev/null | tr -s ' \n\t' '   ' > "$SHOTS/$1.txt"
 }
-# watch_page NAME SECONDS TEXT: screenshots NAME-<ms since T_ENTER> until one reads TEXT, or
-# for SECONDS; each text read, with when, into $TMP/NAME.seen.
+# watch_page NAME SECONDS TEXT [PAUSE]: screenshots NAME-<ms since T_ENTER> until one reads
+# TEXT, or for SECONDS, PAUSE seconds apart (none by default); each text read, with when, into
+# $TMP/NAME.seen.
 watch_page() {
 	local name=$1 until=$(($(now_ms) + $2 * 1000)) t
 	: > "$TMP/$name.seen"
@@ -161,9 +162,12 @@ watch_page() {
 		shot "$name-$t" || continue
 		printf '%s %s\n' "$t" "$(cat "$SHOTS/$name-$t.txt")" >> "$TMP/$name.seen"
 		grep -qF -- "$3" "$SHOTS/$name-$t.txt" && return 0
+		sleep "${4:-0}"
 	done
 	return 1
 }
+# note WHAT: a TAP comment, when the suite got there (for a run that took long).
+note() { echo "# at $SECONDS s: $*"; }
 # seen_at NAME TEXT: when TEXT was first read (ms after T_ENTER); seen_line NAME TEXT: that line.
 seen_at() { grep -F -- "$2" "$TMP/$1.seen" | head -1 | cut -d' ' -f1; }
 seen_line() { grep -F -- "$2" "$TMP/$1.seen" | head -1 | cut -d' ' -f2- | grep -o -- "$2.\{0,60\}"; }
@@ -244,6 +248,7 @@ admitted_ms() {
 	[ -z "$ns" ] || echo $((ns / 1000000))
 }
 
+note "Chromium started"
 T_ENTER=$(now_ms)
 if ! watch_page start 40 "User name"; then
 	not_ok "Chromium shows Cockpit's login page ($(tail -3 "$TMP/chrome.log" | tr '\n' ' '))"
@@ -253,6 +258,7 @@ fi
 
 # 1. A refusal's text: with seven places held the login's wait would be about 35 s, over
 # max_wait=20s: refused at once, in account, and the page shows the module's words.
+note "the login page shows"
 stop_holds
 hold refuse 7
 wait_for 20 queued_for 30
@@ -275,6 +281,7 @@ stop_holds
 
 # 2. A wait past Cockpit's limit: with max_wait=60s and nine places held (a 45 s wait), the
 # login waits until cockpit-ws gives up on it at 30 s: why the example keeps max_wait under it.
+note "a refusal done"
 write_stack max_wait=60s
 login_form timeout-form
 hold timeout 9
@@ -284,7 +291,7 @@ mark
 log_in
 wait_for 15 module_said queued > /dev/null
 waiting_then=$(host_waiting)
-watch_page timeout 50 "Authentication failed: Timeout"
+watch_page timeout 50 "Authentication failed: Timeout" 3
 at=$(seen_at timeout "Authentication failed: Timeout")
 timed_out() { [ -n "$at" ] && [ "$at" -ge 29000 ] && ws_since | grep -q 'authentication timed out'; }
 check "max_wait=60s, a wait of ${ahead:-?} ms ahead, over cockpit's 30 s: the page says 'Authentication failed: Timeout' at ${at:-never} ms, not before 30 s" \
@@ -298,6 +305,7 @@ check "... cut off in the gate ('${said:-not queued}'): this host's waiters coun
 	cut_off
 stop_holds
 write_stack
+note "a timeout done"
 
 # 3. A login inside its limit: two places held ahead, the login waits for the slot after
 # theirs (10 s after the first was taken), and the Cockpit page that follows a login shows.
