@@ -236,18 +236,20 @@ else
 	exit $$rc
 endif
 
-# Real logins: Debian's sshd and ssh client, /bin/login, su, runuser and sudo in a terminal,
-# and LightDM's greeter on an Xvfb. The suites mostly wait on their logins and share nothing
-# (sshd on a free port of its own; the console's logins and LightDM each in a mount namespace
-# of their own, LightDM on X displays it finds free): they run side by side, each one's output
-# whole when it ends.
+# Real logins: Debian's sshd and ssh client, /bin/login, su, runuser and sudo in a terminal, and
+# the front ends on Xvfb: LightDM's greeter, xrdp with xfreerdp, Cockpit's web login in Chromium.
+# The suites mostly wait on their logins and share nothing (sshd, xrdp and cockpit-ws on free
+# ports of their own; the console's logins, LightDM, xrdp-sesman and cockpit-ws each in a mount
+# namespace of its own, on X displays they find free): they run three at a time, each one's
+# output whole when it ends. ssh, console and xrdp together took 187 s of CPU in 184 s.
+E2E_RUNS = e2e-run-ssh e2e-run-console e2e-run-lightdm e2e-run-xrdp e2e-run-cockpit
 check-e2e: all build/privtmp
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory -j2 -Otarget e2e-run-ssh e2e-run-console e2e-run-lightdm
+	@$(MAKE) --no-print-directory -j3 -Otarget $(E2E_RUNS)
 	$(SUITE) bash tests/debian.sh
 
-.PHONY: e2e-run-ssh e2e-run-console e2e-run-lightdm
-e2e-run-ssh e2e-run-console e2e-run-lightdm: e2e-run-%:
+.PHONY: $(E2E_RUNS)
+$(E2E_RUNS): e2e-run-%:
 	$(SUITE) bash tests/e2e-$*.sh
 
 # Runs sshd in a private /tmp for tests/sshd.sh. Static, so that the pam_wrapper preloaded into
