@@ -236,17 +236,18 @@ else
 	exit $$rc
 endif
 
-# Real logins: Debian's sshd and ssh client, and /bin/login, su, runuser and sudo in a terminal.
-# The ssh and the console suites mostly wait on their logins and share nothing (sshd on a free
-# port of its own; the console's logins in a mount namespace with copies of the user files):
-# they run side by side, each one's output whole when it ends.
+# Real logins: Debian's sshd and ssh client, /bin/login, su, runuser and sudo in a terminal, and
+# xrdp with xfreerdp on an Xvfb. The suites mostly wait on their logins and share nothing (sshd
+# and xrdp on free ports of their own; the console's logins and xrdp-sesman in mount namespaces
+# with copies of what they read in /etc): they run side by side, each one's output whole when
+# it ends.
 check-e2e: all build/privtmp
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory -j2 -Otarget e2e-run-ssh e2e-run-console
+	@$(MAKE) --no-print-directory -j2 -Otarget e2e-run-ssh e2e-run-console e2e-run-xrdp
 	$(SUITE) bash tests/debian.sh
 
-.PHONY: e2e-run-ssh e2e-run-console
-e2e-run-ssh e2e-run-console: e2e-run-%:
+.PHONY: e2e-run-ssh e2e-run-console e2e-run-xrdp
+e2e-run-ssh e2e-run-console e2e-run-xrdp: e2e-run-%:
 	$(SUITE) bash tests/e2e-$*.sh
 
 # Runs sshd in a private /tmp for tests/sshd.sh. Static, so that the pam_wrapper preloaded into

@@ -1,0 +1,369 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# End to end with xrdp 0.9.21: xrdp and xrdp-sesman in the foreground on free loopback ports,
+# in a private mount namespace that holds copies of /etc/pam.d (the gate in the service
+# xrdp-sesman) and /etc/xrdp, a /run of its own and a /dev/log the suite listens on. sesman
+# starts Xorg with xorgxrdp as the user; the clients are xfreerdp on an Xvfb of the suite's.
+# The user sees nothing of the queue (xrdp shows a flat colour): its lines go to sesman's log.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root: xrdp-sesman, useradd and a mount namespace"
+for cmd in xrdp xrdp-sesman xfreerdp Xvfb xdpyinfo xdotool xmessage import convert python3 openssl; do
+	command -v "$cmd" > /dev/null || skip_all "$cmd is missing (tests/deps.sh installs it)"
+done
+[ -e /usr/lib/xorg/modules/drivers/xrdpdev_drv.so ] || skip_all "xorgxrdp is missing"
+unshare --mount --propagation private true 2> /dev/null || skip_all "no mount namespace here"
+
+CTL=$TREE/flowslotctl
+SHOTS=$TOP/build/e2e-xrdp
+rm -rf "$SHOTS"
+mkdir -p "$SHOTS" "$TMP/client"
+INTERVAL=6
+GATE="key=rdp interval=${INTERVAL}s"
+SLOG=$TMP/sesman.log
+# Users unique to this suite and run; both have one password.
+U1=fsxrdp$$a U2=fsxrdp$$b
+PASS=flowslot-$$
+USERS_MADE=""
+NS_PID=""
+
+# make_user NAME: a user with a home under $TMP whose ~/startwm.sh (sesman's
+# UserWindowManager) stamps "<ns> <user>" into $TMP/stamps when the X session starts, shows a
+# line of text, and holds the session until $TMP/end exists.
+make_user() {
+	useradd -m -d "$TMP/home/$1" -s /bin/sh -p "$(openssl passwd -6 "$PASS")" "$1" || return 1
+	USERS_MADE="$USERS_MADE $1"
+	cat > "$TMP/home/$1/startwm.sh" <<- EOF
+		#!/bin/sh
+		printf '%s %s\n' "\$(date +%s%N)" "\$(id -un)" >> '$TMP/stamps'
+		xmessage -center "The X session of \$(id -un)" &
+		i=0
+		while [ ! -e '$TMP/end' ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
+	EOF
+	chmod 0755 "$TMP/home/$1/startwm.sh"
+}
+
+# free_display FROM: the first X display number from FROM up with neither socket nor lock.
+free_display() {
+	local n=$1
+	while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
+	echo "$n"
+}
+
+# start_xvfb: an Xvfb for the clients on a free display, in $DISPLAY_N, once it answers.
+start_xvfb() {
+	for _ in 1 2 3; do
+		DISPLAY_N=$(free_display $((RANDOM % 200 + 20)))
+		Xvfb ":$DISPLAY_N" -screen 0 1400x600x24 -nolisten tcp > "$TMP/xvfb.log" 2>&1 &
+		XVFB_PID=$!
+		PIDS="$PIDS $XVFB_PID"
+		wait_for 10 xdpyinfo -display ":$DISPLAY_N" > /dev/null 2>&1 && return 0
+		kill "$XVFB_PID" 2> /dev/null
+	done
+	return 1
+}
+
+# configure: copies of /etc/xrdp (the ports, the logs, the displays sesman uses) and of
+# /etc/pam.d, which the namespace binds over the host's.
+configure() {
+	local offset
+	XRDP_PORT=$(free_port)
+	SESMAN_PORT=$(free_port)
+	while [ "$SESMAN_PORT" = "$XRDP_PORT" ]; do SESMAN_PORT=$(free_port); done
+	# sesman's sessions on displays from a random offset up, clear of the low numbers that the
+	# other suites' Xvfb take; sesman skips the ones in use itself.
+	offset=$((RANDOM % 400 + 300))
+	cp -a /etc/xrdp "$TMP/etc-xrdp"
+	cp -a /etc/pam.d "$TMP/pam.d"
+	# The first port= is the listener's; [Xorg]'s port=-1 (a display from sesman) stays.
+	sed -i -e "0,/^port=/s|^port=.*|port=tcp://127.0.0.1:$XRDP_PORT|" \
+		-e "s|^LogFile=.*|LogFile=$TMP/xrdp.log|" -e 's|^EnableSyslog=.*|EnableSyslog=false|' \
+		"$TMP/etc-xrdp/xrdp.ini"
+	# Each line of sesman's log names its process: a session's child logs its PAM messages.
+	sed -i -e "s|^ListenPort=.*|ListenPort=$SESMAN_PORT|" \
+		-e "s|^ListenAddress=.*|ListenAddress=127.0.0.1|" \
+		-e "s|^X11DisplayOffset=.*|X11DisplayOffset=$offset|" \
+		-e "s|^LogFile=.*|LogFile=$SLOG|" -e 's|^EnableSyslog=.*|EnableSyslog=false|' \
+		-e 's|^#EnableProcessId=.*|EnableProcessId=true|' "$TMP/etc-xrdp/sesman.ini"
+}
+
+# gate_in PHASE: the service xrdp-sesman, Debian's with the gate (on the suite's own
+# state_dir) before its first PHASE line: auth's first, or @include common-session.
+gate_in() {
+	local line="$1 [success=ok ignore=ignore module_unknown=ignore default=die] $MODULE state_dir=$TMP/state $GATE"
+	awk -v phase="$1" -v line="$line" '
+		!done && ($1 == phase || $0 == "@include common-" phase) { print line; done = 1 }
+		{ print }' /etc/pam.d/xrdp-sesman > "$TMP/pam.d/xrdp-sesman"
+}
+
+# start_servers: xrdp-sesman and xrdp in the foreground in a private mount namespace, with
+# the copies bound on /etc/pam.d and /etc/xrdp, a /run of its own (pid files, the xorgxrdp
+# sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
+# "<ns> <message>". The namespace is a process group of its own.
+start_servers() {
+	mkdir -p "$TMP/dev-up" "$TMP/dev-work" "$TMP/dev-new"
+	cat > "$TMP/syslogd.py" <<- 'EOF'
+		import os, socket, sys, time
+		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+		s.bind("/dev/log")
+		os.chmod("/dev/log", 0o666)
+		with open(sys.argv[1], "a", buffering=1) as f:
+		    while True:
+		        d = s.recv(65536).decode(errors="replace").rstrip("\n")
+		        f.write("%d %s\n" % (time.time_ns(), d))
+	EOF
+	# shellcheck disable=SC2016 # the namespace's script; its paths are its arguments
+	setsid unshare --mount --propagation private sh -c '
+		tmp=$1
+		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
+			mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+		mkdir -p /run/xrdp/sockdir /run/lock && chmod 3777 /run/xrdp/sockdir && chmod 1777 /run/lock
+		mount -t overlay overlay -o "lowerdir=/dev,upperdir=$tmp/dev-up,workdir=$tmp/dev-work" \
+			"$tmp/dev-new" || exit 1
+		for m in pts shm mqueue hugepages; do
+			if mountpoint -q "/dev/$m" 2> /dev/null; then
+				mount --rbind "/dev/$m" "$tmp/dev-new/$m" || exit 1
+			fi
+		done
+		mount --move "$tmp/dev-new" /dev || exit 1
+		python3 "$tmp/syslogd.py" "$tmp/syslog" &
+		i=0
+		while [ ! -S /dev/log ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		xrdp-sesman --nodaemon --config /etc/xrdp/sesman.ini > "$tmp/sesman.out" 2>&1 &
+		xrdp --nodaemon --config /etc/xrdp/xrdp.ini > "$tmp/xrdp.out" 2>&1 &
+		wait' sh "$TMP" > "$TMP/ns.log" 2>&1 &
+	NS_PID=$!
+	wait_for 15 listening "$SESMAN_PORT" && wait_for 15 listening "$XRDP_PORT"
+}
+
+# listening PORT: something listens on PORT.
+listening() { ss -Htln "sport = :$1" | grep -q .; }
+# backlog PORT: how many connections wait to be accepted on the listening PORT.
+backlog() { ss -Htln "sport = :$1" | awk '{ print $2; exit }'; }
+
+# descendants PID: PID's descendants, deepest first.
+descendants() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		descendants "$c"
+		echo "$c"
+	done
+}
+
+# stop_tree PID: PID and its descendants (sesman's sessions are process groups of their own),
+# by pid: TERM, then KILL for what is left after 5 s.
+stop_tree() {
+	local pids p
+	pids="$(descendants "$1") $1"
+	# shellcheck disable=SC2086 # a list of pids
+	kill $pids 2> /dev/null
+	for _ in $(seq 50); do
+		for p in $pids; do kill -0 "$p" 2> /dev/null && break; done || break
+		sleep 0.1
+	done
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2> /dev/null
+	wait "$1" 2> /dev/null
+}
+
+# client NAME USER X: xfreerdp on the suite's Xvfb at X, logging in as USER (credentials
+# passed: xrdp logs in at once, without its own dialog), in a window titled NAME; its pid in
+# $TMP/NAME.pid.
+client() {
+	HOME=$TMP/client DISPLAY=":$DISPLAY_N" xfreerdp /v:127.0.0.1:"$XRDP_PORT" /u:"$2" \
+		/p:"$PASS" /cert:ignore /size:640x480 /window-position:"$3"x0 /title:"$1" -clipboard \
+		> "$TMP/$1.client" 2>&1 &
+	echo $! > "$TMP/$1.pid"
+}
+
+# shot NAME FILE: a screenshot of client NAME's window into build/e2e-xrdp/FILE.png; prints
+# how many colours it has and the commonest one, as "N #RRGGBB".
+shot() {
+	local win file=$SHOTS/$2.png
+	win=$(DISPLAY=":$DISPLAY_N" xdotool search --name "^$1\$" 2> /dev/null | head -1)
+	[ -n "$win" ] && import -display ":$DISPLAY_N" -window "$win" "$file" 2> /dev/null || return 1
+	printf '%s %s\n' "$(convert "$file" -format %k info: 2> /dev/null)" \
+		"$(convert "$file" -format %c histogram:info:- 2> /dev/null | sort -rn | head -1 |
+			grep -o '#[0-9A-Fa-f]\{6\}' | head -1)"
+}
+
+# since MARK: sesman's log after its first MARK lines.
+since() { tail -n +$(($1 + 1)) "$SLOG"; }
+# at MARK ERE: the number of the first line of since MARK that matches ERE (99999: none).
+at() { since "$1" | grep -n -m1 -E -- "$2" | cut -d: -f1 | grep . || echo 99999; }
+# session_pid MARK USER: the pid of the process sesman forked for USER's session (which opens
+# it: the gate in session waits in it).
+session_pid() {
+	since "$1" | sed -n "s/.*Starting session: session_pid \([0-9]*\),.* user name $2\$/\1/p" |
+		head -1 | grep . || echo none
+}
+# stamp_of USER: when USER's X session started (ns).
+stamp_of() { awk -v u="$1" '$2 == u { print $1; exit }' "$TMP/stamps"; }
+# opened_at USER: when pam_unix, after the gate, opened USER's session (ns), from syslog.
+opened_at() {
+	grep -F "pam_unix(xrdp-sesman:session): session opened for user $1(" "$TMP/syslog" |
+		tail -1 | cut -d' ' -f1
+}
+# ms A B: B - A, ns to ms ("?" when either is missing).
+ms() { if [ -n "$1" ] && [ -n "$2" ]; then echo $((($2 - $1) / 1000000)); else echo "?"; fi; }
+
+# hold N: N places in line ahead on the gate's schedule, held by flowslotctl wait as logins
+# would hold them, in the background.
+hold() {
+	local i
+	for i in $(seq "$1"); do
+		"$CTL" wait rdp state_dir="$TMP/state" interval="${INTERVAL}s" > "$TMP/hold$i.out" 2>&1 &
+		HOLDERS="${HOLDERS:-} $!"
+		# In line (it said so), or in at once (it is gone): the next one comes after it.
+		wait_for 5 sh -c "grep -q . '$TMP/hold$i.out' || ! kill -0 $! 2> /dev/null"
+	done
+}
+
+# end_sessions MARK N: the sessions end (their window managers return), sesman reaps N of them
+# after MARK, and the clients are stopped; the stamps are cleared.
+end_sessions() {
+	local c
+	touch "$TMP/end"
+	wait_for 20 sh -c "[ \$(tail -n +$(($1 + 1)) '$SLOG' | grep -c '++ terminated session') -ge $2 ]"
+	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	rm -f "$TMP/end" "$TMP"/c?.pid
+	: > "$TMP/stamps"
+	# shellcheck disable=SC2086 # a list of pids
+	[ -n "${HOLDERS:-}" ] && wait $HOLDERS
+	HOLDERS=""
+}
+
+# no_session_why: empty when both users' X sessions started; else why not, as far as sesman's
+# log and the X servers' logs tell (their errors).
+no_session_why() {
+	[ "$(wc -l < "$TMP/stamps")" -ge 2 ] && return 0
+	printf '; %s' "$(grep -h -E '\[(ERROR|WARN) ?\]|\(EE\)' "$SLOG" "$TMP"/home/*/.xorgxrdp.*.log 2> /dev/null |
+		grep -v 'scp_process_msg failed\|trans_check_wait_objs failed\|exited quickly' | head -5 | tr '\n' ' ')"
+}
+
+# now_pam MARK PID: sesman's log after MARK has a PAM message of PID.
+now_pam() { since "$1" | grep -q "\[pid:$2 .*PAM: Login queue"; }
+
+cleanup_all() {
+	local c
+	touch "$TMP/end" 2> /dev/null
+	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	[ -n "$NS_PID" ] && stop_tree "$NS_PID"
+	for u in $USERS_MADE; do
+		# shellcheck disable=SC2046 # a list of pids
+		kill -KILL $(pgrep -u "$u") 2> /dev/null
+		userdel "$u" 2> /dev/null
+	done
+	[ -s "$SHOTS/index" ] || rmdir "$SHOTS" 2> /dev/null
+	cleanup
+}
+trap cleanup_all EXIT
+
+start_xvfb || { not_ok "an Xvfb for the clients ($(cat "$TMP/xvfb.log"))"; finish; exit 1; }
+configure
+{ make_user "$U1" && make_user "$U2"; } || { not_ok "the test users"; finish; exit 1; }
+: > "$TMP/stamps"
+chmod 0666 "$TMP/stamps"
+mkdir -m 0700 "$TMP/state"
+gate_in session
+start_servers || {
+	not_ok "xrdp and xrdp-sesman listen ($(cat "$TMP/ns.log" "$TMP/sesman.out" "$TMP/xrdp.out" 2> /dev/null))"
+	finish
+	exit 1
+}
+
+# 1. The gate in session, as etc/pam.d/xrdp-sesman-flowslot places it: two clients a second
+# apart, two users. At the gate: pam_unix, the line after it, opens the second session an
+# interval after the first (less 1 s), in the order they came to the gate (sesman's "Starting
+# session" lines). Then both X sessions start (their stamps), in that order, the second an
+# interval after the first (less 2 s for the first X server's start).
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
+client c1 "$U1" 0
+sleep 1
+client c2 "$U2" 660
+wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+s1=$(stamp_of "$U1") s2=$(stamp_of "$U2")
+o1=$(opened_at "$U1") o2=$(opened_at "$U2")
+came=$(since "$mark" | sed -n 's/.*Starting session: .* user name \(.*\)$/\1/p' | tr '\n' ' ')
+opened=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o 'session opened for user [^(]*' | cut -d' ' -f5 | tr '\n' ' ')
+went=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+check "session gate: the second RDP login is let through an interval after the first (pam_unix opened it $(ms "$o1" "$o2") ms later; interval ${INTERVAL} s), in the order they came (came: $came; opened: $opened)" \
+	sh -c "[ -n '$o1' ] && [ -n '$o2' ] && [ \$(( ($o2 - $o1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
+		[ '$came' = '$opened' ] && [ \$(echo '$came' | wc -w) = 2 ]"
+check "... and both X sessions start, in that order, the second an interval later (stamps $(ms "$s1" "$s2") ms apart; went in: $went)$(no_session_why)" \
+	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ '$came' = '$went' ] &&
+		[ \$(( ($s2 - $s1) / 1000000 )) -ge $((INTERVAL * 1000 - 2000)) ] &&
+		[ \$(( ($s2 - $s1) / 1000000 )) -le $((INTERVAL * 1000 + 30000)) ]"
+end_sessions "$mark" 2
+
+# 2. Neither held by the other's wait: on a fresh schedule, two places held ahead, so that the
+# first login waits about 2 intervals; the second client, started once the first waits, is
+# accepted and authenticated ("created session") and comes to the gate (its PAM message)
+# before the first one's turn, in sesman's log; both sessions start.
+mark=$(wc -l < "$SLOG")
+"$CTL" reset rdp state_dir="$TMP/state" > /dev/null
+hold 2
+client c1 "$U1" 0
+p1=none
+wait_for 20 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q 'Starting session: .* user name $U1\$'"
+p1=$(session_pid "$mark" "$U1")
+wait_for 20 now_pam "$mark" "$p1"
+client c2 "$U2" 660
+# What the first client shows while it waits, two shots a second apart.
+sleep 1
+look1=$(shot c1 2-wait-a)
+sleep 1
+look2=$(shot c1 2-wait-b)
+wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+sleep 2
+look3=$(shot c1 2-session)
+p2=$(session_pid "$mark" "$U2")
+turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
+created2=$(at "$mark" "created session .*username $U2,")
+gate2=$(at "$mark" "\[pid:$p2 .*PAM: Login queue: you are")
+check "session gate, the first login waiting: the second is authenticated (line $created2) and at the gate (line $gate2) before the first's turn (line $turn1)" \
+	sh -c "[ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] && [ $turn1 != 99999 ]"
+check "... and both sessions start ($(tr '\n' ' ' < "$TMP/stamps"))" \
+	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
+
+# 3. What the user sees: the module's lines are in sesman's log (the first login's, by its
+# process), and the client shows one flat colour through the wait; once the session is in,
+# the same shot shows its window (more colours).
+told=$(since "$mark" | grep "\[pid:$p1 " | grep -o 'PAM: Login queue: .*' | sort -u | tr '\n' '|')
+check "the module's lines are in sesman's log, by the waiting login's process ($told)" \
+	sh -c "echo '$told' | grep -q 'PAM: Login queue: you are' &&
+		echo '$told' | grep -q 'PAM: Login queue: your turn now'"
+printf '%s\n' "2-wait-a: $look1 (colours, commonest)" "2-wait-b: $look2" "2-session: $look3" > "$SHOTS/index"
+check "the client shows one flat colour through the wait (${look1:-no shot}; ${look2:-no shot}), the session's window after ($look3; build/e2e-xrdp/)" \
+	sh -c "[ '${look1%% *}' = 1 ] && [ '${look2%% *}' = 1 ] && [ '${look3%% *}' -gt 1 ]"
+end_sessions "$mark" 2
+
+# 4. The contrast: the gate in auth, which sesman runs in its main loop (auth_userpass), one
+# login at a time. Two places held ahead again; while the first login waits, the second
+# client's connection to sesman stays in sesman's listen backlog, not accepted; sesman takes
+# it only after the first one's turn; then it waits its own turn, and both sessions start.
+mark=$(wc -l < "$SLOG")
+gate_in auth
+"$CTL" reset rdp state_dir="$TMP/state" > /dev/null
+hold 2
+client c1 "$U1" 0
+wait_for 20 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q 'PAM: Login queue: you are'"
+client c2 "$U2" 660
+pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
+wait_for 15 pending
+waiting=$(backlog "$SESMAN_PORT")
+turn_then=$(at "$mark" 'PAM: Login queue: your turn now')
+wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+turn1=$(at "$mark" 'PAM: Login queue: your turn now')
+conn2=$(since "$mark" | grep -n 'connection received from' | sed -n '2s/:.*//p')
+created2=$(at "$mark" "created session .*username $U2,")
+check "auth gate, the first login waiting: the second client's connection waits in sesman's backlog ($waiting), not accepted, before the first's turn ($([ "$turn_then" = 99999 ] && echo "not yet" || echo "at line $turn_then"))" \
+	sh -c "[ '$waiting' -ge 1 ] && [ '$turn_then' = 99999 ]"
+check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $created2) only after the first's turn (line $turn1)" \
+	sh -c "[ $turn1 != 99999 ] && [ ${conn2:-0} -gt $turn1 ] && [ $created2 -gt $turn1 ]"
+check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
+	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
+end_sessions "$mark" 2
+
+finish
