@@ -265,6 +265,10 @@ demo-run: all
 deps:
 	sh tests/deps.sh
 
+# The examples for the graphical and remote front ends (issue 39), installed beside sshd's.
+FRONTEND_EXAMPLES = etc/pam.d/lightdm-flowslot etc/pam.d/gdm-password-flowslot \
+	etc/pam.d/cockpit-flowslot etc/pam.d/xrdp-sesman-flowslot
+
 install: pam_flowslot.so flowslotctl
 	install -d -m 0755 "$(DESTDIR)$(PAMDIR)" "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man7" \
 		"$(DESTDIR)$(MANDIR)/man5" \
@@ -279,7 +283,8 @@ install: pam_flowslot.so flowslotctl
 	install -m 0644 etc/profile.d/flowslot-wait.sh "$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh"
 	install -m 0644 pam_flowslot.conf.5 "$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5"
 	install -m 0644 etc/pam.d/flowslot-example "$(DESTDIR)$(DOCDIR)/pam.d-example"
-	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot "$(DESTDIR)$(DOCDIR)/"
+	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot $(FRONTEND_EXAMPLES) \
+		"$(DESTDIR)$(DOCDIR)/"
 	install -m 0644 etc/security/pam_flowslot.conf "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example"
 	install -m 0644 etc/stunnel/flowslot-redis.conf "$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf"
 	install -m 0644 etc/pam-configs/flowslot "$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
@@ -294,6 +299,7 @@ uninstall:
 		"$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5" "$(DESTDIR)$(MANDIR)/man7/pam_flowslot.7" \
 		"$(DESTDIR)$(DOCDIR)/pam.d-example" "$(DESTDIR)$(DOCDIR)/pam_flowslot.conf.example" \
 		"$(DESTDIR)$(DOCDIR)/sshd-flowslot" "$(DESTDIR)$(DOCDIR)/login-flowslot" \
+		$(FRONTEND_EXAMPLES:etc/pam.d/%="$(DESTDIR)$(DOCDIR)/%") \
 		"$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf" \
 		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot" "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md" \
 		"$(DESTDIR)$(DOCDIR)/bench/timeline.png" "$(DESTDIR)$(DOCDIR)/bench/storm.png"

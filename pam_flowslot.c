@@ -10,6 +10,7 @@
  */
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -342,6 +343,22 @@ struct gate_login {
 	int64_t begun_us; /* when the login came to the gate: max_wait counts from there */
 };
 
+/* Tells the user why the login is refused (not under PAM_SILENT), as refusal= asks: an error,
+   or information for a front end that puts its own words in place of an error (never where
+   the front end drops information: su's session). */
+__attribute__((format(printf, 2, 3))) static void gate_say_refusal(const struct gate_login *g,
+								   const char *fmt, ...)
+{
+	bool info = g->q.o->refusal == OPT_REFUSAL_INFO && g->style == PAM_TEXT_INFO;
+	va_list ap;
+
+	if (g->silent)
+		return;
+	va_start(ap, fmt);
+	pam_vprompt(g->q.pamh, info ? PAM_TEXT_INFO : PAM_ERROR_MSG, NULL, fmt, ap);
+	va_end(ap);
+}
+
 /* A slot past max_wait that the backend did not refuse (one that does not check): refused
    here, a place held given back. */
 static enum slot_verdict gate_bound(const struct gate_login *g, struct slot_result *res,
@@ -494,9 +511,8 @@ static int gate_hold(const struct gate_login *g, const struct slot_result *res,
 				who->service_shown, who->user_shown, who->rhost_shown, held_by,
 				(long long)(hr.held_us / 1000),
 				(long long)(o->slot.max_wait_us / 1000), g->via);
-			if (!g->silent)
-				pam_error(pamh, "The server is too busy at the moment. Please try "
-						"again later.");
+			gate_say_refusal(g, "The server is too busy at the moment. Please try "
+					    "again later.");
 			return gate_denial(g->phase, SLOT_REFUSE);
 		}
 		log_msg(pamh, LOG_WARNING,
@@ -535,10 +551,11 @@ static int gate_refuse(const struct gate_login *g, int64_t wait_us, int64_t retr
 		(long long)res->position, (long long)(o->slot.max_wait_us / 1000), g->via);
 	gate_count(g, STATS_REFUSED, 0);
 	countdown_format(retry_us, wait_text, sizeof(wait_text));
-	if (!g->silent && retry_us <= 0)
-		pam_error(pamh, "Too many logins at the moment. Please try again later.");
-	else if (!g->silent)
-		pam_error(pamh, "Too many logins at the moment. Please try again in %s.", wait_text);
+	if (retry_us <= 0)
+		gate_say_refusal(g, "Too many logins at the moment. Please try again later.");
+	else
+		gate_say_refusal(g, "Too many logins at the moment. Please try again in %s.",
+				 wait_text);
 	return gate_denial(g->phase, SLOT_REFUSE);
 }
 
@@ -553,8 +570,7 @@ static int gate_unavailable(const struct gate_login *g, enum stats_result r, boo
 			"refused: service=%s user=%s rhost=%s for its own limits via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, g->via);
 	gate_count(g, r, 0);
-	if (!g->silent)
-		pam_error(g->q.pamh, "The login queue is unavailable. Please try again later.");
+	gate_say_refusal(g, "The login queue is unavailable. Please try again later.");
 	return gate_denial(g->phase, SLOT_UNAVAILABLE);
 }
 
@@ -608,10 +624,17 @@ static int gate_go(const struct gate_login *g, struct slot_result *res, enum sta
 	if (opt_pressure_on(o))
 		rc = gate_hold(g, res, &r, &waited_us);
 	gate_count(g, r, r == STATS_WAITED ? waited_us : 0);
-	if (rc == PAM_IGNORE && g->summary && waited_us > 0 && !g->silent && !o->quiet)
+	if (rc != PAM_IGNORE)
+		return rc;
+	/* Every login let through, at once or after its wait: the stagger an administrator sees
+	   in the log without debug. */
+	log_msg(pamh, LOG_INFO,
+		"went in: service=%s user=%s rhost=%s waited_ms=%lld position=%lld via=%s",
+		who->service_shown, who->user_shown, who->rhost_shown, (long long)(waited_us / 1000),
+		(long long)position, g->via);
+	if (g->summary && waited_us > 0 && !g->silent && !o->quiet)
 		countdown_summary(pamh, g->style, waited_us, position);
-	if (rc == PAM_IGNORE)
-		gate_set_admitted(pamh, g->phase, false, o->debug);
+	gate_set_admitted(pamh, g->phase, false, o->debug);
 	return rc;
 }
 
@@ -647,9 +670,8 @@ static int gate_conclude(const struct gate_login *g, struct slot_result *res, en
 			"refused: service=%s user=%s rhost=%s per_host=%d via=%s",
 			who->service_shown, who->user_shown, who->rhost_shown, o->per_host, g->via);
 		gate_count(g, r, 0);
-		if (!g->silent)
-			pam_error(pamh, "Too many logins from your address at the moment. Please "
-					"try again later.");
+		gate_say_refusal(g, "Too many logins from your address at the moment. Please try "
+				    "again later.");
 		return gate_denial(g->phase, v);
 	case SLOT_UNAVAILABLE:
 	default:

@@ -183,6 +183,17 @@ static int opt_set_messages(struct opt *o, const char *v, const char **why)
 	return 0;
 }
 
+static int opt_set_refusal(struct opt *o, const char *v, const char **why)
+{
+	static const char *const words[] = { "error", "info", NULL };
+	int i = opt_word(v, words, "must be error or info", why);
+
+	if (i < 0)
+		return -1;
+	o->refusal = (enum opt_refusal)i;
+	return 0;
+}
+
 static int opt_set_burst(struct opt *o, const char *v, const char **why)
 {
 	long long burst;
@@ -413,6 +424,7 @@ static const struct opt_setter {
 	{ "state_dir=", opt_set_state_dir, false },
 	{ "countdown=", opt_set_countdown, false },
 	{ "messages=", opt_set_messages, false },
+	{ "refusal=", opt_set_refusal, false },
 	{ "password_file=", opt_set_password_file, true },
 	{ "sentinel_password=", opt_set_sentinel_password, true },
 	{ "sync_replicas=", opt_set_sync_replicas, false },

@@ -71,8 +71,13 @@ stack_of() {
 	fi | tr '\t' ' ' | sed -E "s|pam_flowslot.so( url=[^ ]*)?|$2 $3|; s| pam_succeed_if.so| $PAM_DIR/pam_succeed_if.so|"
 }
 # Each stack is followed by a stamp (which logins got past the gate) and pam_permit.
-for what in sshd-flowslot login-flowslot flowslot-example profile; do
-	case $what in login-flowslot) op=authenticate ph=auth ;; *) op=open_session ph=session ;; esac
+for what in sshd-flowslot login-flowslot flowslot-example lightdm-flowslot gdm-password-flowslot \
+	cockpit-flowslot xrdp-sesman-flowslot profile; do
+	case $what in
+	login-flowslot) op=authenticate ph=auth ;;
+	lightdm-flowslot | gdm-password-flowslot | cockpit-flowslot) op=acct_mgmt ph=account ;;
+	*) op=open_session ph=session ;;
+	esac
 	after=("$ph optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/after-$what" \
 		"$ph required $PAM_DIR/pam_permit.so")
 	mapfile -t gone < <(stack_of "$what" /nonexistent/pam_flowslot.so "")
@@ -148,7 +153,7 @@ while IFS= read -r fmt; do
 	esac
 done < <(grep -ho '"Login queue: [^"]*"' "$TOP/src/countdown.c" | tr -d '"')
 while IFS= read -r fmt; do sentences+=("${fmt//%s/N s}"); done < <(cat "$TOP/pam_flowslot.c" "$TOP"/src/*.c |
-	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -o 'pam_error(pamh, "[^"]*"' | sed 's/^pam_error(pamh, "//; s/"$//')
+	tr -d '\n' | sed 's/"[[:space:]]*"//g' | grep -oE '(pam_error\(pamh|gate_say_refusal\(g), "[^"]*"' | sed 's/^[a-z_]*([a-z]*, "//; s/"$//')
 missing=""
 for m in "${sentences[@]}"; do
 	grep -qF -- "$m" <<< "$man_text" || missing="$missing|$m"

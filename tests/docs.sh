@@ -155,8 +155,10 @@ requisite=$(grep -rnE 'requisite +pam_flowslot' $shown | cut -d: -f1,2 | tr '\n'
 check "no example puts pam_flowslot.so under requisite${requisite:+ (at: $requisite)}" [ -z "$requisite" ]
 # Settings live in one place, the configuration file (issue 28): no module line that the
 # examples, the profile or the docs show carries an option, commented-out ones included,
-# which an administrator would uncomment as they are.
-optioned=$(grep -rnE 'pam_flowslot\.so +([a-z_]+=|(quiet|debug|dry_run)([[:space:]]|$))' $shown | cut -d: -f1,2 | tr '\n' ' ')
+# which an administrator would uncomment as they are. Only a front end's own limits may stand
+# on its line (issue 39): max_wait= and refusal= hold that login alone, not the schedule.
+optioned=$(grep -rnE 'pam_flowslot\.so +([a-z_]+=|(quiet|debug|dry_run)([[:space:]]|$))' $shown |
+	grep -vE 'pam_flowslot\.so( (max_wait|refusal)=[^ ]+)+[[:space:]]*$' | cut -d: -f1,2 | tr '\n' ' ')
 check "no module line in the examples, the profile or the docs carries an option${optioned:+ (at: $optioned)}" \
 	[ -z "$optioned" ]
 say=$(grep -lF 'pam_flowslot.conf' etc/pam.d/* | wc -l)
@@ -245,7 +247,7 @@ modes=$(find "$dest" -type f ! -path '*/sbin/*' -printf '%m\n' | sort -u | tr '\
 check "make install: every other file mode 0644 ($modes)" [ "$modes" = "644 " ]
 check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 16 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 20 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 

@@ -161,6 +161,16 @@ for backend in redis local; do
 		grep -Eq 'Too many logins at the moment. Please try again in 1[0-9] s.' "$TMP/m2.err"
 	check "$backend: max_wait: the refusal reserved nothing" [ "$before" = "$(state_before)" ]
 	check "$backend: max_wait: the refusal is logged" grep -q 'refused: service=maxwait user=bob' "$TMP/m2.err"
+	check "$backend: the login let in at once is logged at LOG_INFO, without debug" \
+		grep -Eq 'SYSLOG\(6\): .*went in: service=maxwait user=alice rhost=[^ ]* waited_ms=0 ' "$TMP/m1.err"
+	# refusal=info: the same words as information (pamtester prints it on standard output),
+	# not as an error (standard error): for a greeter that replaces errors with its own.
+	service maxinfo "auth required @M $url interval=20s max_wait=1s refusal=info" \
+		"auth required @P/pam_permit.so"
+	login m3 maxinfo carol
+	check "$backend: refusal=info: the refusal is sent as information, once, not as an error" \
+		sh -c "[ \$(grep -c 'Too many logins at the moment. Please try again in' '$TMP/m3.out') = 1 ] &&
+			! grep -q 'Too many logins' '$TMP/m3.err' && [ $(rc_of m3) != 0 ]"
 
 	# 5. Stacked sufficient before pam_deny, the gate still vouches for no one.
 	fresh $backend
@@ -209,6 +219,10 @@ for backend in redis local; do
 		sh -c "[ -z '$(blur c01)' ] &&
 			echo '$(blur c02)' | grep -Eqx 'Login queue: you are next; your turn in about N s\.\|$step*$turn' &&
 			echo '$(blur c03)' | grep -Eqx 'Login queue: you are number 2; your turn in about N s\.\|$step*$turn'"
+	# The log shows the stagger: each of the three let in, the two that waited with the time.
+	check "$backend: each login let in is logged, with how long it was held ($(grep -ho 'waited_ms=[0-9]*' "$TMP"/c0?.err | tr '\n' ' '))" \
+		sh -c "[ \$(cat '$TMP'/c0?.err | grep -c 'went in: service=count ') = 3 ] &&
+			[ \$(cat '$TMP'/c0?.err | grep -Ec 'went in: .* waited_ms=[1-9][0-9]{2,} ') = 2 ]"
 done
 
 # 4. Redis unusable: each fallback does what it says, within the timeout.

@@ -64,6 +64,13 @@ enum opt_messages {
 	OPT_MESSAGES_SUMMARY,
 };
 
+/* How a refusal is sent: as an error (PAM_ERROR_MSG), or as information (PAM_TEXT_INFO) for
+   front ends that put their own words in place of an error, as lightdm-gtk-greeter does. */
+enum opt_refusal {
+	OPT_REFUSAL_ERROR,
+	OPT_REFUSAL_INFO,
+};
+
 /* The pressure hold (src/hold.c). */
 struct opt_pressure {
 	int64_t limit_ppm[PRESSURE_RES_N]; /* 0: not watched; all 0: no hold */
@@ -96,6 +103,7 @@ struct opt {
 	int64_t timeout_us;
 	int64_t countdown_us; /* 0: no countdown */
 	enum opt_messages messages;
+	enum opt_refusal refusal;
 	enum opt_fallback fallback;
 	char state_dir[OPT_DIR_MAX + 1];
 	char password_file[OPT_DIR_MAX + 1]; /* empty: none */
