@@ -8,7 +8,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" = 0 ] || skip_all "needs root: xrdp-sesman, useradd and a mount namespace"
+[ "$(id -u)" = 0 ] || skip_all "needs root: xrdp-sesman, useradd and mount namespaces"
 for cmd in xrdp xrdp-sesman xfreerdp Xvfb xdpyinfo xdotool xmessage import convert python3 openssl; do
 	command -v "$cmd" > /dev/null || skip_all "$cmd is missing (tests/deps.sh installs it)"
 done
@@ -22,18 +22,24 @@ mkdir -p "$SHOTS" "$TMP/client"
 INTERVAL=6
 GATE="key=rdp interval=${INTERVAL}s"
 SLOG=$TMP/sesman.log
-# Users unique to this suite and run; both have one password.
+# Users unique to this suite and run, with one password.
 U1=fsxrdp$$a U2=fsxrdp$$b
 PASS=flowslot-$$
-USERS_MADE=""
-NS_PID=""
+NS_PID="" UIDS=""
 
-# make_user NAME: a user with a home under $TMP whose ~/startwm.sh (sesman's
-# UserWindowManager) stamps "<ns> <user>" into $TMP/stamps when the X session starts, shows a
-# line of text, and holds the session until $TMP/end exists.
-make_user() {
-	useradd -m -d "$TMP/home/$1" -s /bin/sh -p "$(openssl passwd -6 "$PASS")" "$1" || return 1
-	USERS_MADE="$USERS_MADE $1"
+# free_id FROM: an id from FROM up that no user or group of the host has, for a user and its
+# group (far above the ids useradd gives on the host meanwhile).
+free_id() {
+	local id=$1
+	while getent passwd "$id" > /dev/null || getent group "$id" > /dev/null; do id=$((id + 1)); done
+	echo "$id"
+}
+
+# plan_user NAME UID: a user for the namespace to make (in $TMP/users), with a home under $TMP
+# whose ~/startwm.sh (sesman's UserWindowManager) stamps "<ns> <user>" into $TMP/stamps when
+# the X session starts, shows a line of text, and holds the session until $TMP/end exists.
+plan_user() {
+	mkdir -p "$TMP/home/$1"
 	cat > "$TMP/home/$1/startwm.sh" <<- EOF
 		#!/bin/sh
 		printf '%s %s\n' "\$(date +%s%N)" "\$(id -un)" >> '$TMP/stamps'
@@ -42,6 +48,7 @@ make_user() {
 		while [ ! -e '$TMP/end' ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
 	EOF
 	chmod 0755 "$TMP/home/$1/startwm.sh"
+	echo "$1 $2 $(openssl passwd -6 "$PASS")" >> "$TMP/users"
 }
 
 # free_display FROM: the first X display number from FROM up with neither socket nor lock.
@@ -88,12 +95,16 @@ configure() {
 		-e 's|^#EnableProcessId=.*|EnableProcessId=true|' "$TMP/etc-xrdp/sesman.ini"
 }
 
-# gate_in PHASE: the service xrdp-sesman, Debian's with the gate (on the suite's own
-# state_dir) before its first PHASE line: auth's first, or @include common-session.
+# gate_in PHASE: the service xrdp-sesman, Debian's with etc/pam.d/xrdp-sesman-flowslot's
+# lines (the gate on the suite's own state_dir, GATE added) before its first PHASE line:
+# @include common-session, as the example says, or, for auth, its first auth line.
 gate_in() {
-	local line="$1 [success=ok ignore=ignore module_unknown=ignore default=die] $MODULE state_dir=$TMP/state $GATE"
-	awk -v phase="$1" -v line="$line" '
-		!done && ($1 == phase || $0 == "@include common-" phase) { print line; done = 1 }
+	example xrdp-sesman-flowslot local "$GATE" | sed "s/^session /$1 /" > "$TMP/gate-lines"
+	awk -v phase="$1" -v lines="$TMP/gate-lines" '
+		!done && ($1 == phase || $0 == "@include common-" phase) {
+			while ((getline l < lines) > 0) print l
+			done = 1
+		}
 		{ print }' /etc/pam.d/xrdp-sesman > "$TMP/pam.d/xrdp-sesman"
 }
 
@@ -101,8 +112,13 @@ gate_in() {
 # the copies bound on /etc/pam.d and /etc/xrdp, a /run of its own (pid files, the xorgxrdp
 # sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
 # "<ns> <message>". The namespace is a process group of its own.
+# The users of $TMP/users are made there by useradd, in an overlay on /etc (its upper layer
+# under $TMP): the host's account files are never written. A useradd on the host renames a new
+# /etc/passwd over the old one, which drops a bind mount on it in any other namespace: the one
+# tests/e2e-console.sh holds (its copy of the user files), when the suites run side by side.
 start_servers() {
-	mkdir -p "$TMP/dev-up" "$TMP/dev-work" "$TMP/dev-new"
+	local d
+	for d in dev etc; do mkdir -p "$TMP/$d-up" "$TMP/$d-work" "$TMP/$d-new"; done
 	cat > "$TMP/syslogd.py" <<- 'EOF'
 		import os, socket, sys, time
 		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -116,6 +132,13 @@ start_servers() {
 	# shellcheck disable=SC2016 # the namespace's script; its paths are its arguments
 	setsid unshare --mount --propagation private sh -c '
 		tmp=$1
+		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$tmp/etc-up,workdir=$tmp/etc-work" \
+			"$tmp/etc-new" && mount --move "$tmp/etc-new" /etc || exit 1
+		while read -r name uid hash; do
+			groupadd -g "$uid" "$name" &&
+				useradd -u "$uid" -g "$uid" -M -d "$tmp/home/$name" -s /bin/sh -p "$hash" "$name" &&
+				chown -R "$name:" "$tmp/home/$name" || exit 1
+		done < "$tmp/users"
 		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
 			mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
 		mkdir -p /run/xrdp/sockdir /run/lock && chmod 3777 /run/xrdp/sockdir && chmod 1777 /run/lock
@@ -200,10 +223,16 @@ session_pid() {
 }
 # stamp_of USER: when USER's X session started (ns).
 stamp_of() { awk -v u="$1" '$2 == u { print $1; exit }' "$TMP/stamps"; }
-# opened_at USER: when pam_unix, after the gate, opened USER's session (ns), from syslog.
-opened_at() {
-	grep -F "pam_unix(xrdp-sesman:session): session opened for user $1(" "$TMP/syslog" |
-		tail -1 | cut -d' ' -f1
+# went_in SINCE USER: when the module let USER in (its "went in:" line, ns), from the syslog
+# after its first SINCE lines.
+went_in() {
+	tail -n +$(($1 + 1)) "$TMP/syslog" | grep -F "pam_flowslot(xrdp-sesman:" |
+		grep -F " went in: service=xrdp-sesman user=$2 " | head -1 | cut -d' ' -f1
+}
+# came_to SINCE USER: when USER came to the gate (its first line, "queued:" or "went in:", ns).
+came_to() {
+	tail -n +$(($1 + 1)) "$TMP/syslog" | grep -F "pam_flowslot(xrdp-sesman:" |
+		grep -E " (queued|went in): service=xrdp-sesman user=$2 " | head -1 | cut -d' ' -f1
 }
 # ms A B: B - A, ns to ms ("?" when either is missing).
 ms() { if [ -n "$1" ] && [ -n "$2" ]; then echo $((($2 - $1) / 1000000)); else echo "?"; fi; }
@@ -250,10 +279,9 @@ cleanup_all() {
 	touch "$TMP/end" 2> /dev/null
 	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
 	[ -n "$NS_PID" ] && stop_tree "$NS_PID"
-	for u in $USERS_MADE; do
+	for u in $UIDS; do
 		# shellcheck disable=SC2046 # a list of pids
 		kill -KILL $(pgrep -u "$u") 2> /dev/null
-		userdel "$u" 2> /dev/null
 	done
 	[ -s "$SHOTS/index" ] || rmdir "$SHOTS" 2> /dev/null
 	cleanup
@@ -262,7 +290,11 @@ trap cleanup_all EXIT
 
 start_xvfb || { not_ok "an Xvfb for the clients ($(cat "$TMP/xvfb.log"))"; finish; exit 1; }
 configure
-{ make_user "$U1" && make_user "$U2"; } || { not_ok "the test users"; finish; exit 1; }
+uid1=$(free_id $((62000 + RANDOM % 2000)))
+uid2=$(free_id $((uid1 + 1)))
+UIDS="$uid1 $uid2"
+plan_user "$U1" "$uid1"
+plan_user "$U2" "$uid2"
 : > "$TMP/stamps"
 chmod 0666 "$TMP/stamps"
 mkdir -m 0700 "$TMP/state"
@@ -274,23 +306,25 @@ start_servers || {
 }
 
 # 1. The gate in session, as etc/pam.d/xrdp-sesman-flowslot places it: two clients a second
-# apart, two users. At the gate: pam_unix, the line after it, opens the second session an
-# interval after the first (less 1 s), in the order they came to the gate (sesman's "Starting
-# session" lines). Then both X sessions start (their stamps), in that order, the second an
-# interval after the first (less 2 s for the first X server's start).
+# apart, two users. At the gate: the module lets the second in an interval after the first
+# (their "went in:" lines, less 1 s), in the order they came to it (sesman's "Starting session"
+# lines, each forking the process that opens the session). Then both X sessions start (their
+# stamps), in that order, the second an interval after the first (less 2 s for the first X
+# server's start).
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 client c1 "$U1" 0
 sleep 1
 client c2 "$U2" 660
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
 s1=$(stamp_of "$U1") s2=$(stamp_of "$U2")
-o1=$(opened_at "$U1") o2=$(opened_at "$U2")
+in1=$(went_in "$smark" "$U1") in2=$(went_in "$smark" "$U2")
 came=$(since "$mark" | sed -n 's/.*Starting session: .* user name \(.*\)$/\1/p' | tr '\n' ' ')
-opened=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o 'session opened for user [^(]*' | cut -d' ' -f5 | tr '\n' ' ')
+let_in=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o ' went in: service=xrdp-sesman user=[^ ]*' |
+	cut -d= -f3 | tr '\n' ' ')
 went=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
-check "session gate: the second RDP login is let through an interval after the first (pam_unix opened it $(ms "$o1" "$o2") ms later; interval ${INTERVAL} s), in the order they came (came: $came; opened: $opened)" \
-	sh -c "[ -n '$o1' ] && [ -n '$o2' ] && [ \$(( ($o2 - $o1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
-		[ '$came' = '$opened' ] && [ \$(echo '$came' | wc -w) = 2 ]"
+check "session gate: the module lets the second RDP login in an interval after the first ($(ms "$in1" "$in2") ms; interval ${INTERVAL} s), in the order they came (came: $came; let in: $let_in)" \
+	sh -c "[ -n '$in1' ] && [ -n '$in2' ] && [ \$(( ($in2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
+		[ '$came' = '$let_in' ] && [ \$(echo '$came' | wc -w) = 2 ]"
 check "... and both X sessions start, in that order, the second an interval later (stamps $(ms "$s1" "$s2") ms apart; went in: $went)$(no_session_why)" \
 	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ '$came' = '$went' ] &&
 		[ \$(( ($s2 - $s1) / 1000000 )) -ge $((INTERVAL * 1000 - 2000)) ] &&
@@ -301,7 +335,7 @@ end_sessions "$mark" 2
 # first login waits about 2 intervals; the second client, started once the first waits, is
 # accepted and authenticated ("created session") and comes to the gate (its PAM message)
 # before the first one's turn, in sesman's log; both sessions start.
-mark=$(wc -l < "$SLOG")
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold 2
 client c1 "$U1" 0
@@ -309,6 +343,7 @@ p1=none
 wait_for 20 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q 'Starting session: .* user name $U1\$'"
 p1=$(session_pid "$mark" "$U1")
 wait_for 20 now_pam "$mark" "$p1"
+c2_at=$(date +%s%N)
 client c2 "$U2" 660
 # What the first client shows while it waits, two shots a second apart.
 sleep 1
@@ -322,8 +357,10 @@ p2=$(session_pid "$mark" "$U2")
 turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
 created2=$(at "$mark" "created session .*username $U2,")
 gate2=$(at "$mark" "\[pid:$p2 .*PAM: Login queue: you are")
-check "session gate, the first login waiting: the second is authenticated (line $created2) and at the gate (line $gate2) before the first's turn (line $turn1)" \
-	sh -c "[ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] && [ $turn1 != 99999 ]"
+at2=$(came_to "$smark" "$U2") in1=$(went_in "$smark" "$U1")
+check "session gate, the first login waiting: the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2; $(ms "$c2_at" "$at2") ms after its client started) before the first's turn (line $turn1; $(ms "$at2" "$in1") ms later)" \
+	sh -c "[ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] && [ $turn1 != 99999 ] &&
+		[ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -lt '$in1' ]"
 check "... and both sessions start ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 
@@ -343,12 +380,13 @@ end_sessions "$mark" 2
 # login at a time. Two places held ahead again; while the first login waits, the second
 # client's connection to sesman stays in sesman's listen backlog, not accepted; sesman takes
 # it only after the first one's turn; then it waits its own turn, and both sessions start.
-mark=$(wc -l < "$SLOG")
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 gate_in auth
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold 2
 client c1 "$U1" 0
 wait_for 20 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q 'PAM: Login queue: you are'"
+c2_at=$(date +%s%N)
 client c2 "$U2" 660
 pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
 wait_for 15 pending
@@ -360,8 +398,10 @@ conn2=$(since "$mark" | grep -n 'connection received from' | sed -n '2s/:.*//p')
 created2=$(at "$mark" "created session .*username $U2,")
 check "auth gate, the first login waiting: the second client's connection waits in sesman's backlog ($waiting), not accepted, before the first's turn ($([ "$turn_then" = 99999 ] && echo "not yet" || echo "at line $turn_then"))" \
 	sh -c "[ '$waiting' -ge 1 ] && [ '$turn_then' = 99999 ]"
-check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $created2) only after the first's turn (line $turn1)" \
-	sh -c "[ $turn1 != 99999 ] && [ ${conn2:-0} -gt $turn1 ] && [ $created2 -gt $turn1 ]"
+at2=$(came_to "$smark" "$U2") in1=$(went_in "$smark" "$U1")
+check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $created2) only after the first's turn (line $turn1): at the gate $(ms "$c2_at" "$at2") ms after its client started, $(ms "$in1" "$at2") ms after the first went in" \
+	sh -c "[ $turn1 != 99999 ] && [ ${conn2:-0} -gt $turn1 ] && [ $created2 -gt $turn1 ] &&
+		[ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -ge '$in1' ]"
 check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 end_sessions "$mark" 2
