@@ -237,18 +237,30 @@ came_to() {
 # ms A B: B - A, ns to ms ("?" when either is missing).
 ms() { if [ -n "$1" ] && [ -n "$2" ]; then echo $((($2 - $1) / 1000000)); else echo "?"; fi; }
 
-# hold N: N places in line ahead on the gate's schedule, held by flowslotctl wait as logins
-# would hold them, in the background.
-hold() {
-	local i
-	for i in $(seq "$1"); do
-		"$CTL" wait rdp state_dir="$TMP/state" interval="${INTERVAL}s" > "$TMP/hold$i.out" 2>&1 &
-		HOLDERS="${HOLDERS:-} $!"
-		# In line (it said so), or in at once (it is gone): the next one comes after it.
-		wait_for 5 sh -c "grep -q . '$TMP/hold$i.out' || ! kill -0 $! 2> /dev/null"
+# hold_until DEPTH COMMAND...: keeps DEPTH places waiting in line on the gate's schedule,
+# held by flowslotctl wait as logins would hold them (in the background; a new one whenever
+# fewer wait), until COMMAND succeeds (60 s at most). A login that comes to the gate meanwhile,
+# however late a loaded machine brings it, waits DEPTH intervals or more. "hold_until N true"
+# fills the line and returns.
+hold_until() {
+	local depth=$1 limit=$(($(now_ms) + 60000)) alive p
+	shift
+	while :; do
+		alive=0
+		for p in ${HOLDERS:-}; do kill -0 "$p" 2> /dev/null && alive=$((alive + 1)); done
+		if [ "$alive" -lt "$depth" ]; then
+			HELD=$((${HELD:-0} + 1))
+			"$CTL" wait rdp state_dir="$TMP/state" interval="${INTERVAL}s" > "$TMP/hold$HELD.out" 2>&1 &
+			HOLDERS="${HOLDERS:-} $!"
+			# In line (it said so), or in at once (it is gone): the next one comes after it.
+			wait_for 5 sh -c "grep -q . '$TMP/hold$HELD.out' || ! kill -0 $! 2> /dev/null"
+			continue
+		fi
+		"$@" && return 0
+		[ "$(now_ms)" -lt "$limit" ] || return 1
+		sleep 0.1
 	done
 }
-
 # end_sessions MARK N: the sessions end (their window managers return), sesman reaps N of them
 # after MARK, and the clients are stopped; the stamps are cleared.
 end_sessions() {
@@ -273,6 +285,14 @@ no_session_why() {
 
 # now_pam MARK PID: sesman's log after MARK has a PAM message of PID.
 now_pam() { since "$1" | grep -q "\[pid:$2 .*PAM: Login queue"; }
+# waits_in_session MARK USER: USER's session process has told a PAM message (it waits).
+waits_in_session() {
+	local p
+	p=$(session_pid "$1" "$2")
+	[ "$p" != none ] && now_pam "$1" "$p"
+}
+# waits_in_auth MARK: sesman's main process has told a PAM message since MARK.
+waits_in_auth() { since "$1" | grep -q 'PAM: Login queue: you are'; }
 
 cleanup_all() {
 	local c
@@ -331,18 +351,16 @@ check "... and both X sessions start, in that order, the second an interval late
 		[ \$(( ($s2 - $s1) / 1000000 )) -le $((INTERVAL * 1000 + 30000)) ]"
 end_sessions "$mark" 2
 
-# 2. Neither held by the other's wait: on a fresh schedule, two places held ahead, so that the
-# first login waits about 2 intervals; the second client, started once the first waits, is
-# accepted and authenticated ("created session") and comes to the gate (its PAM message)
+# 2. Neither held by the other's wait: on a fresh schedule, two places held ahead until the
+# first login waits, so that it waits 2 intervals or more; the second client, started then,
+# is accepted and authenticated ("created session") and comes to the gate (its PAM message)
 # before the first one's turn, in sesman's log; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
-hold 2
+hold_until 2 true
 client c1 "$U1" 0
-p1=none
-wait_for 20 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q 'Starting session: .* user name $U1\$'"
+hold_until 2 waits_in_session "$mark" "$U1"
 p1=$(session_pid "$mark" "$U1")
-wait_for 20 now_pam "$mark" "$p1"
 c2_at=$(date +%s%N)
 client c2 "$U2" 660
 # What the first client shows while it waits, two shots a second apart.
@@ -377,15 +395,15 @@ check "the client shows one flat colour through the wait (${look1:-no shot}; ${l
 end_sessions "$mark" 2
 
 # 4. The contrast: the gate in auth, which sesman runs in its main loop (auth_userpass), one
-# login at a time. Two places held ahead again; while the first login waits, the second
-# client's connection to sesman stays in sesman's listen backlog, not accepted; sesman takes
-# it only after the first one's turn; then it waits its own turn, and both sessions start.
+# login at a time. Two places held ahead again until the first login waits; meanwhile the
+# second client's connection to sesman stays in sesman's listen backlog, not accepted; sesman
+# takes it only after the first one's turn; then it waits its own turn; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 gate_in auth
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
-hold 2
+hold_until 2 true
 client c1 "$U1" 0
-wait_for 20 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q 'PAM: Login queue: you are'"
+hold_until 2 waits_in_auth "$mark"
 c2_at=$(date +%s%N)
 client c2 "$U2" 660
 pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
