@@ -243,35 +243,39 @@ ms() { if [ -n "$1" ] && [ -n "$2" ]; then echo $((($2 - $1) / 1000000)); else e
 # however late a loaded machine brings it, waits DEPTH intervals or more. "hold_until N true"
 # fills the line and returns.
 hold_until() {
-	local depth=$1 limit=$(($(now_ms) + 60000)) alive p
+	# Not "limit": wait_for (lib.sh) sets that one, which is ours while it runs.
+	local depth=$1 deadline=$(($(now_ms) + 60000)) waiting h
 	shift
 	while :; do
-		alive=0
-		for p in ${HOLDERS:-}; do kill -0 "$p" 2> /dev/null && alive=$((alive + 1)); done
-		if [ "$alive" -lt "$depth" ]; then
+		waiting=0
+		for h in ${HOLDERS:-}; do holding "$h" && waiting=$((waiting + 1)); done
+		if [ "$waiting" -lt "$depth" ]; then
 			HELD=$((${HELD:-0} + 1))
 			"$CTL" wait rdp state_dir="$TMP/state" interval="${INTERVAL}s" > "$TMP/hold$HELD.out" 2>&1 &
-			HOLDERS="${HOLDERS:-} $!"
+			HOLDERS="${HOLDERS:-} $!:$HELD"
 			# In line (it said so), or in at once (it is gone): the next one comes after it.
 			wait_for 5 sh -c "grep -q . '$TMP/hold$HELD.out' || ! kill -0 $! 2> /dev/null"
 			continue
 		fi
 		"$@" && return 0
-		[ "$(now_ms)" -lt "$limit" ] || return 1
+		[ "$(now_ms)" -lt "$deadline" ] || return 1
 		sleep 0.1
 	done
+}
+# holding PID:N: holder N (pid PID) still waits for its turn (it prints each line as it goes).
+holding() {
+	kill -0 "${1%:*}" 2> /dev/null && ! grep -q 'your turn now' "$TMP/hold${1#*:}.out"
 }
 # end_sessions MARK N: the sessions end (their window managers return), sesman reaps N of them
 # after MARK, and the clients are stopped; the stamps are cleared.
 end_sessions() {
-	local c
+	local c h
 	touch "$TMP/end"
 	wait_for 20 sh -c "[ \$(tail -n +$(($1 + 1)) '$SLOG' | grep -c '++ terminated session') -ge $2 ]"
 	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
 	rm -f "$TMP/end" "$TMP"/c?.pid
 	: > "$TMP/stamps"
-	# shellcheck disable=SC2086 # a list of pids
-	[ -n "${HOLDERS:-}" ] && wait $HOLDERS
+	for h in ${HOLDERS:-}; do wait "${h%:*}"; done
 	HOLDERS=""
 }
 
@@ -285,11 +289,15 @@ no_session_why() {
 
 # now_pam MARK PID: sesman's log after MARK has a PAM message of PID.
 now_pam() { since "$1" | grep -q "\[pid:$2 .*PAM: Login queue"; }
-# waits_in_session MARK USER: USER's session process has told a PAM message (it waits).
-waits_in_session() {
-	local p
-	p=$(session_pid "$1" "$2")
-	[ "$p" != none ] && now_pam "$1" "$p"
+# first_to_come MARK: the user whose session sesman started first after MARK.
+first_to_come() {
+	since "$1" | sed -n 's/.*Starting session: .* user name \(.*\)$/\1/p' | head -1
+}
+# first_waits MARK: the session process of the first to come has told a PAM message (it waits).
+first_waits() {
+	local u p
+	u=$(first_to_come "$1")
+	[ -n "$u" ] && p=$(session_pid "$1" "$u") && [ "$p" != none ] && now_pam "$1" "$p"
 }
 # waits_in_auth MARK: sesman's main process has told a PAM message since MARK.
 waits_in_auth() { since "$1" | grep -q 'PAM: Login queue: you are'; }
@@ -352,33 +360,37 @@ check "... and both X sessions start, in that order, the second an interval late
 end_sessions "$mark" 2
 
 # 2. Neither held by the other's wait: on a fresh schedule, two places held ahead until the
-# first login waits, so that it waits 2 intervals or more; the second client, started then,
-# is accepted and authenticated ("created session") and comes to the gate (its PAM message)
-# before the first one's turn, in sesman's log; both sessions start.
+# first login to come waits, two intervals or more; the second client, started a second after
+# the first, is accepted and authenticated ("created session") and comes to the gate (its PAM
+# message) before the first one's turn, in sesman's log; both sessions start. The first is
+# whichever came first ("Starting session"), should a loaded machine swap them.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold_until 2 true
 client c1 "$U1" 0
-hold_until 2 waits_in_session "$mark" "$U1"
-p1=$(session_pid "$mark" "$U1")
-c2_at=$(date +%s%N)
+sleep 1
 client c2 "$U2" 660
-# What the first client shows while it waits, two shots a second apart.
+hold_until 2 first_waits "$mark"
+first=$(first_to_come "$mark") second=$U2 first_client=c1
+[ "$first" = "$U2" ] && second=$U1 first_client=c2
+p1=$(session_pid "$mark" "$first")
+# What the first one's client shows while it waits, two shots a second apart.
 sleep 1
-look1=$(shot c1 2-wait-a)
+look1=$(shot "$first_client" 2-wait-a)
 sleep 1
-look2=$(shot c1 2-wait-b)
+look2=$(shot "$first_client" 2-wait-b)
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
 sleep 2
-look3=$(shot c1 2-session)
-p2=$(session_pid "$mark" "$U2")
+look3=$(shot "$first_client" 2-session)
+p2=$(session_pid "$mark" "$second")
+told1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: you are")
 turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
-created2=$(at "$mark" "created session .*username $U2,")
+created2=$(at "$mark" "created session .*username $second,")
 gate2=$(at "$mark" "\[pid:$p2 .*PAM: Login queue: you are")
-at2=$(came_to "$smark" "$U2") in1=$(went_in "$smark" "$U1")
-check "session gate, the first login waiting: the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2; $(ms "$c2_at" "$at2") ms after its client started) before the first's turn (line $turn1; $(ms "$at2" "$in1") ms later)" \
-	sh -c "[ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] && [ $turn1 != 99999 ] &&
-		[ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -lt '$in1' ]"
+at2=$(came_to "$smark" "$second") in1=$(went_in "$smark" "$first")
+check "session gate, the first login waiting (told from line $told1): the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2) before the first's turn (line $turn1; $(ms "$at2" "$in1") ms later)" \
+	sh -c "[ $told1 -lt $turn1 ] && [ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] &&
+		[ $turn1 != 99999 ] && [ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -lt '$in1' ]"
 check "... and both sessions start ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 
@@ -395,29 +407,34 @@ check "the client shows one flat colour through the wait (${look1:-no shot}; ${l
 end_sessions "$mark" 2
 
 # 4. The contrast: the gate in auth, which sesman runs in its main loop (auth_userpass), one
-# login at a time. Two places held ahead again until the first login waits; meanwhile the
-# second client's connection to sesman stays in sesman's listen backlog, not accepted; sesman
-# takes it only after the first one's turn; then it waits its own turn; both sessions start.
+# login at a time. Two places held ahead again until the first login waits, the second client
+# started a second after the first: while the first waits, the second one's connection to
+# sesman stays in sesman's listen backlog, not accepted; sesman takes it only after the first
+# one's turn; then it waits its own turn; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 gate_in auth
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold_until 2 true
 client c1 "$U1" 0
-hold_until 2 waits_in_auth "$mark"
-c2_at=$(date +%s%N)
+sleep 1
 client c2 "$U2" 660
+hold_until 2 waits_in_auth "$mark"
 pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
 wait_for 15 pending
 waiting=$(backlog "$SESMAN_PORT")
 turn_then=$(at "$mark" 'PAM: Login queue: your turn now')
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+first=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o ' queued: service=xrdp-sesman user=[^ ]*' |
+	head -1 | cut -d= -f3)
+second=$U2
+[ "$first" = "$U2" ] && second=$U1
 turn1=$(at "$mark" 'PAM: Login queue: your turn now')
 conn2=$(since "$mark" | grep -n 'connection received from' | sed -n '2s/:.*//p')
-created2=$(at "$mark" "created session .*username $U2,")
+created2=$(at "$mark" "created session .*username $second,")
 check "auth gate, the first login waiting: the second client's connection waits in sesman's backlog ($waiting), not accepted, before the first's turn ($([ "$turn_then" = 99999 ] && echo "not yet" || echo "at line $turn_then"))" \
 	sh -c "[ '$waiting' -ge 1 ] && [ '$turn_then' = 99999 ]"
-at2=$(came_to "$smark" "$U2") in1=$(went_in "$smark" "$U1")
-check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $created2) only after the first's turn (line $turn1): at the gate $(ms "$c2_at" "$at2") ms after its client started, $(ms "$in1" "$at2") ms after the first went in" \
+at2=$(came_to "$smark" "$second") in1=$(went_in "$smark" "$first")
+check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $created2) only after the first's turn (line $turn1): at the gate $(ms "$in1" "$at2") ms after the first went in" \
 	sh -c "[ $turn1 != 99999 ] && [ ${conn2:-0} -gt $turn1 ] && [ $created2 -gt $turn1 ] &&
 		[ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -ge '$in1' ]"
 check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
