@@ -136,7 +136,8 @@ start_servers() {
 			"$tmp/etc-new" && mount --move "$tmp/etc-new" /etc || exit 1
 		while read -r name uid hash; do
 			groupadd -g "$uid" "$name" &&
-				useradd -u "$uid" -g "$uid" -M -d "$tmp/home/$name" -s /bin/sh -p "$hash" "$name" &&
+				useradd -K UID_MAX=65000 -u "$uid" -g "$uid" -M -d "$tmp/home/$name" -s /bin/sh \
+					-p "$hash" "$name" &&
 				chown -R "$name:" "$tmp/home/$name" || exit 1
 		done < "$tmp/users"
 		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
@@ -157,7 +158,7 @@ start_servers() {
 		xrdp --nodaemon --config /etc/xrdp/xrdp.ini > "$tmp/xrdp.out" 2>&1 &
 		wait' sh "$TMP" > "$TMP/ns.log" 2>&1 &
 	NS_PID=$!
-	wait_for 15 listening "$SESMAN_PORT" && wait_for 15 listening "$XRDP_PORT"
+	wait_for 30 listening "$SESMAN_PORT" && wait_for 30 listening "$XRDP_PORT"
 }
 
 # listening PORT: something listens on PORT.
@@ -322,7 +323,7 @@ trap cleanup_all EXIT
 
 start_xvfb || { not_ok "an Xvfb for the clients ($(cat "$TMP/xvfb.log"))"; finish; exit 1; }
 configure
-uid1=$(free_id $((62000 + RANDOM % 2000)))
+uid1=$(free_id $((61000 + RANDOM % 3000)))
 uid2=$(free_id $((uid1 + 1)))
 UIDS="$uid1 $uid2"
 plan_user "$U1" "$uid1"
@@ -332,7 +333,7 @@ chmod 0666 "$TMP/stamps"
 mkdir -m 0700 "$TMP/state"
 gate_in session
 start_servers || {
-	not_ok "xrdp and xrdp-sesman listen ($(cat "$TMP/ns.log" "$TMP/sesman.out" "$TMP/xrdp.out" 2> /dev/null))"
+	not_ok "xrdp and xrdp-sesman listen ($(cat "$TMP/ns.log" "$TMP/sesman.out" "$TMP/xrdp.out" 2> /dev/null; tail -n 3 "$SLOG" "$TMP/xrdp.log" 2> /dev/null))"
 	finish
 	exit 1
 }
