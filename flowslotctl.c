@@ -391,8 +391,11 @@ static void ctl_print_view(const struct ctl *c, const struct ctl_view *v)
 		else
 			printf("new login:      waits %s, number %" PRId64 "\n", wait,
 			       res->position);
-		printf("last admission: %s%s\n", res->since_us < 0 ? "none" : since,
-		       res->since_us < 0 ? "" : " ago");
+		if (res->since_us < 0)
+			printf("last admission: none kept (a schedule is dropped once its next "
+			       "slot has passed with nobody waiting)\n");
+		else
+			printf("last admission: %s ago\n", since);
 	}
 	if (v->host == NULL) {
 		printf("this host:      unknown (the error is above)\n");

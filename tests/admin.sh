@@ -90,9 +90,11 @@ for what in sshd-flowslot login-flowslot flowslot-example lightdm-flowslot gdm-p
 			sh -c "[ $(rc_of "gone-$what") != 0 ] && [ ! -s '$TMP/after-$what' ] &&
 				grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err'"
 	else
-		check "$what, module gone: the login goes through (rc $(rc_of "gone-$what"); ${#gone[@]} lines)" \
+		# libpam's two LOG_ERR lines (pam_wrapper shows them without syslog's "PAM " prefix).
+		check "$what, module gone: the login goes through, libpam logging the two errors the postrm names (rc $(rc_of "gone-$what"); ${#gone[@]} lines)" \
 			sh -c "[ $(rc_of "gone-$what") = 0 ] && grep -q ' nobody\$' '$TMP/after-$what' &&
-				grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err'"
+				grep -aq 'unable to dlopen(/nonexistent/pam_flowslot.so)' '$TMP/gone-$what.err' &&
+				grep -aq 'adding faulty module: /nonexistent/pam_flowslot.so' '$TMP/gone-$what.err'"
 	fi
 	mapfile -t here < <(stack_of "$what" "$MODULE" "url=local state_dir=$TMP/st-$what interval=60s max_wait=1s")
 	service "here-$what" "${here[@]}" "${after[@]}"
@@ -103,6 +105,20 @@ for what in sshd-flowslot login-flowslot flowslot-example lightdm-flowslot gdm-p
 		sh -c "[ $(rc_of "first-$what") = 0 ] && [ $(rc_of "refused-$what") != 0 ] &&
 			grep -q 'refused:' '$TMP/refused-$what.err' && [ \$(grep -c . '$TMP/after-$what') = 1 ]"
 done
+# The profile holds no greeter's own session (it would hold nobody: the greeter starts before
+# anyone is at the screen), nor Cockpit's, whose 30 s limit its example's max_wait keeps under:
+# on a schedule that refuses a second login, two logins of each such service both pass.
+mapfile -t here < <(stack_of profile "$MODULE" "url=local state_dir=$TMP/st-skip interval=60s max_wait=1s")
+passed=""
+for svc in lightdm-greeter gdm-launch-environment sddm-greeter cockpit; do
+	service "$svc" "${here[@]}" "session required $PAM_DIR/pam_permit.so"
+	login "$svc-1" "$svc" nobody open_session
+	login "$svc-2" "$svc" nobody open_session
+	[ "$(rc_of "$svc-1")$(rc_of "$svc-2")" = 00 ] && passed="$passed $svc"
+done
+check "the profile skips the greeters' own sessions and Cockpit's (both logins of:$passed)" \
+	[ "$passed" = " lightdm-greeter gdm-launch-environment sddm-greeter cockpit" ]
+
 # Why not plain requisite: with the module gone, it fails every login.
 service gone-requisite "session requisite /nonexistent/pam_flowslot.so" "session required $PAM_DIR/pam_permit.so"
 login gone-requisite gone-requisite nobody open_session

@@ -433,6 +433,15 @@ check "url=local status: 'waiting: 2', the file named, nothing written" \
 	sh -c "[ $? = 0 ] && grep -q '^waiting: *2\$' '$TMP/local.out' &&
 		grep -q '^backend: *local $TMP/ls/slot.c6\$' '$TMP/local.out' && [ '$before' = \"\$(md5sum < '$TMP/ls/slot.c6')\" ]"
 bg_wait
+# The last admission is kept as long as the schedule, until its next slot has passed with
+# nobody waiting (u3 went in about 6 s after u1, the slot after it 3 s later): then status
+# says so, rather than a bare "none" an administrator would take for no login at all.
+"$CTL" "$C" $L interval=3s status > "$TMP/local-last.out" 2>&1
+sleep 3.5
+"$CTL" "$C" $L interval=3s status > "$TMP/local-gone.out" 2>&1
+check "url=local status: the last admission, then, once the schedule is dropped, that none is kept ($(grep -h '^last' "$TMP/local-last.out" "$TMP/local-gone.out" | paste -sd '|'))" \
+	sh -c "grep -q '^last admission: .* ago\$' '$TMP/local-last.out' &&
+		grep -q '^last admission: none kept (a schedule is dropped once its next slot has passed' '$TMP/local-gone.out'"
 "$CTL" "$C" url=local state_dir="$TMP/nothing" key=c6 status > "$TMP/local-none.out" 2>&1
 check "url=local status with no state_dir yet: an empty schedule, and nothing created" \
 	sh -c "[ $? = 0 ] && grep -q '^waiting: *0\$' '$TMP/local-none.out' && [ ! -e '$TMP/nothing' ]"

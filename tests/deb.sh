@@ -16,7 +16,7 @@ VERSION=$(sed -nE 's/^VERSION = ([0-9][^ ]*)$/\1/p' Makefile)
 MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 DEB=build/deb/libpam-flowslot_${VERSION}_$ARCH.deb
-SECDIR=usr/lib/$MA/security
+SECDIR=lib/$MA/security # as libpam-modules: see debian/rules
 DOC=usr/share/doc/libpam-flowslot
 # dpkg-buildpackage writes its results to the parent directory: make deb must not.
 deb_files() { ls -A "$TOP/.." | grep -E '^(lib)?pam-flowslot' ; }
@@ -241,6 +241,8 @@ STEPS
 		sh -c "[ '$(rc_at remove)' = 0 ] && [ ! -e '$W/module.after' ] && ! grep -q pam_flowslot '$W/common-session.after'"
 	check "walk: ... the postrm names the lines left in /etc/pam.d/sshd ($(grep -m1 'sshd:' "$W/remove.out" | sed 's/^ *//'))" \
 		sh -c "grep -q 'still name it' '$W/remove.out' && grep -q '/etc/pam.d/sshd:[0-9]*:.*pam_flowslot' '$W/remove.out'"
+	check "walk: ... and says libpam logs two errors for them at each login, which admin.sh sees ($(grep -c 'faulty module' "$W/remove.out") line)" \
+		grep -q 'PAM unable to dlopen(pam_flowslot.so).*PAM adding faulty module' "$W/remove.out"
 	check "walk: ... and keeps /run/pam_flowslot, which the example's logins wrote ($(paste -sd ' ' "$W/state.before"))" \
 		sh -c "grep -q '^slot\.' '$W/state.before' && [ -e '$W/state.removed' ]"
 	check "walk: after the remove, with those lines left, not locked out: a user and root (rc $(rc_at removed), $(rc_at removed-root))" \
@@ -250,6 +252,8 @@ STEPS
 	check "walk: ... names the lines left in /etc/pam.d/sshd again ($(grep -m1 'sshd:' "$W/purge.out" | sed 's/^ *//'))" \
 		sh -c "grep -q 'still name it' '$W/purge.out' && grep -q '/etc/pam.d/sshd:[0-9]*:.*pam_flowslot' '$W/purge.out' &&
 			grep -q pam_flowslot '$W/sshd.after'"
+	check "walk: ... and dpkg warns of nothing, neither at the remove nor at the purge ($(grep -h -m1 'dpkg: warning' "$W/remove.out" "$W/purge.out"))" \
+		sh -c "! grep -q 'dpkg: warning' '$W/remove.out' '$W/purge.out'"
 	check "walk: ... removes /run/pam_flowslot, and says so ($(grep -m1 'run/pam_flowslot' "$W/purge.out"))" \
 		sh -c "[ ! -e '$W/state.purged' ] && grep -q 'removed /run/pam_flowslot' '$W/purge.out'"
 	check "walk: after the purge, with those lines left, not locked out: a user and root (rc $(rc_at purged), $(rc_at purged-root))" \

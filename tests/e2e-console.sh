@@ -123,10 +123,10 @@ check "... whereas the target-only tests (uid eq 0, user ingroup sudo) queue roo
 # su, runuser and sudo run by a user outside group sudo, for real: su and sudo are set-uid, so
 # pam_wrapper cannot be preloaded into them from an unprivileged caller. They run in a private
 # mount namespace instead, under a tmux server of its own started there, which sees a copy of
-# /etc/pam.d (the shipped profile's block in common-session, a permit for auth and account),
-# and of /etc/passwd, /etc/group and /etc/shadow with three users: CALLER and SUDOER (in a copy
-# of /etc/sudoers, NOPASSWD and not), neither in group sudo, and TARGET. The host's files are
-# never written (tests/untouched.sh checks /etc/pam.d).
+# /etc: in pam.d the shipped profile's block in common-session, a permit for auth and account;
+# in passwd, group and shadow three users: CALLER and SUDOER (in sudoers, NOPASSWD and not),
+# neither in group sudo, and TARGET. The host's files are never written (tests/untouched.sh
+# checks /etc/pam.d).
 NS=$TMP/ns
 TMUX_NS="$TMP/tmux-ns.sock"
 tns() { tmux -S "$TMUX_NS" "$@"; }
@@ -140,9 +140,11 @@ CALLER=flowslot-caller SUDOER=flowslot-sudoer TARGET=flowslot-target
 caller_id=$(free_id 61000)
 sudoer_id=$(free_id $((caller_id + 1)))
 target_id=$(free_id $((sudoer_id + 1)))
-mkdir -p "$NS/etc"
-cp -a /etc/pam.d "$NS/etc/pam.d"
-cp /etc/passwd /etc/group /etc/shadow "$NS/etc/"
+# A copy of the whole of /etc, bound on /etc in the namespace: a file bound alone (passwd, say)
+# is dropped from the namespace when the host renames a new one over it, as useradd does, and
+# other suites add users meanwhile (the front ends' beside this one in make check-e2e).
+mkdir -p "$NS"
+cp -a /etc "$NS/etc"
 for u in "$CALLER:$caller_id" "$SUDOER:$sudoer_id" "$TARGET:$target_id"; do
 	echo "${u%:*}:x:${u#*:}:${u#*:}::/:/bin/sh" >> "$NS/etc/passwd"
 	echo "${u%:*}:x:${u#*:}:" >> "$NS/etc/group"
@@ -164,7 +166,6 @@ if command -v sudo > /dev/null && [ -f /etc/pam.d/sudo ] && [ -f /etc/pam.d/sudo
 			echo "$t optional $PAM_DIR/pam_exec.so quiet seteuid /bin/sh $NS/phase.sh $TMP/phases"
 		done | cat - /etc/pam.d/$s > "$NS/etc/pam.d/$s"
 	done
-	cp /etc/sudoers "$NS/etc/sudoers"
 	printf '%s ALL=(ALL) NOPASSWD: ALL\n%s ALL=(ALL) ALL\n' "$CALLER" "$SUDOER" >> "$NS/etc/sudoers"
 	chmod 0440 "$NS/etc/sudoers"
 fi
@@ -173,12 +174,10 @@ service occns "auth required @M url=unix://$TMP/r.sock key=ns interval=4s"
 # shellcheck disable=SC2016
 unshare --mount --propagation private sh -c '
 	ns=$1 sock=$2 have_sudo=$3
-	for f in passwd group shadow; do mount --bind "$ns/etc/$f" "/etc/$f" || exit 1; done
-	mount --bind "$ns/etc/pam.d" /etc/pam.d || exit 1
+	mount --bind "$ns/etc" /etc || exit 1
 	# sudo keeps its timestamps in /run/sudo: a /run of this namespace alone.
 	if [ -n "$have_sudo" ]; then
-		mount --bind "$ns/etc/sudoers" /etc/sudoers && mount -t tmpfs -o mode=0755 tmpfs /run ||
-			exit 1
+		mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
 	fi
 	exec tmux -S "$sock" new-session -d -s keep "sleep 600"' sh "$NS" "$TMUX_NS" "$HAVE_SUDO"
 ns_ok=$?
