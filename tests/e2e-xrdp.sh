@@ -25,7 +25,7 @@ SLOG=$TMP/sesman.log
 # Users unique to this suite and run, with one password.
 U1=fsxrdp$$a U2=fsxrdp$$b
 PASS=flowslot-$$
-NS_PID="" UIDS=""
+NS_PID="" NS_MNT="" UIDS=""
 
 # free_id FROM: an id from FROM up that no user or group of the host has, for a user and its
 # group (far above the ids useradd gives on the host meanwhile).
@@ -158,6 +158,9 @@ start_servers() {
 		xrdp --nodaemon --config /etc/xrdp/xrdp.ini > "$tmp/xrdp.out" 2>&1 &
 		wait' sh "$TMP" > "$TMP/ns.log" 2>&1 &
 	NS_PID=$!
+	# The namespace, once unshare made it: every process started there is in it, and stays.
+	wait_for 10 sh -c "[ \"\$(readlink /proc/$NS_PID/ns/mnt)\" != '$(readlink /proc/$$/ns/mnt)' ]" &&
+		NS_MNT=$(readlink "/proc/$NS_PID/ns/mnt")
 	wait_for 30 listening "$SESMAN_PORT" && wait_for 30 listening "$XRDP_PORT"
 }
 
@@ -195,9 +198,13 @@ stop_tree() {
 # passed: xrdp logs in at once, without its own dialog), in a window titled NAME; its pid in
 # $TMP/NAME.pid.
 client() {
-	HOME=$TMP/client DISPLAY=":$DISPLAY_N" xfreerdp /v:127.0.0.1:"$XRDP_PORT" /u:"$2" \
-		/p:"$PASS" /cert:ignore /size:640x480 /window-position:"$3"x0 /title:"$1" -clipboard \
-		> "$TMP/$1.client" 2>&1 &
+	# In a subshell that outlives it: how it ended goes to its log, not to the suite's stderr
+	# (xfreerdp stopped while connected dies of a segmentation fault).
+	(
+		HOME=$TMP/client DISPLAY=":$DISPLAY_N" xfreerdp /v:127.0.0.1:"$XRDP_PORT" /u:"$2" \
+			/p:"$PASS" /cert:ignore /size:640x480 /window-position:"$3"x0 /title:"$1" -clipboard
+		echo "exit $?"
+	) > "$TMP/$1.client" 2>&1 &
 	echo $! > "$TMP/$1.pid"
 }
 
@@ -307,11 +314,43 @@ first_waits() {
 # waits_in_auth MARK: sesman's main process has told a PAM message since MARK.
 waits_in_auth() { since "$1" | grep -q 'PAM: Login queue: you are'; }
 
+# in_ns MNT: the processes in the mount namespace MNT ("mnt:[N]").
+in_ns() {
+	local f
+	for f in /proc/[0-9]*/ns/mnt; do
+		[ "$(readlink "$f" 2> /dev/null)" = "$1" ] || continue
+		f=${f#/proc/}
+		echo "${f%%/*}"
+	done
+}
+# stop_ns: every process in the servers' namespace, by pid (whatever its parent or process
+# group: sesman's sessions have their own, and their processes outlive their parents): TERM,
+# once to each, those born meanwhile too; then KILL for what is left after 5 s.
+stop_ns() {
+	local told=" " p
+	for _ in $(seq 50); do
+		for p in $(in_ns "$NS_MNT"); do
+			case $told in *" $p "*) continue ;; esac
+			kill "$p" 2> /dev/null
+			told="$told$p "
+		done
+		[ -n "$(in_ns "$NS_MNT")" ] || break
+		sleep 0.1
+	done
+	# shellcheck disable=SC2046 # a list of pids
+	kill -KILL $(in_ns "$NS_MNT") 2> /dev/null
+	wait "$NS_PID" 2> /dev/null
+}
+
 cleanup_all() {
 	local c
 	touch "$TMP/end" 2> /dev/null
 	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
-	[ -n "$NS_PID" ] && stop_tree "$NS_PID"
+	if [ -n "$NS_MNT" ]; then
+		stop_ns
+	elif [ -n "$NS_PID" ]; then
+		stop_tree "$NS_PID"
+	fi
 	for u in $UIDS; do
 		# shellcheck disable=SC2046 # a list of pids
 		kill -KILL $(pgrep -u "$u") 2> /dev/null
