@@ -314,14 +314,10 @@ first_waits() {
 # waits_in_auth MARK: sesman's main process has told a PAM message since MARK.
 waits_in_auth() { since "$1" | grep -q 'PAM: Login queue: you are'; }
 
-# in_ns MNT: the processes in the mount namespace MNT ("mnt:[N]").
+# in_ns MNT: the processes in the mount namespace MNT ("mnt:[N]"), read in one pass.
 in_ns() {
-	local f
-	for f in /proc/[0-9]*/ns/mnt; do
-		[ "$(readlink "$f" 2> /dev/null)" = "$1" ] || continue
-		f=${f#/proc/}
-		echo "${f%%/*}"
-	done
+	# shellcheck disable=SC2010 # ls -l names each link's target, which is what is matched
+	ls -l /proc/[0-9]*/ns/mnt 2> /dev/null | grep -F -- "-> $1" | sed 's|.* /proc/\([0-9]*\)/ns/mnt .*|\1|'
 }
 # stop_ns: every process in the servers' namespace, by pid (whatever its parent or process
 # group: sesman's sessions have their own, and their processes outlive their parents): TERM,
