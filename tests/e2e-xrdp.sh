@@ -111,11 +111,11 @@ gate_in() {
 # start_servers: xrdp-sesman and xrdp in the foreground in a private mount namespace, with
 # the copies bound on /etc/pam.d and /etc/xrdp, a /run of its own (pid files, the xorgxrdp
 # sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
-# "<ns> <message>". The namespace is a process group of its own.
+# "<ns> <message>". Every process started there stays in the namespace (stop_ns).
 # The users of $TMP/users are made there by useradd, in an overlay on /etc (its upper layer
 # under $TMP): the host's account files are never written. A useradd on the host renames a new
-# /etc/passwd over the old one, which drops a bind mount on it in any other namespace: the one
-# tests/e2e-console.sh holds (its copy of the user files), when the suites run side by side.
+# /etc/passwd over the old one, which drops a bind mount on that file in any other namespace:
+# another suite's copy of it, beside this one.
 start_servers() {
 	local d
 	for d in dev etc; do mkdir -p "$TMP/$d-up" "$TMP/$d-work" "$TMP/$d-new"; done
@@ -178,8 +178,7 @@ descendants() {
 	done
 }
 
-# stop_tree PID: PID and its descendants (sesman's sessions are process groups of their own),
-# by pid: TERM, then KILL for what is left after 5 s.
+# stop_tree PID: PID and its descendants, by pid: TERM, then KILL for what is left after 5 s.
 stop_tree() {
 	local pids p
 	pids="$(descendants "$1") $1"
@@ -338,6 +337,8 @@ stop_ns() {
 	wait "$NS_PID" 2> /dev/null
 }
 
+# cleanup_all: the clients, the servers' namespace, what is left of the users' processes, then
+# lib.sh's cleanup (Xvfb, $TMP). The screenshots stay in build/e2e-xrdp/.
 cleanup_all() {
 	local c
 	touch "$TMP/end" 2> /dev/null
@@ -377,8 +378,9 @@ start_servers || {
 # apart, two users. At the gate: the module lets the second in an interval after the first
 # (their "went in:" lines, less 1 s), in the order they came to it (sesman's "Starting session"
 # lines, each forking the process that opens the session). Then both X sessions start (their
-# stamps), in that order, the second an interval after the first (less 2 s for the first X
-# server's start).
+# stamps), each after the module let it in, the second an interval or more after the first
+# was let in (less 1 s); how far apart the stamps are is said, not asserted: a loaded machine
+# may start the first one's X server late.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 client c1 "$U1" 0
 sleep 1
@@ -393,9 +395,10 @@ went=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
 check "session gate: the module lets the second RDP login in an interval after the first ($(ms "$in1" "$in2") ms; interval ${INTERVAL} s), in the order they came (came: $came; let in: $let_in)" \
 	sh -c "[ -n '$in1' ] && [ -n '$in2' ] && [ \$(( ($in2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
 		[ '$came' = '$let_in' ] && [ \$(echo '$came' | wc -w) = 2 ]"
-check "... and both X sessions start, in that order, the second an interval later (stamps $(ms "$s1" "$s2") ms apart; went in: $went)$(no_session_why)" \
-	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ '$came' = '$went' ] &&
-		[ \$(( ($s2 - $s1) / 1000000 )) -ge $((INTERVAL * 1000 - 2000)) ] &&
+check "... and both X sessions start, each once let in ($(ms "$in1" "$s1") and $(ms "$in2" "$s2") ms after), the second $(ms "$in1" "$s2") ms after the first was let in (stamps $(ms "$s1" "$s2") ms apart; started: $went)$(no_session_why)" \
+	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ -n '$in1' ] && [ -n '$in2' ] &&
+		[ '$s1' -ge '$in1' ] && [ '$s2' -ge '$in2' ] &&
+		[ \$(( ($s2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
 		[ \$(( ($s2 - $s1) / 1000000 )) -le $((INTERVAL * 1000 + 30000)) ]"
 end_sessions "$mark" 2
 
