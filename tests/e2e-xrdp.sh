@@ -1,0 +1,501 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# End to end with xrdp 0.9.21: xrdp and xrdp-sesman in the foreground on free loopback ports,
+# in a private mount namespace that holds copies of /etc/pam.d (the gate in the service
+# xrdp-sesman) and /etc/xrdp, a /run of its own and a /dev/log the suite listens on. sesman
+# starts Xorg with xorgxrdp as the user; the clients are xfreerdp on an Xvfb of the suite's.
+# The user sees nothing of the queue (xrdp shows a flat colour): its lines go to sesman's log.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root: xrdp-sesman, useradd and mount namespaces"
+for cmd in xrdp xrdp-sesman xfreerdp Xvfb xdpyinfo xdotool xmessage import convert python3 openssl; do
+	command -v "$cmd" > /dev/null || skip_all "$cmd is missing (tests/deps.sh installs it)"
+done
+[ -e /usr/lib/xorg/modules/drivers/xrdpdev_drv.so ] || skip_all "xorgxrdp is missing"
+unshare --mount --propagation private true 2> /dev/null || skip_all "no mount namespace here"
+
+CTL=$TREE/flowslotctl
+SHOTS=$TOP/build/e2e-xrdp
+rm -rf "$SHOTS"
+mkdir -p "$SHOTS" "$TMP/client"
+INTERVAL=6
+GATE="key=rdp interval=${INTERVAL}s"
+SLOG=$TMP/sesman.log
+# Users unique to this suite and run, with one password.
+U1=fsxrdp$$a U2=fsxrdp$$b
+PASS=flowslot-$$
+NS_PID="" NS_MNT="" UIDS=""
+
+# free_id FROM: an id from FROM up that no user or group of the host has, for a user and its
+# group (far above the ids useradd gives on the host meanwhile).
+free_id() {
+	local id=$1
+	while getent passwd "$id" > /dev/null || getent group "$id" > /dev/null; do id=$((id + 1)); done
+	echo "$id"
+}
+
+# plan_user NAME UID: a user for the namespace to make (in $TMP/users), with a home under $TMP
+# whose ~/startwm.sh (sesman's UserWindowManager) stamps "<ns> <user>" into $TMP/stamps when
+# the X session starts, shows a line of text, and holds the session until $TMP/end exists.
+plan_user() {
+	mkdir -p "$TMP/home/$1"
+	cat > "$TMP/home/$1/startwm.sh" <<- EOF
+		#!/bin/sh
+		printf '%s %s\n' "\$(date +%s%N)" "\$(id -un)" >> '$TMP/stamps'
+		xmessage -center "The X session of \$(id -un)" &
+		i=0
+		while [ ! -e '$TMP/end' ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
+	EOF
+	chmod 0755 "$TMP/home/$1/startwm.sh"
+	echo "$1 $2 $(openssl passwd -6 "$PASS")" >> "$TMP/users"
+}
+
+# free_display FROM: the first X display number from FROM up with neither socket nor lock.
+free_display() {
+	local n=$1
+	while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
+	echo "$n"
+}
+
+# start_xvfb: an Xvfb for the clients on a free display, in $DISPLAY_N, once it answers.
+start_xvfb() {
+	for _ in 1 2 3; do
+		DISPLAY_N=$(free_display $((RANDOM % 200 + 20)))
+		Xvfb ":$DISPLAY_N" -screen 0 1400x600x24 -nolisten tcp > "$TMP/xvfb.log" 2>&1 &
+		XVFB_PID=$!
+		PIDS="$PIDS $XVFB_PID"
+		wait_for 10 xdpyinfo -display ":$DISPLAY_N" > /dev/null 2>&1 && return 0
+		kill "$XVFB_PID" 2> /dev/null
+	done
+	return 1
+}
+
+# configure: copies of /etc/xrdp (the ports, the logs, the displays sesman uses) and of
+# /etc/pam.d, which the namespace binds over the host's.
+configure() {
+	local offset
+	XRDP_PORT=$(free_port)
+	SESMAN_PORT=$(free_port)
+	while [ "$SESMAN_PORT" = "$XRDP_PORT" ]; do SESMAN_PORT=$(free_port); done
+	# sesman's sessions on displays from a random offset up, clear of the low numbers that the
+	# other suites' Xvfb take; sesman skips the ones in use itself.
+	offset=$((RANDOM % 400 + 300))
+	cp -a /etc/xrdp "$TMP/etc-xrdp"
+	cp -a /etc/pam.d "$TMP/pam.d"
+	# The first port= is the listener's; [Xorg]'s port=-1 (a display from sesman) stays.
+	sed -i -e "0,/^port=/s|^port=.*|port=tcp://127.0.0.1:$XRDP_PORT|" \
+		-e "s|^LogFile=.*|LogFile=$TMP/xrdp.log|" -e 's|^EnableSyslog=.*|EnableSyslog=false|' \
+		"$TMP/etc-xrdp/xrdp.ini"
+	# Each line of sesman's log names its process: a session's child logs its PAM messages.
+	sed -i -e "s|^ListenPort=.*|ListenPort=$SESMAN_PORT|" \
+		-e "s|^ListenAddress=.*|ListenAddress=127.0.0.1|" \
+		-e "s|^X11DisplayOffset=.*|X11DisplayOffset=$offset|" \
+		-e "s|^LogFile=.*|LogFile=$SLOG|" -e 's|^EnableSyslog=.*|EnableSyslog=false|' \
+		-e 's|^#EnableProcessId=.*|EnableProcessId=true|' "$TMP/etc-xrdp/sesman.ini"
+}
+
+# gate_in PHASE: the service xrdp-sesman, Debian's with etc/pam.d/xrdp-sesman-flowslot's
+# lines (the gate on the suite's own state_dir, GATE added) before its first PHASE line:
+# @include common-session, as the example says, or, for auth, its first auth line.
+gate_in() {
+	example xrdp-sesman-flowslot local "$GATE" | sed "s/^session /$1 /" > "$TMP/gate-lines"
+	awk -v phase="$1" -v lines="$TMP/gate-lines" '
+		!done && ($1 == phase || $0 == "@include common-" phase) {
+			while ((getline l < lines) > 0) print l
+			done = 1
+		}
+		{ print }' /etc/pam.d/xrdp-sesman > "$TMP/pam.d/xrdp-sesman"
+}
+
+# start_servers: xrdp-sesman and xrdp in the foreground in a private mount namespace, with
+# the copies bound on /etc/pam.d and /etc/xrdp, a /run of its own (pid files, the xorgxrdp
+# sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
+# "<ns> <message>". Every process started there stays in the namespace (stop_ns).
+# The users of $TMP/users are made there by useradd, in an overlay on /etc (its upper layer
+# under $TMP): the host's account files are never written. A useradd on the host renames a new
+# /etc/passwd over the old one, which drops a bind mount on that file in any other namespace:
+# another suite's copy of it, beside this one.
+start_servers() {
+	local d
+	for d in dev etc; do mkdir -p "$TMP/$d-up" "$TMP/$d-work" "$TMP/$d-new"; done
+	cat > "$TMP/syslogd.py" <<- 'EOF'
+		import os, socket, sys, time
+		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+		s.bind("/dev/log")
+		os.chmod("/dev/log", 0o666)
+		with open(sys.argv[1], "a", buffering=1) as f:
+		    while True:
+		        d = s.recv(65536).decode(errors="replace").rstrip("\n")
+		        f.write("%d %s\n" % (time.time_ns(), d))
+	EOF
+	# shellcheck disable=SC2016 # the namespace's script; its paths are its arguments
+	setsid unshare --mount --propagation private sh -c '
+		tmp=$1
+		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$tmp/etc-up,workdir=$tmp/etc-work" \
+			"$tmp/etc-new" && mount --move "$tmp/etc-new" /etc || exit 1
+		while read -r name uid hash; do
+			groupadd -g "$uid" "$name" &&
+				useradd -K UID_MAX=65000 -u "$uid" -g "$uid" -M -d "$tmp/home/$name" -s /bin/sh \
+					-p "$hash" "$name" &&
+				chown -R "$name:" "$tmp/home/$name" || exit 1
+		done < "$tmp/users"
+		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
+			mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+		mkdir -p /run/xrdp/sockdir /run/lock && chmod 3777 /run/xrdp/sockdir && chmod 1777 /run/lock
+		mount -t overlay overlay -o "lowerdir=/dev,upperdir=$tmp/dev-up,workdir=$tmp/dev-work" \
+			"$tmp/dev-new" || exit 1
+		for m in pts shm mqueue hugepages; do
+			if mountpoint -q "/dev/$m" 2> /dev/null; then
+				mount --rbind "/dev/$m" "$tmp/dev-new/$m" || exit 1
+			fi
+		done
+		mount --move "$tmp/dev-new" /dev || exit 1
+		python3 "$tmp/syslogd.py" "$tmp/syslog" &
+		i=0
+		while [ ! -S /dev/log ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		xrdp-sesman --nodaemon --config /etc/xrdp/sesman.ini > "$tmp/sesman.out" 2>&1 &
+		xrdp --nodaemon --config /etc/xrdp/xrdp.ini > "$tmp/xrdp.out" 2>&1 &
+		wait' sh "$TMP" > "$TMP/ns.log" 2>&1 &
+	NS_PID=$!
+	# The namespace, once unshare made it: every process started there is in it, and stays.
+	wait_for 10 sh -c "[ \"\$(readlink /proc/$NS_PID/ns/mnt)\" != '$(readlink /proc/$$/ns/mnt)' ]" &&
+		NS_MNT=$(readlink "/proc/$NS_PID/ns/mnt")
+	wait_for 30 listening "$SESMAN_PORT" && wait_for 30 listening "$XRDP_PORT"
+}
+
+# listening PORT: something listens on PORT.
+listening() { ss -Htln "sport = :$1" | grep -q .; }
+# backlog PORT: how many connections wait to be accepted on the listening PORT.
+backlog() { ss -Htln "sport = :$1" | awk '{ print $2; exit }'; }
+
+# descendants PID: PID's descendants, deepest first.
+descendants() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		descendants "$c"
+		echo "$c"
+	done
+}
+
+# stop_tree PID: PID and its descendants, by pid: TERM, then KILL for what is left after 5 s.
+stop_tree() {
+	local pids p
+	pids="$(descendants "$1") $1"
+	# shellcheck disable=SC2086 # a list of pids
+	kill $pids 2> /dev/null
+	for _ in $(seq 50); do
+		for p in $pids; do kill -0 "$p" 2> /dev/null && break; done || break
+		sleep 0.1
+	done
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2> /dev/null
+	wait "$1" 2> /dev/null
+}
+
+# client NAME USER X: xfreerdp on the suite's Xvfb at X, logging in as USER (credentials
+# passed: xrdp logs in at once, without its own dialog), in a window titled NAME; its pid in
+# $TMP/NAME.pid.
+client() {
+	# In a subshell that outlives it: how it ended goes to its log, not to the suite's stderr
+	# (xfreerdp stopped while connected dies of a segmentation fault).
+	(
+		HOME=$TMP/client DISPLAY=":$DISPLAY_N" xfreerdp /v:127.0.0.1:"$XRDP_PORT" /u:"$2" \
+			/p:"$PASS" /cert:ignore /size:640x480 /window-position:"$3"x0 /title:"$1" -clipboard
+		echo "exit $?"
+	) > "$TMP/$1.client" 2>&1 &
+	echo $! > "$TMP/$1.pid"
+}
+
+# snap NAME FILE: a screenshot of client NAME's window into build/e2e-xrdp/FILE.png; prints
+# when it was written (ns): the window was taken before that.
+snap() {
+	local win
+	win=$(DISPLAY=":$DISPLAY_N" xdotool search --name "^$1\$" 2> /dev/null | head -1)
+	[ -n "$win" ] && import -display ":$DISPLAY_N" -window "$win" "$SHOTS/$2.png" 2> /dev/null &&
+		date +%s%N
+}
+# looks FILE: the colours of build/e2e-xrdp/FILE.png: how many, and the commonest ("N #RRGGBB").
+looks() {
+	printf '%s %s\n' "$(convert "$SHOTS/$1.png" -format %k info: 2> /dev/null)" \
+		"$(convert "$SHOTS/$1.png" -format %c histogram:info:- 2> /dev/null | sort -rn | head -1 |
+			grep -o '#[0-9A-Fa-f]\{6\}' | head -1)"
+}
+
+# since MARK: sesman's log after its first MARK lines.
+since() { tail -n +$(($1 + 1)) "$SLOG"; }
+# at MARK ERE: the number of the first line of since MARK that matches ERE (99999: none).
+at() { since "$1" | grep -n -m1 -E -- "$2" | cut -d: -f1 | grep . || echo 99999; }
+# session_pid MARK USER: the pid of the process sesman forked for USER's session (which opens
+# it: the gate in session waits in it).
+session_pid() {
+	since "$1" | sed -n "s/.*Starting session: session_pid \([0-9]*\),.* user name $2\$/\1/p" |
+		head -1 | grep . || echo none
+}
+# stamp_of USER: when USER's X session started (ns).
+stamp_of() { awk -v u="$1" '$2 == u { print $1; exit }' "$TMP/stamps"; }
+# went_in SINCE USER: when the module let USER in (its "went in:" line, ns), from the syslog
+# after its first SINCE lines.
+went_in() {
+	tail -n +$(($1 + 1)) "$TMP/syslog" | grep -F "pam_flowslot(xrdp-sesman:" |
+		grep -F " went in: service=xrdp-sesman user=$2 " | head -1 | cut -d' ' -f1
+}
+# came_to SINCE USER: when USER came to the gate (its first line, "queued:" or "went in:", ns).
+came_to() {
+	tail -n +$(($1 + 1)) "$TMP/syslog" | grep -F "pam_flowslot(xrdp-sesman:" |
+		grep -E " (queued|went in): service=xrdp-sesman user=$2 " | head -1 | cut -d' ' -f1
+}
+# ms A B: B - A, ns to ms ("?" when either is missing).
+ms() { if [ -n "$1" ] && [ -n "$2" ]; then echo $((($2 - $1) / 1000000)); else echo "?"; fi; }
+
+# hold_until DEPTH COMMAND...: keeps DEPTH places waiting in line on the gate's schedule,
+# held by flowslotctl wait as logins would hold them (in the background; a new one whenever
+# fewer wait), until COMMAND succeeds (60 s at most). A login that comes to the gate meanwhile,
+# however late a loaded machine brings it, waits DEPTH intervals or more. "hold_until N true"
+# fills the line and returns.
+hold_until() {
+	# Not "limit": wait_for (lib.sh) sets that one, which is ours while it runs.
+	local depth=$1 deadline=$(($(now_ms) + 60000)) waiting h
+	shift
+	while :; do
+		waiting=0
+		for h in ${HOLDERS:-}; do holding "$h" && waiting=$((waiting + 1)); done
+		if [ "$waiting" -lt "$depth" ]; then
+			HELD=$((${HELD:-0} + 1))
+			"$CTL" wait rdp state_dir="$TMP/state" interval="${INTERVAL}s" > "$TMP/hold$HELD.out" 2>&1 &
+			HOLDERS="${HOLDERS:-} $!:$HELD"
+			# In line (it said so), or in at once (it is gone): the next one comes after it.
+			wait_for 5 sh -c "grep -q . '$TMP/hold$HELD.out' || ! kill -0 $! 2> /dev/null"
+			continue
+		fi
+		"$@" && return 0
+		[ "$(now_ms)" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+# holding PID:N: holder N (pid PID) still waits for its turn (it prints each line as it goes).
+holding() {
+	kill -0 "${1%:*}" 2> /dev/null && ! grep -q 'your turn now' "$TMP/hold${1#*:}.out"
+}
+# end_sessions MARK N: the sessions end (their window managers return), sesman reaps N of them
+# after MARK, and the clients are stopped; the stamps are cleared.
+end_sessions() {
+	local c h
+	touch "$TMP/end"
+	wait_for 20 sh -c "[ \$(tail -n +$(($1 + 1)) '$SLOG' | grep -c '++ terminated session') -ge $2 ]"
+	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	rm -f "$TMP/end" "$TMP"/c?.pid
+	: > "$TMP/stamps"
+	for h in ${HOLDERS:-}; do wait "${h%:*}"; done
+	HOLDERS=""
+}
+
+# no_session_why: empty when both users' X sessions started; else why not, as far as sesman's
+# log and the X servers' logs tell (their errors).
+no_session_why() {
+	[ "$(wc -l < "$TMP/stamps")" -ge 2 ] && return 0
+	printf '; %s' "$(grep -h -E '\[(ERROR|WARN) ?\]|\(EE\)' "$SLOG" "$TMP"/home/*/.xorgxrdp.*.log 2> /dev/null |
+		grep -v 'scp_process_msg failed\|trans_check_wait_objs failed\|exited quickly' | head -5 | tr '\n' ' ')"
+}
+
+# now_pam MARK PID: sesman's log after MARK has a PAM message of PID.
+now_pam() { since "$1" | grep -q "\[pid:$2 .*PAM: Login queue"; }
+# first_to_come MARK: the user whose session sesman started first after MARK.
+first_to_come() {
+	since "$1" | sed -n 's/.*Starting session: .* user name \(.*\)$/\1/p' | head -1
+}
+# first_waits MARK: the session process of the first to come has told a PAM message (it waits).
+first_waits() {
+	local u p
+	u=$(first_to_come "$1")
+	[ -n "$u" ] && p=$(session_pid "$1" "$u") && [ "$p" != none ] && now_pam "$1" "$p"
+}
+# waits_in_auth MARK: sesman's main process has told a PAM message since MARK.
+waits_in_auth() { since "$1" | grep -q 'PAM: Login queue: you are'; }
+
+# in_ns MNT: the processes in the mount namespace MNT ("mnt:[N]"), read in one pass.
+in_ns() {
+	# shellcheck disable=SC2010 # ls -l names each link's target, which is what is matched
+	ls -l /proc/[0-9]*/ns/mnt 2> /dev/null | grep -F -- "-> $1" | sed 's|.* /proc/\([0-9]*\)/ns/mnt .*|\1|'
+}
+# stop_ns: every process in the servers' namespace, by pid (whatever its parent or process
+# group: sesman's sessions have their own, and their processes outlive their parents): TERM,
+# once to each, those born meanwhile too; then KILL for what is left after 5 s.
+stop_ns() {
+	local told=" " p
+	for _ in $(seq 50); do
+		for p in $(in_ns "$NS_MNT"); do
+			case $told in *" $p "*) continue ;; esac
+			kill "$p" 2> /dev/null
+			told="$told$p "
+		done
+		[ -n "$(in_ns "$NS_MNT")" ] || break
+		sleep 0.1
+	done
+	# shellcheck disable=SC2046 # a list of pids
+	kill -KILL $(in_ns "$NS_MNT") 2> /dev/null
+	wait "$NS_PID" 2> /dev/null
+}
+
+# cleanup_all: the clients, the servers' namespace, what is left of the users' processes, then
+# lib.sh's cleanup (Xvfb, $TMP). The screenshots stay in build/e2e-xrdp/.
+cleanup_all() {
+	local c
+	touch "$TMP/end" 2> /dev/null
+	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	if [ -n "$NS_MNT" ]; then
+		stop_ns
+	elif [ -n "$NS_PID" ]; then
+		stop_tree "$NS_PID"
+	fi
+	for u in $UIDS; do
+		# shellcheck disable=SC2046 # a list of pids
+		kill -KILL $(pgrep -u "$u") 2> /dev/null
+	done
+	[ -s "$SHOTS/index" ] || rmdir "$SHOTS" 2> /dev/null
+	cleanup
+}
+trap cleanup_all EXIT
+
+start_xvfb || { not_ok "an Xvfb for the clients ($(cat "$TMP/xvfb.log"))"; finish; exit 1; }
+configure
+uid1=$(free_id $((61000 + RANDOM % 3000)))
+uid2=$(free_id $((uid1 + 1)))
+UIDS="$uid1 $uid2"
+plan_user "$U1" "$uid1"
+plan_user "$U2" "$uid2"
+: > "$TMP/stamps"
+chmod 0666 "$TMP/stamps"
+mkdir -m 0700 "$TMP/state"
+gate_in session
+start_servers || {
+	not_ok "xrdp and xrdp-sesman listen ($(cat "$TMP/ns.log" "$TMP/sesman.out" "$TMP/xrdp.out" 2> /dev/null; tail -n 3 "$SLOG" "$TMP/xrdp.log" 2> /dev/null))"
+	finish
+	exit 1
+}
+
+# 1. The gate in session, as etc/pam.d/xrdp-sesman-flowslot places it: two clients a second
+# apart, two users. At the gate: the module lets the second in an interval after the first
+# (their "went in:" lines, less 1 s), in the order they came to it (sesman's "Starting session"
+# lines, each forking the process that opens the session). Then both X sessions start (their
+# stamps), each after the module let it in, the second an interval or more after the first
+# was let in (less 1 s); how far apart the stamps are is said, not asserted: a loaded machine
+# may start the first one's X server late.
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
+client c1 "$U1" 0
+sleep 1
+client c2 "$U2" 660
+wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+s1=$(stamp_of "$U1") s2=$(stamp_of "$U2")
+in1=$(went_in "$smark" "$U1") in2=$(went_in "$smark" "$U2")
+came=$(since "$mark" | sed -n 's/.*Starting session: .* user name \(.*\)$/\1/p' | tr '\n' ' ')
+let_in=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o ' went in: service=xrdp-sesman user=[^ ]*' |
+	cut -d= -f3 | tr '\n' ' ')
+went=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
+check "session gate: the module lets the second RDP login in an interval after the first ($(ms "$in1" "$in2") ms; interval ${INTERVAL} s), in the order they came (came: $came; let in: $let_in)" \
+	sh -c "[ -n '$in1' ] && [ -n '$in2' ] && [ \$(( ($in2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
+		[ '$came' = '$let_in' ] && [ \$(echo '$came' | wc -w) = 2 ]"
+check "... and both X sessions start, each once let in ($(ms "$in1" "$s1") and $(ms "$in2" "$s2") ms after), the second $(ms "$in1" "$s2") ms after the first was let in (stamps $(ms "$s1" "$s2") ms apart; started: $went)$(no_session_why)" \
+	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ -n '$in1' ] && [ -n '$in2' ] &&
+		[ '$s1' -ge '$in1' ] && [ '$s2' -ge '$in2' ] &&
+		[ \$(( ($s2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
+		[ \$(( ($s2 - $s1) / 1000000 )) -le $((INTERVAL * 1000 + 30000)) ]"
+end_sessions "$mark" 2
+
+# 2. Neither held by the other's wait: on a fresh schedule, two places held ahead until the
+# first login to come waits, two intervals or more; the second client, started a second after
+# the first, is accepted and authenticated ("created session") and comes to the gate (its PAM
+# message) before the first one's turn, in sesman's log; both sessions start. The first is
+# whichever came first ("Starting session"), should a loaded machine swap them.
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
+"$CTL" reset rdp state_dir="$TMP/state" > /dev/null
+hold_until 2 true
+client c1 "$U1" 0
+sleep 1
+client c2 "$U2" 660
+hold_until 2 first_waits "$mark"
+first=$(first_to_come "$mark") second=$U2 first_client=c1
+[ "$first" = "$U2" ] && second=$U1 first_client=c2
+p1=$(session_pid "$mark" "$first")
+# What the first one's client shows while it waits: up to three shots, half a second apart,
+# until its turn; once its X session is in, one more. Looked at afterwards: a loaded machine
+# would push the later shots past the wait.
+shots=""
+for i in 1 2 3; do
+	since "$mark" | grep -q "\[pid:$p1 .*PAM: Login queue: your turn now" && break
+	taken=$(snap "$first_client" "2-wait-$i") && shots="$shots 2-wait-$i:$taken"
+	sleep 0.5
+done
+wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+sleep 2
+snap "$first_client" 2-session > /dev/null
+p2=$(session_pid "$mark" "$second")
+told1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: you are")
+turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
+created2=$(at "$mark" "created session .*username $second,")
+gate2=$(at "$mark" "\[pid:$p2 .*PAM: Login queue: you are")
+at2=$(came_to "$smark" "$second") in1=$(went_in "$smark" "$first")
+check "session gate, the first login waiting (told from line $told1): the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2) before the first's turn (line $turn1; $(ms "$at2" "$in1") ms later)" \
+	sh -c "[ $told1 -lt $turn1 ] && [ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] &&
+		[ $turn1 != 99999 ] && [ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -lt '$in1' ]"
+check "... and both sessions start ($(tr '\n' ' ' < "$TMP/stamps"))" \
+	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
+
+# 3. What the user sees: the module's lines are in sesman's log (the first login's, by its
+# process), and the client shows one flat colour through the wait; once the session is in,
+# the same shot shows its window (more colours).
+told=$(since "$mark" | grep "\[pid:$p1 " | grep -o 'PAM: Login queue: .*' | sort -u | tr '\n' '|')
+check "the module's lines are in sesman's log, by the waiting login's process ($told)" \
+	sh -c "echo '$told' | grep -q 'PAM: Login queue: you are' &&
+		echo '$told' | grep -q 'PAM: Login queue: your turn now'"
+# The shots written before the first one went in: taken during its wait.
+during="" flat=0
+for one in $shots; do
+	[ "${one#*:}" -lt "${in1:-0}" ] || continue
+	look=$(looks "${one%:*}")
+	during="$during${one%:*}: $look; "
+	[ "${look%% *}" = 1 ] && flat=$((flat + 1))
+done
+after=$(looks 2-session)
+printf '%s\n' "shots of the first client (colours, commonest) while it waited: ${during:-none}" \
+	"once its session was in, 2-session: $after" > "$SHOTS/index"
+check "the client shows one flat colour through the wait (${during:-no shot during the wait}), the session's window after (2-session: $after; build/e2e-xrdp/)" \
+	sh -c "[ -n '$during' ] && [ $flat = \$(echo '$during' | grep -o ': ' | wc -l) ] && [ '${after%% *}' -gt 1 ]"
+end_sessions "$mark" 2
+
+# 4. The contrast: the gate in auth, which sesman runs in its main loop (auth_userpass), one
+# login at a time. Two places held ahead again until the first login waits, the second client
+# started a second after the first: while the first waits, the second one's connection to
+# sesman stays in sesman's listen backlog, not accepted; sesman takes it only after the first
+# one's turn; then it waits its own turn; both sessions start.
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
+gate_in auth
+"$CTL" reset rdp state_dir="$TMP/state" > /dev/null
+hold_until 2 true
+client c1 "$U1" 0
+sleep 1
+client c2 "$U2" 660
+hold_until 2 waits_in_auth "$mark"
+pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
+wait_for 15 pending
+waiting=$(backlog "$SESMAN_PORT")
+turn_then=$(at "$mark" 'PAM: Login queue: your turn now')
+wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
+first=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o ' queued: service=xrdp-sesman user=[^ ]*' |
+	head -1 | cut -d= -f3)
+second=$U2
+[ "$first" = "$U2" ] && second=$U1
+turn1=$(at "$mark" 'PAM: Login queue: your turn now')
+conn2=$(since "$mark" | grep -n 'connection received from' | sed -n '2s/:.*//p')
+created2=$(at "$mark" "created session .*username $second,")
+check "auth gate, the first login waiting: the second client's connection waits in sesman's backlog ($waiting), not accepted, before the first's turn ($([ "$turn_then" = 99999 ] && echo "not yet" || echo "at line $turn_then"))" \
+	sh -c "[ '$waiting' -ge 1 ] && [ '$turn_then' = 99999 ]"
+at2=$(came_to "$smark" "$second") in1=$(went_in "$smark" "$first")
+check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $created2) only after the first's turn (line $turn1): at the gate $(ms "$in1" "$at2") ms after the first went in" \
+	sh -c "[ $turn1 != 99999 ] && [ ${conn2:-0} -gt $turn1 ] && [ $created2 -gt $turn1 ] &&
+		[ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -ge '$in1' ]"
+check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
+	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
+end_sessions "$mark" 2
+
+finish
