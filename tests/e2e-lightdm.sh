@@ -184,12 +184,22 @@ end_child() {
 }
 no_greeter() { not_ok "seat $1: LightDM's greeter did not start ($(tail -3 "$TMP/$1/log/lightdm.log" 2> /dev/null | tr '\n' '|'))"; }
 
-# type_in NAME TEXT: types TEXT into the greeter of seat NAME, then Return.
+# type_in NAME TEXT [LINE]: types TEXT into the greeter of seat NAME, then Return, until
+# LightDM logs one more LINE ("Continue authentication": the greeter sent the answer), three
+# times at most. The greeter's window is given the keyboard first: at a load of 20 the keys
+# of one try went nowhere, the entry showing focused but empty.
 type_in() {
-	local x
+	local x log=$TMP/$1/log/lightdm.log line=${3:-Continue authentication} n try w
 	x=:$(cat "$TMP/$1/display")
-	DISPLAY=$x xdotool type --delay 30 "$2"
-	DISPLAY=$x xdotool key Return
+	n=$(grep -c -- "$line" "$log")
+	for try in 1 2 3; do
+		w=$(DISPLAY=$x xdotool search --onlyvisible --name '^lightdm-gtk-greeter$' | head -1)
+		[ -n "$w" ] && DISPLAY=$x xdotool windowfocus "$w"
+		DISPLAY=$x xdotool type --delay 30 "$2"
+		DISPLAY=$x xdotool key Return
+		wait_for 8 sh -c "[ \$(grep -c -- '$line' '$log') -gt $n ]" && return 0
+	done
+	return 1
 }
 
 # shoot NAME [PERIOD]: the screenshots of seat NAME: its screen read every PERIOD (10 ms) and
@@ -297,7 +307,7 @@ idle_then_login() {
 	started=$(grep -c 'Greeter start authentication' "$log")
 	if ! grep -q "Greeter start authentication for $user" "$log"; then
 		prompts=$(grep -c 'Prompt greeter with' "$log")
-		type_in "$seat" "$user"
+		type_in "$seat" "$user" "Greeter start authentication for $user"
 		wait_for 10 sh -c "[ \$(grep -c 'Prompt greeter with' '$log') -gt $prompts ]"
 	fi
 	type_in "$seat" "$PASSWORD"
