@@ -109,6 +109,7 @@ start_seat() {
 	local name=$1 user=$2 hide=$3 d=$TMP/$1 n
 	mkdir -p "$d/run" "$d/cache" "$d/log" "$d/data" "$d/fb" \
 		"$d/greeter/.cache/lightdm-gtk-greeter" "$OUT/$name"
+	rm -rf "$d/pam.d"
 	cp -a /etc/pam.d "$d/pam.d"
 	stack "$name" "$4" > "$d/pam.d/lightdm-flowslot"
 	printf '[greeter]\nlast-user=%s\n' "$user" > "$d/greeter/.cache/lightdm-gtk-greeter/state"
@@ -155,6 +156,18 @@ EOF
 }
 seat_ready() { wait_for 40 grep -qs 'Prompt greeter with' "$TMP/$1/log/lightdm.log"; }
 
+# seat_up NAME OPEN: seat NAME ready, OPEN (a function that starts it) run first unless
+# start_next ran it already: each scenario starts the next one's seats once its own login is
+# under way, and the greeters come up while it waits.
+seat_up() {
+	{ [ -s "$TMP/$1/lightdm.pid" ] || { stop_seat "$1" && "$2"; }; } && seat_ready "$1"
+}
+NEXT=""
+start_next() {
+	[ -n "$NEXT" ] && "$NEXT"
+	NEXT=""
+}
+
 # stop_seat NAME: LightDM stopped (it ends the greeter and the session), then the Xvfb.
 stop_seat() {
 	local d=$TMP/$1 f
@@ -184,12 +197,22 @@ end_child() {
 }
 no_greeter() { not_ok "seat $1: LightDM's greeter did not start ($(tail -3 "$TMP/$1/log/lightdm.log" 2> /dev/null | tr '\n' '|'))"; }
 
-# type_in NAME TEXT: types TEXT into the greeter of seat NAME, then Return.
+# type_in NAME TEXT [LINE]: types TEXT into the greeter of seat NAME, then Return, until
+# LightDM logs one more LINE ("Continue authentication": the greeter sent the answer), three
+# times at most. The greeter's window is given the keyboard first: at a load of 20 the keys
+# of one try went nowhere, the entry showing focused but empty.
 type_in() {
-	local x
+	local x log=$TMP/$1/log/lightdm.log line=${3:-Continue authentication} n try w
 	x=:$(cat "$TMP/$1/display")
-	DISPLAY=$x xdotool type --delay 30 "$2"
-	DISPLAY=$x xdotool key Return
+	n=$(grep -c -- "$line" "$log")
+	for try in 1 2 3; do
+		w=$(DISPLAY=$x xdotool search --onlyvisible --name '^lightdm-gtk-greeter$' | head -1)
+		[ -n "$w" ] && DISPLAY=$x xdotool windowfocus "$w"
+		DISPLAY=$x xdotool type --delay 30 "$2"
+		DISPLAY=$x xdotool key Return
+		wait_for 8 sh -c "[ \$(grep -c -- '$line' '$log') -gt $n ]" && return 0
+	done
+	return 1
 }
 
 # shoot NAME [PERIOD]: the screenshots of seat NAME: its screen read every PERIOD (10 ms) and
@@ -297,10 +320,11 @@ idle_then_login() {
 	started=$(grep -c 'Greeter start authentication' "$log")
 	if ! grep -q "Greeter start authentication for $user" "$log"; then
 		prompts=$(grep -c 'Prompt greeter with' "$log")
-		type_in "$seat" "$user"
+		type_in "$seat" "$user" "Greeter start authentication for $user"
 		wait_for 10 sh -c "[ \$(grep -c 'Prompt greeter with' '$log') -gt $prompts ]"
 	fi
 	type_in "$seat" "$PASSWORD"
+	start_next
 	wait_for 30 has_stamp "$user"
 	sleep 0.5
 	shoot_stop "$seat"
@@ -352,8 +376,18 @@ start_bus || { not_ok "the private system bus did not start: $(cat "$TMP/bus.log
 # countdown=0 here: the turn is told only 2 s or more after the line before it
 # (pam_flowslot(7), "The countdown's pace"); at countdown=2s a step put off to keep that gap
 # puts off every later one, and "your turn now" went untold in about half the runs.
+open_a() { start_seat a "$UA" false "${GATE[*]} countdown=0 state_dir=$TMP/a/state"; }
+open_b() { start_seat b "$UA" false "${GATE[*]} countdown=2s max_wait=3s state_dir=$TMP/b/state"; }
+open_c() {
+	mkdir -p "$TMP/c"
+	start_seat c1 "$UA" false "${GATE[*]} countdown=2s state_dir=$TMP/c/state" &&
+		start_seat c2 "$UB" false "${GATE[*]} countdown=2s state_dir=$TMP/c/state"
+}
+open_d() { start_seat d "$UB" true "${GATE[*]} countdown=2s state_dir=$TMP/d/state"; }
+
 st=$TMP/a/state
-if start_seat a "$UA" false "${GATE[*]} countdown=0 state_dir=$st" && seat_ready a; then
+NEXT=open_b
+if seat_up a open_a; then
 	idle_then_login a "$UA" "$st"
 	check "example placement (account, after the password): the login waits behind the held place, then its session starts after that place's slot (held slot at $(when "$held"), session at $(when "$ts"); interval ${INTERVAL} s)" \
 		waited
@@ -377,7 +411,8 @@ fi
 # instead, "Your password is incorrect. Please try again." (FRONTENDS.md, and this check
 # before the example had refusal=info); as PAM_TEXT_INFO, the module's.
 st=$TMP/b/state
-if start_seat b "$UA" false "${GATE[*]} countdown=2s max_wait=3s state_dir=$st" && seat_ready b; then
+NEXT=open_c
+if seat_up b open_b; then
 	: > "$TMP/$UA.stamps"
 	shoot b
 	for i in 1 2 3; do
@@ -385,6 +420,7 @@ if start_seat b "$UA" false "${GATE[*]} countdown=2s max_wait=3s state_dir=$st" 
 		wait_for 20 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
 	done
 	type_in b "$PASSWORD"
+	start_next
 	wait_for 20 grep -q "Authenticate result for user $UA" "$TMP/b/log/lightdm.log"
 	sleep 2
 	shoot_stop b
@@ -404,10 +440,8 @@ fi
 # password at the same moment. Both sessions start, and the gate lets them in an interval
 # apart (as the line after it stamps: the sessions' own stamps come later by as much as the
 # machine's load makes them, one more than the other).
-st=$TMP/c/state
-mkdir -p "$TMP/c"
-if start_seat c1 "$UA" false "${GATE[*]} countdown=2s state_dir=$st" &&
-	start_seat c2 "$UB" false "${GATE[*]} countdown=2s state_dir=$st" && seat_ready c1 && seat_ready c2; then
+NEXT=open_d
+if seat_up c1 open_c && seat_up c2 open_c; then
 	shoot c1 0.5
 	shoot c2 0.5
 	: > "$TMP/$UA.stamps"
@@ -416,6 +450,7 @@ if start_seat c1 "$UA" false "${GATE[*]} countdown=2s state_dir=$st" &&
 	typing=$!
 	type_in c2 "$PASSWORD"
 	wait "$typing"
+	start_next
 	wait_for 30 sh -c "[ -s '$TMP/$UA.stamps' ] && [ -s '$TMP/$UB.stamps' ]"
 	shoot_stop c1
 	shoot_stop c2
@@ -446,7 +481,7 @@ told_and_stepped() { [ -n "$told" ] && { [ -n "$step" ] || [ "${told%.*}" -lt 3 
 # (a step comes at each multiple of countdown before the slot, skipped only within half a
 # step of the first line).
 st=$TMP/d/state
-if start_seat d "$UB" true "${GATE[*]} countdown=2s state_dir=$st" && seat_ready d; then
+if seat_up d open_d; then
 	idle_then_login d "$UB" "$st"
 	check "an idle greeter, the user list hidden ($started authentication started), takes no place in 3 s: status shows the held place alone ($(idle_said))" \
 		idle_took_none
