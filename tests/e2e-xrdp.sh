@@ -134,11 +134,20 @@ start_servers() {
 		tmp=$1
 		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$tmp/etc-up,workdir=$tmp/etc-work" \
 			"$tmp/etc-new" && mount --move "$tmp/etc-new" /etc || exit 1
+		# A host useradd holds its lock files while it runs; they belong to the host and its
+		# files: hidden here (whiteouts in the upper layer), where the files are our copies.
+		# One may come while ours run: then again.
 		while read -r name uid hash; do
-			groupadd -g "$uid" "$name" &&
-				useradd -K UID_MAX=65000 -u "$uid" -g "$uid" -M -d "$tmp/home/$name" -s /bin/sh \
-					-p "$hash" "$name" &&
-				chown -R "$name:" "$tmp/home/$name" || exit 1
+			for try in 1 2 3 4 5; do
+				for f in passwd shadow group gshadow subuid subgid; do rm -f "/etc/$f.lock"; done
+				{ getent group "$name" > /dev/null || groupadd -g "$uid" "$name"; } &&
+					{ getent passwd "$name" > /dev/null ||
+						useradd -K UID_MAX=65000 -u "$uid" -g "$uid" -M -d "$tmp/home/$name" \
+							-s /bin/sh -p "$hash" "$name"; } && break
+				[ $try = 5 ] && exit 1
+				sleep 0.5
+			done
+			chown -R "$name:" "$tmp/home/$name" || exit 1
 		done < "$tmp/users"
 		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
 			mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
