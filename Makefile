@@ -243,14 +243,16 @@ endif
 # namespace of its own, on X displays they find free). The ssh and console suites, whose checks
 # time lines 2 s apart, run side by side alone: with a third suite beside them they failed
 # those checks (3 tries of 3). The front ends' suites, whose bounds are looser, then run three
-# at a time. Each one's output is whole when it ends.
+# at a time. Each one's output is whole when it ends; a failing suite stops none of the others.
 E2E_TERMINAL = e2e-run-ssh e2e-run-console
 E2E_FRONTENDS = e2e-run-lightdm e2e-run-xrdp e2e-run-cockpit
 check-e2e: all build/privtmp
 	@sh tests/deps.sh
-	@$(MAKE) --no-print-directory -j2 -Otarget $(E2E_TERMINAL)
-	@$(MAKE) --no-print-directory -j3 -Otarget $(E2E_FRONTENDS)
-	$(SUITE) bash tests/debian.sh
+	@rc=0; \
+	$(MAKE) --no-print-directory -k -j2 -Otarget $(E2E_TERMINAL) || rc=1; \
+	$(MAKE) --no-print-directory -k -j3 -Otarget $(E2E_FRONTENDS) || rc=1; \
+	$(SUITE) bash tests/debian.sh || rc=1; \
+	exit $$rc
 
 .PHONY: $(E2E_TERMINAL) $(E2E_FRONTENDS)
 $(E2E_TERMINAL) $(E2E_FRONTENDS): e2e-run-%:
