@@ -216,12 +216,17 @@ client() {
 	echo $! > "$TMP/$1.pid"
 }
 
-# snap NAME FILE: a screenshot of client NAME's window into build/e2e-xrdp/FILE.png; prints
-# when it was written (ns): the window was taken before that.
-snap() {
+# window NAME: the X window of client NAME on the suite's Xvfb (its title), once it has one.
+window() {
 	local win
-	win=$(DISPLAY=":$DISPLAY_N" xdotool search --name "^$1\$" 2> /dev/null | head -1)
-	[ -n "$win" ] && import -display ":$DISPLAY_N" -window "$win" "$SHOTS/$2.png" 2> /dev/null &&
+	wait_for 10 sh -c "DISPLAY=':$DISPLAY_N' xdotool search --name '^$1\$' > /dev/null 2>&1" &&
+		win=$(DISPLAY=":$DISPLAY_N" xdotool search --name "^$1\$" 2> /dev/null | head -1) &&
+		echo "$win"
+}
+# snap WINDOW FILE: a screenshot of X window WINDOW into build/e2e-xrdp/FILE.png; prints when it
+# was written (ns): the window was taken before that.
+snap() {
+	[ -n "$1" ] && import -display ":$DISPLAY_N" -window "$1" "$SHOTS/$2.png" 2> /dev/null &&
 		date +%s%N
 }
 # looks FILE: the colours of build/e2e-xrdp/FILE.png: how many, and the commonest ("N #RRGGBB").
@@ -411,33 +416,34 @@ check "... and both X sessions start, each once let in ($(ms "$in1" "$s1") and $
 		[ \$(( ($s2 - $s1) / 1000000 )) -le $((INTERVAL * 1000 + 30000)) ]"
 end_sessions "$mark" 2
 
-# 2. Neither held by the other's wait: on a fresh schedule, two places held ahead until the
-# first login to come waits, two intervals or more; the second client, started a second after
+# 2. Neither held by the other's wait: on a fresh schedule, three places held ahead until the
+# first login to come waits, three intervals or more; the second client, started a second after
 # the first, is accepted and authenticated ("created session") and comes to the gate (its PAM
 # message) before the first one's turn, in sesman's log; both sessions start. The first is
 # whichever came first ("Starting session"), should a loaded machine swap them.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
-hold_until 2 true
+hold_until 3 true
 client c1 "$U1" 0
 sleep 1
 client c2 "$U2" 660
-hold_until 2 first_waits "$mark"
+hold_until 3 first_waits "$mark"
 first=$(first_to_come "$mark") second=$U2 first_client=c1
 [ "$first" = "$U2" ] && second=$U1 first_client=c2
 p1=$(session_pid "$mark" "$first")
+win1=$(window "$first_client")
 # What the first one's client shows while it waits: up to three shots, half a second apart,
 # until its turn; once its X session is in, one more. Looked at afterwards: a loaded machine
 # would push the later shots past the wait.
 shots=""
 for i in 1 2 3; do
 	since "$mark" | grep -q "\[pid:$p1 .*PAM: Login queue: your turn now" && break
-	taken=$(snap "$first_client" "2-wait-$i") && shots="$shots 2-wait-$i:$taken"
+	taken=$(snap "$win1" "2-wait-$i") && shots="$shots 2-wait-$i:$taken"
 	sleep 0.5
 done
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
 sleep 2
-snap "$first_client" 2-session > /dev/null
+snap "$win1" 2-session > /dev/null
 p2=$(session_pid "$mark" "$second")
 told1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: you are")
 turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
