@@ -370,6 +370,8 @@ cleanup_all() {
 	cleanup
 }
 trap cleanup_all EXIT
+# Stopped from outside: said, with when, for whoever reads a run that ended early.
+trap 'echo "# e2e-xrdp.sh: stopped by INT or TERM at $SECONDS s" >&2; exit 130' INT TERM
 
 start_xvfb || { not_ok "an Xvfb for the clients ($(cat "$TMP/xvfb.log"))"; finish; exit 1; }
 configure
