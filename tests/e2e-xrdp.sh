@@ -289,6 +289,14 @@ hold_until() {
 		sleep 0.1
 	done
 }
+# stop_holders: the holders still running (flowslotctl itself: each started as a simple
+# command in the background, so $! is its own pid), by pid: TERM, then waited for.
+stop_holders() {
+	local h
+	for h in ${HOLDERS:-}; do kill "${h%:*}" 2> /dev/null; done
+	for h in ${HOLDERS:-}; do wait "${h%:*}" 2> /dev/null; done
+	HOLDERS=""
+}
 # holding PID:N: holder N (pid PID) still waits for its turn (it prints each line as it goes).
 holding() {
 	kill -0 "${1%:*}" 2> /dev/null && ! grep -q 'your turn now' "$TMP/hold${1#*:}.out"
@@ -360,6 +368,7 @@ cleanup_all() {
 	local c
 	touch "$TMP/end" 2> /dev/null
 	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	stop_holders
 	if [ -n "$NS_MNT" ]; then
 		stop_ns
 	elif [ -n "$NS_PID" ]; then
