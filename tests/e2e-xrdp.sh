@@ -110,8 +110,24 @@ gate_in() {
 		{ print }' /etc/pam.d/xrdp-sesman > "$TMP/pam.d/xrdp-sesman"
 }
 
+# log_files: copies of the host's login records (/var/log/wtmp, btmp, lastlog: those it has)
+# for the namespace to bind over them, their names in $TMP/log-files; their sums, as the host
+# has them, in $TMP/log-sums (records_kept checks them after the run).
+log_files() {
+	local f
+	: > "$TMP/log-files"
+	for f in wtmp btmp lastlog; do
+		[ -f "/var/log/$f" ] || continue
+		cp -p --sparse=always "/var/log/$f" "$TMP/log-$f" && echo "$f" >> "$TMP/log-files"
+	done
+	# shellcheck disable=SC2046 # a list of names, none with a blank
+	(cd /var/log && md5sum /dev/null $(cat "$TMP/log-files")) > "$TMP/log-sums"
+}
+# records_kept: the host's login records are as they were before the run.
+records_kept() { (cd /var/log && md5sum --quiet -c "$TMP/log-sums") > /dev/null 2>&1; }
+
 # start_servers: xrdp-sesman and xrdp in the foreground in a private mount namespace, with
-# the copies bound on /etc/pam.d and /etc/xrdp, a /run of its own (pid files, the xorgxrdp
+# the copies bound on /etc/pam.d and /etc/xrdp and on the host's login records (log_files), a /run of its own (pid files, the xorgxrdp
 # sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
 # "<ns> <message>". Every process started there stays in the namespace (stop_ns).
 # The users of $TMP/users are made there by useradd, in an overlay on /etc (its upper layer
@@ -151,6 +167,10 @@ start_servers() {
 			done
 			chown -R "$name:" "$tmp/home/$name" || exit 1
 		done < "$tmp/users"
+		# The login records: copies of the host'"'"'s, bound over them (log_files).
+		for f in $(cat "$tmp/log-files"); do
+			mount --bind "$tmp/log-$f" "/var/log/$f" || exit 1
+		done
 		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
 			mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
 		mkdir -p /run/xrdp/sockdir /run/lock && chmod 3777 /run/xrdp/sockdir && chmod 1777 /run/lock
@@ -391,6 +411,7 @@ plan_user "$U2" "$uid2"
 chmod 0666 "$TMP/stamps"
 mkdir -m 0700 "$TMP/state"
 gate_in session
+log_files
 start_servers || {
 	not_ok "xrdp and xrdp-sesman listen ($(cat "$TMP/ns.log" "$TMP/sesman.out" "$TMP/xrdp.out" 2> /dev/null; tail -n 3 "$SLOG" "$TMP/xrdp.log" 2> /dev/null))"
 	finish
@@ -521,5 +542,12 @@ check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $cr
 check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 end_sessions "$mark" 2
+
+# 5. The host's login records: whatever sesman and the session stack wrote went to the copies.
+stop_ns
+NS_MNT="" NS_PID=""
+changed=$(cd "$TMP" && sed '\|/dev/null$|d; s/  /  log-/' "$TMP/log-sums" | md5sum -c 2> /dev/null | grep -c FAILED)
+check "the host's login records ($(tr '\n' ' ' < "$TMP/log-files")) are as they were: the namespace had copies ($changed of them written)" \
+	records_kept
 
 finish
