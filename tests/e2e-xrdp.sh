@@ -53,24 +53,17 @@ plan_user() {
 	echo "$1 $2 $(openssl passwd -6 "$PASS")" >> "$TMP/users"
 }
 
-# free_display FROM: the first X display number from FROM up with neither socket nor lock.
-free_display() {
-	local n=$1
-	while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
-	echo "$n"
-}
-
-# start_xvfb: an Xvfb for the clients on a free display, in $DISPLAY_N, once it answers.
+# start_xvfb: an Xvfb for the clients, in $DISPLAY_N, once it answers. Xvfb picks a free
+# display itself (-displayfd: from 0 up, the first whose sockets it can bind, the abstract one
+# failing while another server holds it; the number written once it is ready): no other suite's
+# server can take it between a look at /tmp and the start, as with a number picked beforehand.
 start_xvfb() {
-	for _ in 1 2 3; do
-		DISPLAY_N=$(free_display $((RANDOM % 200 + 20)))
-		Xvfb ":$DISPLAY_N" -screen 0 1400x600x24 -nolisten tcp > "$TMP/xvfb.log" 2>&1 &
-		XVFB_PID=$!
-		PIDS="$PIDS $XVFB_PID"
-		wait_for 10 xdpyinfo -display ":$DISPLAY_N" > /dev/null 2>&1 && return 0
-		kill "$XVFB_PID" 2> /dev/null
-	done
-	return 1
+	Xvfb -displayfd 3 -screen 0 1400x600x24 -nolisten tcp 3> "$TMP/xvfb.display" > "$TMP/xvfb.log" 2>&1 &
+	XVFB_PID=$!
+	PIDS="$PIDS $XVFB_PID"
+	wait_for 20 grep -q '^[0-9][0-9]*$' "$TMP/xvfb.display" &&
+		DISPLAY_N=$(cat "$TMP/xvfb.display") &&
+		wait_for 10 xdpyinfo -display ":$DISPLAY_N" > /dev/null 2>&1
 }
 
 # configure: copies of /etc/xrdp (the ports, the logs, the displays sesman uses) and of
