@@ -257,6 +257,9 @@ looks() {
 			grep -o '#[0-9A-Fa-f]\{6\}' | head -1)"
 }
 
+# drawn WINDOW FILE: a shot of X window WINDOW (snap) shows more than one colour.
+drawn() { snap "$1" "$2" > /dev/null && [ "$(looks "$2" | cut -d' ' -f1)" -gt 1 ]; }
+
 # since MARK: sesman's log after its first MARK lines.
 since() { tail -n +$(($1 + 1)) "$SLOG"; }
 # at MARK ERE: the number of the first line of since MARK that matches ERE (99999: none).
@@ -467,19 +470,16 @@ check "... and both X sessions start, each no sooner than its slot ($(ms "$b1" "
 end_sessions "$mark" 2
 
 # 2. Neither held by the other's wait: on a fresh schedule, three places held ahead until the
-# first login to come waits, three intervals or more; the second client, started a second after
-# the first, is accepted and authenticated ("created session") and comes to the gate (its PAM
-# message) before the first one's turn, in sesman's log; both sessions start. The first is
-# whichever came first ("Starting session"), should a loaded machine swap them.
+# first login waits, three intervals or more; the second client, started once the first waits,
+# is accepted and authenticated ("created session") and comes to the gate (its PAM message)
+# before the first one's turn, in sesman's log; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold_until 3 true
 client c1 "$U1" 0
-sleep 1
-client c2 "$U2" 660
 hold_until 3 first_waits "$mark"
-first=$(first_to_come "$mark") second=$U2 first_client=c1
-[ "$first" = "$U2" ] && second=$U1 first_client=c2
+client c2 "$U2" 660
+first=$U1 second=$U2 first_client=c1
 p1=$(session_pid "$mark" "$first")
 win1=$(window "$first_client")
 # What the first one's client shows while it waits: up to three shots, half a second apart,
@@ -492,8 +492,8 @@ for i in 1 2 3; do
 	sleep 0.5
 done
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
-sleep 2
-snap "$win1" 2-session > /dev/null
+# Once its session is in, as soon as its window shows on the client (20 s at most).
+wait_for 20 drawn "$win1" 2-session
 p2=$(session_pid "$mark" "$second")
 told1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: you are")
 turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
@@ -530,17 +530,16 @@ end_sessions "$mark" 2
 
 # 4. The contrast: the gate in auth, which sesman runs in its main loop (auth_userpass), one
 # login at a time. Two places held ahead again until the first login waits, the second client
-# started a second after the first: while the first waits, the second one's connection to
-# sesman stays in sesman's listen backlog, not accepted; sesman takes it only after the first
-# one's turn; then it waits its own turn; both sessions start.
+# started then: while the first waits, the second one's connection to sesman stays in sesman's
+# listen backlog, not accepted; sesman takes it only after the first one's turn; then it waits
+# its own turn; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 gate_in auth
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold_until 2 true
 client c1 "$U1" 0
-sleep 1
-client c2 "$U2" 660
 hold_until 2 waits_in_auth "$mark"
+client c2 "$U2" 660
 pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
 wait_for 15 pending
 waiting=$(backlog "$SESMAN_PORT")
