@@ -499,10 +499,12 @@ told1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: you are")
 turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
 created2=$(at "$mark" "created session .*username $second,")
 gate2=$(at "$mark" "\[pid:$p2 .*PAM: Login queue: you are")
-at2=$(came_to "$smark" "$second") in1=$(went_in "$smark" "$first")
-check "session gate, the first login waiting (told from line $told1): the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2) before the first's turn (line $turn1; $(ms "$at2" "$in1") ms later)" \
+# The second's first line at the gate (a stamp no earlier than its reservation) against the
+# bound on the first one's slot (no later than the first went in).
+at2=$(came_to "$smark" "$second") b1=$(slot_bound "$smark" "$first")
+check "session gate, the first login waiting (told from line $told1): the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2) before the first's turn (line $turn1; its slot $(ms "$at2" "$b1") ms or more later)" \
 	sh -c "[ $told1 -lt $turn1 ] && [ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] &&
-		[ $turn1 != 99999 ] && [ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -lt '$in1' ]"
+		[ $turn1 != 99999 ] && [ -n '$at2' ] && [ -n '$b1' ] && [ '$at2' -lt '$b1' ]"
 check "... and both sessions start ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 
@@ -513,10 +515,10 @@ told=$(since "$mark" | grep "\[pid:$p1 " | grep -o 'PAM: Login queue: .*' | sort
 check "the module's lines are in sesman's log, by the waiting login's process ($told)" \
 	sh -c "echo '$told' | grep -q 'PAM: Login queue: you are' &&
 		echo '$told' | grep -q 'PAM: Login queue: your turn now'"
-# The shots written before the first one went in: taken during its wait.
+# The shots written before the bound on the first one's slot: taken during its wait.
 during="" flat=0
 for one in $shots; do
-	[ "${one#*:}" -lt "${in1:-0}" ] || continue
+	[ "${one#*:}" -lt "${b1:-0}" ] || continue
 	look=$(looks "${one%:*}")
 	during="$during${one%:*}: $look; "
 	[ "${look%% *}" = 1 ] && flat=$((flat + 1))
