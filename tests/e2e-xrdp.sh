@@ -564,7 +564,41 @@ check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 end_sessions "$mark" 2
 
-# 5. The host's login records: whatever sesman and the session stack wrote went to the copies.
+# 5. A refusal over xrdp: the gate in session again, with max_wait=10s, three places held
+# ahead (three intervals or more: past it). The module refuses the login at once (its
+# "refused:" line, the wait it would have had past max_wait); its words are in sesman's log by
+# the session's process, where pam_open_session fails, and sesman ends that session: no X
+# session starts. The client is told nothing: xrdp had said "login successful" to it and waits
+# for an X server that never comes; once sesman ended the session, the client still runs and
+# shows one flat colour.
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog") xmark=$(wc -l < "$TMP/xrdp.log")
+GATE="key=rdp interval=${INTERVAL}s max_wait=10s"
+gate_in session
+"$CTL" reset rdp state_dir="$TMP/state" > /dev/null
+hold_until 3 true
+client c1 "$U1" 0
+wait_for 30 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q '++ terminated session: .*username $U1,'"
+p1=$(session_pid "$mark" "$U1")
+refused=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -F " refused: service=xrdp-sesman user=$U1 " |
+	grep -o 'wait_ms=[0-9]* .*max_wait_ms=[0-9]*' | head -1)
+said=$(since "$mark" | grep "\[pid:$p1 " | grep -o 'PAM: Too many logins.*' | head -1)
+failed=$(since "$mark" | grep "\[pid:$p1 " | grep -c 'pam_open_session failed')
+told=$(tail -n +$((xmark + 1)) "$TMP/xrdp.log" | grep -c "login successful for user $U1 ")
+taken=$(snap "$(window c1)" 5-refused) && look=$(looks 5-refused)
+still=no
+kill -0 "$(cat "$TMP/c1.pid")" 2> /dev/null && ! grep -q '^exit' "$TMP/c1.client" && still=yes
+echo "refused over xrdp, once sesman ended the session, 5-refused: ${look:-no shot}" >> "$SHOTS/index"
+check "refusal over xrdp (session, max_wait=10s, three places ahead): the module refuses the login (${refused:-no refusal}), sesman logs its words by the session's process (${said:-none}), pam_open_session fails ($failed) and no X session starts ($(wc -l < "$TMP/stamps"))" \
+	sh -c "[ -n '$refused' ] && [ $failed -ge 1 ] && [ ! -s '$TMP/stamps' ] &&
+		echo '$said' | grep -q 'PAM: Too many logins at the moment. Please try again in [0-9]* s\.'"
+check "... the client is told nothing: xrdp said \"login successful\" ($told) and, once the session ended, the client still runs ($still), one flat colour (${look:-no shot}; build/e2e-xrdp/5-refused.png)" \
+	sh -c "[ $told -ge 1 ] && [ $still = yes ] && [ -n '$taken' ] && [ '${look%% *}' = 1 ]"
+stop_holders
+touch "$TMP/end"
+stop_tree "$(cat "$TMP/c1.pid")"
+rm -f "$TMP/end" "$TMP/c1.pid"
+
+# 6. The host's login records: whatever sesman and the session stack wrote went to the copies.
 stop_ns
 NS_MNT="" NS_PID=""
 changed=$(cd "$TMP" && sed '\|/dev/null$|d; s/  /  log-/' "$TMP/log-sums" | md5sum -c 2> /dev/null | grep -c FAILED)
