@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # End to end with xrdp 0.9.21: xrdp and xrdp-sesman in the foreground on free loopback ports,
 # in a private mount namespace that holds copies of /etc/pam.d (the gate in the service
-# xrdp-sesman) and /etc/xrdp, a /run of its own and a /dev/log the suite listens on. sesman
-# starts Xorg with xorgxrdp as the user; the clients are xfreerdp on an Xvfb of the suite's.
-# The user sees nothing of the queue (xrdp shows a flat colour): its lines go to sesman's log.
+# xrdp-sesman), /etc/xrdp and the host's login records, a /run of its own and a /dev/log the
+# suite listens on. sesman starts Xorg with xorgxrdp as the user; the clients are xfreerdp on
+# an Xvfb of the suite's. The user sees nothing of the queue (xrdp shows a flat colour), nor of
+# a refusal: the module's lines go to sesman's log.
 set -u
 . "$(dirname "$0")/lib.sh"
 
