@@ -127,9 +127,10 @@ log_files() {
 records_kept() { (cd /var/log && md5sum --quiet -c "$TMP/log-sums") > /dev/null 2>&1; }
 
 # start_servers: xrdp-sesman and xrdp in the foreground in a private mount namespace, with
-# the copies bound on /etc/pam.d and /etc/xrdp and on the host's login records (log_files), a /run of its own (pid files, the xorgxrdp
-# sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
-# "<ns> <message>". Every process started there stays in the namespace (stop_ns).
+# the copies bound on /etc/pam.d and /etc/xrdp and on the host's login records (log_files), a
+# /run of its own (pid files, the xorgxrdp sockets, utmp), and an overlay on /dev whose
+# /dev/log sends its datagrams to $TMP/syslog as "<ns> <message>". Every process started there
+# stays in the namespace (stop_ns).
 # The users of $TMP/users are made there by useradd, in an overlay on /etc (its upper layer
 # under $TMP): the host's account files are never written. A useradd on the host renames a new
 # /etc/passwd over the old one, which drops a bind mount on that file in any other namespace:
