@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # End to end with xrdp 0.9.21: xrdp and xrdp-sesman in the foreground on free loopback ports,
 # in a private mount namespace that holds copies of /etc/pam.d (the gate in the service
-# xrdp-sesman) and /etc/xrdp, a /run of its own and a /dev/log the suite listens on. sesman
-# starts Xorg with xorgxrdp as the user; the clients are xfreerdp on an Xvfb of the suite's.
-# The user sees nothing of the queue (xrdp shows a flat colour): its lines go to sesman's log.
+# xrdp-sesman), /etc/xrdp and the host's login records, a /run of its own and a /dev/log the
+# suite listens on. sesman starts Xorg with xorgxrdp as the user; the clients are xfreerdp on
+# an Xvfb of the suite's. The user sees nothing of the queue (xrdp shows a flat colour), nor of
+# a refusal: the module's lines go to sesman's log.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -25,10 +26,12 @@ SLOG=$TMP/sesman.log
 # Users unique to this suite and run, with one password.
 U1=fsxrdp$$a U2=fsxrdp$$b
 PASS=flowslot-$$
-NS_PID="" NS_MNT="" UIDS=""
+NS_PID="" NS_MNT=""
 
 # free_id FROM: an id from FROM up that no user or group of the host has, for a user and its
-# group (far above the ids useradd gives on the host meanwhile).
+# group (far above the ids useradd gives on the host meanwhile). The suite draws FROM in
+# 63000-63899, a range no other suite uses (tests/e2e-console.sh counts up from 61000), under
+# the UID_MAX=65000 its useradd is given.
 free_id() {
 	local id=$1
 	while getent passwd "$id" > /dev/null || getent group "$id" > /dev/null; do id=$((id + 1)); done
@@ -51,24 +54,17 @@ plan_user() {
 	echo "$1 $2 $(openssl passwd -6 "$PASS")" >> "$TMP/users"
 }
 
-# free_display FROM: the first X display number from FROM up with neither socket nor lock.
-free_display() {
-	local n=$1
-	while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
-	echo "$n"
-}
-
-# start_xvfb: an Xvfb for the clients on a free display, in $DISPLAY_N, once it answers.
+# start_xvfb: an Xvfb for the clients, in $DISPLAY_N, once it answers. Xvfb picks a free
+# display itself (-displayfd: from 0 up, the first whose sockets it can bind, the abstract one
+# failing while another server holds it; the number written once it is ready): no other suite's
+# server can take it between a look at /tmp and the start, as with a number picked beforehand.
 start_xvfb() {
-	for _ in 1 2 3; do
-		DISPLAY_N=$(free_display $((RANDOM % 200 + 20)))
-		Xvfb ":$DISPLAY_N" -screen 0 1400x600x24 -nolisten tcp > "$TMP/xvfb.log" 2>&1 &
-		XVFB_PID=$!
-		PIDS="$PIDS $XVFB_PID"
-		wait_for 10 xdpyinfo -display ":$DISPLAY_N" > /dev/null 2>&1 && return 0
-		kill "$XVFB_PID" 2> /dev/null
-	done
-	return 1
+	Xvfb -displayfd 3 -screen 0 1400x600x24 -nolisten tcp 3> "$TMP/xvfb.display" > "$TMP/xvfb.log" 2>&1 &
+	XVFB_PID=$!
+	PIDS="$PIDS $XVFB_PID"
+	wait_for 20 grep -q '^[0-9][0-9]*$' "$TMP/xvfb.display" &&
+		DISPLAY_N=$(cat "$TMP/xvfb.display") &&
+		wait_for 10 xdpyinfo -display ":$DISPLAY_N" > /dev/null 2>&1
 }
 
 # configure: copies of /etc/xrdp (the ports, the logs, the displays sesman uses) and of
@@ -97,9 +93,15 @@ configure() {
 
 # gate_in PHASE: the service xrdp-sesman, Debian's with etc/pam.d/xrdp-sesman-flowslot's
 # lines (the gate on the suite's own state_dir, GATE added) before its first PHASE line:
-# @include common-session, as the example says, or, for auth, its first auth line.
+# @include common-session, as the example says, or, for auth, its first auth line. Before
+# them, a pam_exec line stamps when each login came to the gate ("<ns> <user>" into
+# $TMP/arrivals; when its session opens, not when it closes).
 gate_in() {
-	example xrdp-sesman-flowslot local "$GATE" | sed "s/^session /$1 /" > "$TMP/gate-lines"
+	local when=auth
+	[ "$1" = session ] && when=open_session
+	printf '%s optional %s/pam_exec.so quiet type=%s /bin/sh %s/tests/stamp.sh %s/arrivals\n' \
+		"$1" "$PAM_DIR" "$when" "$TREE" "$TMP" > "$TMP/gate-lines"
+	example xrdp-sesman-flowslot local "$GATE" | sed "s/^session /$1 /" >> "$TMP/gate-lines"
 	awk -v phase="$1" -v lines="$TMP/gate-lines" '
 		!done && ($1 == phase || $0 == "@include common-" phase) {
 			while ((getline l < lines) > 0) print l
@@ -108,10 +110,27 @@ gate_in() {
 		{ print }' /etc/pam.d/xrdp-sesman > "$TMP/pam.d/xrdp-sesman"
 }
 
+# log_files: copies of the host's login records (/var/log/wtmp, btmp, lastlog: those it has)
+# for the namespace to bind over them, their names in $TMP/log-files; their sums, as the host
+# has them, in $TMP/log-sums (records_kept checks them after the run).
+log_files() {
+	local f
+	: > "$TMP/log-files"
+	for f in wtmp btmp lastlog; do
+		[ -f "/var/log/$f" ] || continue
+		cp -p --sparse=always "/var/log/$f" "$TMP/log-$f" && echo "$f" >> "$TMP/log-files"
+	done
+	# shellcheck disable=SC2046 # a list of names, none with a blank
+	(cd /var/log && md5sum /dev/null $(cat "$TMP/log-files")) > "$TMP/log-sums"
+}
+# records_kept: the host's login records are as they were before the run.
+records_kept() { (cd /var/log && md5sum --quiet -c "$TMP/log-sums") > /dev/null 2>&1; }
+
 # start_servers: xrdp-sesman and xrdp in the foreground in a private mount namespace, with
-# the copies bound on /etc/pam.d and /etc/xrdp, a /run of its own (pid files, the xorgxrdp
-# sockets, utmp), and an overlay on /dev whose /dev/log sends its datagrams to $TMP/syslog as
-# "<ns> <message>". Every process started there stays in the namespace (stop_ns).
+# the copies bound on /etc/pam.d and /etc/xrdp and on the host's login records (log_files), a
+# /run of its own (pid files, the xorgxrdp sockets, utmp), and an overlay on /dev whose
+# /dev/log sends its datagrams to $TMP/syslog as "<ns> <message>". Every process started there
+# stays in the namespace (stop_ns).
 # The users of $TMP/users are made there by useradd, in an overlay on /etc (its upper layer
 # under $TMP): the host's account files are never written. A useradd on the host renames a new
 # /etc/passwd over the old one, which drops a bind mount on that file in any other namespace:
@@ -149,6 +168,10 @@ start_servers() {
 			done
 			chown -R "$name:" "$tmp/home/$name" || exit 1
 		done < "$tmp/users"
+		# The login records: copies of the host'"'"'s, bound over them (log_files).
+		for f in $(cat "$tmp/log-files"); do
+			mount --bind "$tmp/log-$f" "/var/log/$f" || exit 1
+		done
 		mount --bind "$tmp/pam.d" /etc/pam.d && mount --bind "$tmp/etc-xrdp" /etc/xrdp &&
 			mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
 		mkdir -p /run/xrdp/sockdir /run/lock && chmod 3777 /run/xrdp/sockdir && chmod 1777 /run/lock
@@ -216,12 +239,17 @@ client() {
 	echo $! > "$TMP/$1.pid"
 }
 
-# snap NAME FILE: a screenshot of client NAME's window into build/e2e-xrdp/FILE.png; prints
-# when it was written (ns): the window was taken before that.
-snap() {
+# window NAME: the X window of client NAME on the suite's Xvfb (its title), once it has one.
+window() {
 	local win
-	win=$(DISPLAY=":$DISPLAY_N" xdotool search --name "^$1\$" 2> /dev/null | head -1)
-	[ -n "$win" ] && import -display ":$DISPLAY_N" -window "$win" "$SHOTS/$2.png" 2> /dev/null &&
+	wait_for 10 sh -c "DISPLAY=':$DISPLAY_N' xdotool search --name '^$1\$' > /dev/null 2>&1" &&
+		win=$(DISPLAY=":$DISPLAY_N" xdotool search --name "^$1\$" 2> /dev/null | head -1) &&
+		echo "$win"
+}
+# snap WINDOW FILE: a screenshot of X window WINDOW into build/e2e-xrdp/FILE.png; prints when it
+# was written (ns): the window was taken before that.
+snap() {
+	[ -n "$1" ] && import -display ":$DISPLAY_N" -window "$1" "$SHOTS/$2.png" 2> /dev/null &&
 		date +%s%N
 }
 # looks FILE: the colours of build/e2e-xrdp/FILE.png: how many, and the commonest ("N #RRGGBB").
@@ -230,6 +258,9 @@ looks() {
 		"$(convert "$SHOTS/$1.png" -format %c histogram:info:- 2> /dev/null | sort -rn | head -1 |
 			grep -o '#[0-9A-Fa-f]\{6\}' | head -1)"
 }
+
+# drawn WINDOW FILE: a shot of X window WINDOW (snap) shows more than one colour.
+drawn() { snap "$1" "$2" > /dev/null && [ "$(looks "$2" | cut -d' ' -f1)" -gt 1 ]; }
 
 # since MARK: sesman's log after its first MARK lines.
 since() { tail -n +$(($1 + 1)) "$SLOG"; }
@@ -254,6 +285,25 @@ came_to() {
 	tail -n +$(($1 + 1)) "$TMP/syslog" | grep -F "pam_flowslot(xrdp-sesman:" |
 		grep -E " (queued|went in): service=xrdp-sesman user=$2 " | head -1 | cut -d' ' -f1
 }
+# arrival_of USER: when USER came to the gate (its stamp before the gate, ns).
+arrival_of() { awk -v u="$1" '$2 == u { print $1; exit }' "$TMP/arrivals"; }
+# told_wait SINCE USER: the wait the module told USER (its "queued:" line's wait_ms, from the
+# syslog after its first SINCE lines; 0 when it went in at once).
+told_wait() {
+	tail -n +$(($1 + 1)) "$TMP/syslog" | grep -F " queued: service=xrdp-sesman user=$2 " |
+		sed -n 's/.* wait_ms=\([0-9]*\) .*/\1/p' | head -1 | grep . || echo 0
+}
+# slot_bound SINCE USER: a bound on USER's slot (ns): no earlier than its arrival plus the wait
+# it was told (the module reserved after the stamp). A stamp made late by a loaded machine
+# measures from that bound only widens a gap; a slot given too soon narrows it below an
+# interval. Empty when USER never came.
+slot_bound() {
+	local a
+	a=$(arrival_of "$2")
+	[ -n "$a" ] && echo $((a + $(told_wait "$1" "$2") * 1000000))
+}
+# came_yet SINCE USER: USER came to the gate (the module logged its first line).
+came_yet() { [ -n "$(came_to "$1" "$2")" ]; }
 # ms A B: B - A, ns to ms ("?" when either is missing).
 ms() { if [ -n "$1" ] && [ -n "$2" ]; then echo $((($2 - $1) / 1000000)); else echo "?"; fi; }
 
@@ -282,6 +332,14 @@ hold_until() {
 		sleep 0.1
 	done
 }
+# stop_holders: the holders still running (flowslotctl itself: each started as a simple
+# command in the background, so $! is its own pid), by pid: TERM, then waited for.
+stop_holders() {
+	local h
+	for h in ${HOLDERS:-}; do kill "${h%:*}" 2> /dev/null; done
+	for h in ${HOLDERS:-}; do wait "${h%:*}" 2> /dev/null; done
+	HOLDERS=""
+}
 # holding PID:N: holder N (pid PID) still waits for its turn (it prints each line as it goes).
 holding() {
 	kill -0 "${1%:*}" 2> /dev/null && ! grep -q 'your turn now' "$TMP/hold${1#*:}.out"
@@ -295,6 +353,7 @@ end_sessions() {
 	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
 	rm -f "$TMP/end" "$TMP"/c?.pid
 	: > "$TMP/stamps"
+	: > "$TMP/arrivals"
 	for h in ${HOLDERS:-}; do wait "${h%:*}"; done
 	HOLDERS=""
 }
@@ -346,107 +405,108 @@ stop_ns() {
 	wait "$NS_PID" 2> /dev/null
 }
 
-# cleanup_all: the clients, the servers' namespace, what is left of the users' processes, then
-# lib.sh's cleanup (Xvfb, $TMP). The screenshots stay in build/e2e-xrdp/.
+# cleanup_all: the clients, the servers' namespace (the users' processes are all in it:
+# sesman started them there), then lib.sh's cleanup (Xvfb, $TMP). Never by uid: the ids are
+# free on the host when drawn, not reserved. The screenshots stay in build/e2e-xrdp/.
 cleanup_all() {
 	local c
 	touch "$TMP/end" 2> /dev/null
 	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	stop_holders
 	if [ -n "$NS_MNT" ]; then
 		stop_ns
 	elif [ -n "$NS_PID" ]; then
 		stop_tree "$NS_PID"
 	fi
-	for u in $UIDS; do
-		# shellcheck disable=SC2046 # a list of pids
-		kill -KILL $(pgrep -u "$u") 2> /dev/null
-	done
 	[ -s "$SHOTS/index" ] || rmdir "$SHOTS" 2> /dev/null
 	cleanup
 }
 trap cleanup_all EXIT
+# Stopped from outside: said, with when, for whoever reads a run that ended early.
+trap 'echo "# e2e-xrdp.sh: stopped by INT or TERM at $SECONDS s" >&2; exit 130' INT TERM
 
 start_xvfb || { not_ok "an Xvfb for the clients ($(cat "$TMP/xvfb.log"))"; finish; exit 1; }
 configure
-uid1=$(free_id $((61000 + RANDOM % 3000)))
+uid1=$(free_id $((63000 + RANDOM % 900)))
 uid2=$(free_id $((uid1 + 1)))
-UIDS="$uid1 $uid2"
 plan_user "$U1" "$uid1"
 plan_user "$U2" "$uid2"
 : > "$TMP/stamps"
+: > "$TMP/arrivals"
 chmod 0666 "$TMP/stamps"
 mkdir -m 0700 "$TMP/state"
 gate_in session
+log_files
 start_servers || {
 	not_ok "xrdp and xrdp-sesman listen ($(cat "$TMP/ns.log" "$TMP/sesman.out" "$TMP/xrdp.out" 2> /dev/null; tail -n 3 "$SLOG" "$TMP/xrdp.log" 2> /dev/null))"
 	finish
 	exit 1
 }
 
-# 1. The gate in session, as etc/pam.d/xrdp-sesman-flowslot places it: two clients a second
-# apart, two users. At the gate: the module lets the second in an interval after the first
-# (their "went in:" lines, less 1 s), in the order they came to it (sesman's "Starting session"
-# lines, each forking the process that opens the session). Then both X sessions start (their
-# stamps), each after the module let it in, the second an interval or more after the first
-# was let in (less 1 s); how far apart the stamps are is said, not asserted: a loaded machine
-# may start the first one's X server late.
+# 1. The gate in session, as etc/pam.d/xrdp-sesman-flowslot places it: two users, the second
+# client started once the first came to the gate (its first line in the module's log). The
+# module lets the second in an interval or more after the slot of the first (its arrival at the
+# gate plus the wait it was told: after_slots in tests/hosts.sh), in the order they came to
+# the gate (their arrival stamps). Then both X sessions start (their stamps), each no sooner
+# than its own slot, the second an interval or more after the first's; how far apart the two
+# stamps are is said, not asserted: a loaded machine may start the first one's X server late.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 client c1 "$U1" 0
-sleep 1
+wait_for 30 came_yet "$smark" "$U1"
 client c2 "$U2" 660
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
 s1=$(stamp_of "$U1") s2=$(stamp_of "$U2")
-in1=$(went_in "$smark" "$U1") in2=$(went_in "$smark" "$U2")
-came=$(since "$mark" | sed -n 's/.*Starting session: .* user name \(.*\)$/\1/p' | tr '\n' ' ')
+in2=$(went_in "$smark" "$U2")
+b1=$(slot_bound "$smark" "$U1") b2=$(slot_bound "$smark" "$U2")
+came=$(sort -n "$TMP/arrivals" | cut -d' ' -f2 | tr '\n' ' ')
 let_in=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -o ' went in: service=xrdp-sesman user=[^ ]*' |
 	cut -d= -f3 | tr '\n' ' ')
 went=$(sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' ')
-check "session gate: the module lets the second RDP login in an interval after the first ($(ms "$in1" "$in2") ms; interval ${INTERVAL} s), in the order they came (came: $came; let in: $let_in)" \
-	sh -c "[ -n '$in1' ] && [ -n '$in2' ] && [ \$(( ($in2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
+check "session gate: the module lets the second RDP login in an interval or more after the slot of the first ($(ms "$b1" "$in2") ms; interval ${INTERVAL} s), in the order they came (came: $came; let in: $let_in)" \
+	sh -c "[ -n '$b1' ] && [ -n '$in2' ] && [ \$(( ($in2 - $b1) / 1000000 )) -ge $((INTERVAL * 1000)) ] &&
 		[ '$came' = '$let_in' ] && [ \$(echo '$came' | wc -w) = 2 ]"
-check "... and both X sessions start, each once let in ($(ms "$in1" "$s1") and $(ms "$in2" "$s2") ms after), the second $(ms "$in1" "$s2") ms after the first was let in (stamps $(ms "$s1" "$s2") ms apart; started: $went)$(no_session_why)" \
-	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ -n '$in1' ] && [ -n '$in2' ] &&
-		[ '$s1' -ge '$in1' ] && [ '$s2' -ge '$in2' ] &&
-		[ \$(( ($s2 - $in1) / 1000000 )) -ge $((INTERVAL * 1000 - 1000)) ] &&
-		[ \$(( ($s2 - $s1) / 1000000 )) -le $((INTERVAL * 1000 + 30000)) ]"
+check "... and both X sessions start, each no sooner than its slot ($(ms "$b1" "$s1") and $(ms "$b2" "$s2") ms after), the second $(ms "$b1" "$s2") ms after the first's slot (stamps $(ms "$s1" "$s2") ms apart; started: $went)$(no_session_why)" \
+	sh -c "[ -n '$s1' ] && [ -n '$s2' ] && [ -n '$b1' ] && [ -n '$b2' ] &&
+		[ '$s1' -ge '$b1' ] && [ '$s2' -ge '$b2' ] &&
+		[ \$(( ($s2 - $b1) / 1000000 )) -ge $((INTERVAL * 1000)) ]"
 end_sessions "$mark" 2
 
-# 2. Neither held by the other's wait: on a fresh schedule, two places held ahead until the
-# first login to come waits, two intervals or more; the second client, started a second after
-# the first, is accepted and authenticated ("created session") and comes to the gate (its PAM
-# message) before the first one's turn, in sesman's log; both sessions start. The first is
-# whichever came first ("Starting session"), should a loaded machine swap them.
+# 2. Neither held by the other's wait: on a fresh schedule, three places held ahead until the
+# first login waits, three intervals or more; the second client, started once the first waits,
+# is accepted and authenticated ("created session") and comes to the gate (its PAM message)
+# before the first one's turn, in sesman's log; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
-hold_until 2 true
+hold_until 3 true
 client c1 "$U1" 0
-sleep 1
+hold_until 3 first_waits "$mark"
 client c2 "$U2" 660
-hold_until 2 first_waits "$mark"
-first=$(first_to_come "$mark") second=$U2 first_client=c1
-[ "$first" = "$U2" ] && second=$U1 first_client=c2
+first=$U1 second=$U2 first_client=c1
 p1=$(session_pid "$mark" "$first")
+win1=$(window "$first_client")
 # What the first one's client shows while it waits: up to three shots, half a second apart,
 # until its turn; once its X session is in, one more. Looked at afterwards: a loaded machine
 # would push the later shots past the wait.
 shots=""
 for i in 1 2 3; do
 	since "$mark" | grep -q "\[pid:$p1 .*PAM: Login queue: your turn now" && break
-	taken=$(snap "$first_client" "2-wait-$i") && shots="$shots 2-wait-$i:$taken"
+	taken=$(snap "$win1" "2-wait-$i") && shots="$shots 2-wait-$i:$taken"
 	sleep 0.5
 done
 wait_for 60 sh -c "[ \$(wc -l < '$TMP/stamps') -ge 2 ]"
-sleep 2
-snap "$first_client" 2-session > /dev/null
+# Once its session is in, as soon as its window shows on the client (20 s at most).
+wait_for 20 drawn "$win1" 2-session
 p2=$(session_pid "$mark" "$second")
 told1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: you are")
 turn1=$(at "$mark" "\[pid:$p1 .*PAM: Login queue: your turn now")
 created2=$(at "$mark" "created session .*username $second,")
 gate2=$(at "$mark" "\[pid:$p2 .*PAM: Login queue: you are")
-at2=$(came_to "$smark" "$second") in1=$(went_in "$smark" "$first")
-check "session gate, the first login waiting (told from line $told1): the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2) before the first's turn (line $turn1; $(ms "$at2" "$in1") ms later)" \
+# The second's first line at the gate (a stamp no earlier than its reservation) against the
+# bound on the first one's slot (no later than the first went in).
+at2=$(came_to "$smark" "$second") b1=$(slot_bound "$smark" "$first")
+check "session gate, the first login waiting (told from line $told1): the second is authenticated (sesman's log, line $created2) and at the gate (line $gate2) before the first's turn (line $turn1; its slot $(ms "$at2" "$b1") ms or more later)" \
 	sh -c "[ $told1 -lt $turn1 ] && [ $created2 -lt $turn1 ] && [ $gate2 -lt $turn1 ] &&
-		[ $turn1 != 99999 ] && [ -n '$at2' ] && [ -n '$in1' ] && [ '$at2' -lt '$in1' ]"
+		[ $turn1 != 99999 ] && [ -n '$at2' ] && [ -n '$b1' ] && [ '$at2' -lt '$b1' ]"
 check "... and both sessions start ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 
@@ -457,10 +517,10 @@ told=$(since "$mark" | grep "\[pid:$p1 " | grep -o 'PAM: Login queue: .*' | sort
 check "the module's lines are in sesman's log, by the waiting login's process ($told)" \
 	sh -c "echo '$told' | grep -q 'PAM: Login queue: you are' &&
 		echo '$told' | grep -q 'PAM: Login queue: your turn now'"
-# The shots written before the first one went in: taken during its wait.
+# The shots written before the bound on the first one's slot: taken during its wait.
 during="" flat=0
 for one in $shots; do
-	[ "${one#*:}" -lt "${in1:-0}" ] || continue
+	[ "${one#*:}" -lt "${b1:-0}" ] || continue
 	look=$(looks "${one%:*}")
 	during="$during${one%:*}: $look; "
 	[ "${look%% *}" = 1 ] && flat=$((flat + 1))
@@ -474,17 +534,16 @@ end_sessions "$mark" 2
 
 # 4. The contrast: the gate in auth, which sesman runs in its main loop (auth_userpass), one
 # login at a time. Two places held ahead again until the first login waits, the second client
-# started a second after the first: while the first waits, the second one's connection to
-# sesman stays in sesman's listen backlog, not accepted; sesman takes it only after the first
-# one's turn; then it waits its own turn; both sessions start.
+# started then: while the first waits, the second one's connection to sesman stays in sesman's
+# listen backlog, not accepted; sesman takes it only after the first one's turn; then it waits
+# its own turn; both sessions start.
 mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog")
 gate_in auth
 "$CTL" reset rdp state_dir="$TMP/state" > /dev/null
 hold_until 2 true
 client c1 "$U1" 0
-sleep 1
-client c2 "$U2" 660
 hold_until 2 waits_in_auth "$mark"
+client c2 "$U2" 660
 pending() { [ "$(backlog "$SESMAN_PORT")" -ge 1 ]; }
 wait_for 15 pending
 waiting=$(backlog "$SESMAN_PORT")
@@ -506,5 +565,46 @@ check "... sesman takes it (line ${conn2:-never}) and authenticates it (line $cr
 check "... and both sessions start, in turn ($(tr '\n' ' ' < "$TMP/stamps"))" \
 	sh -c "[ -n '$(stamp_of "$U1")' ] && [ -n '$(stamp_of "$U2")' ]"
 end_sessions "$mark" 2
+
+# 5. A refusal over xrdp: the gate in session again, with max_wait=10s, three places held
+# ahead (three intervals or more: past it). The module refuses the login at once (its
+# "refused:" line, the wait it would have had past max_wait); its words are in sesman's log by
+# the session's process, where pam_open_session fails, and sesman ends that session: no X
+# session starts. The client is told nothing: xrdp had said "login successful" to it and waits
+# for an X server that never comes; once sesman ended the session, the client still runs and
+# shows one flat colour.
+mark=$(wc -l < "$SLOG") smark=$(wc -l < "$TMP/syslog") xmark=$(wc -l < "$TMP/xrdp.log")
+GATE="key=rdp interval=${INTERVAL}s max_wait=10s"
+gate_in session
+"$CTL" reset rdp state_dir="$TMP/state" > /dev/null
+hold_until 3 true
+client c1 "$U1" 0
+wait_for 30 sh -c "tail -n +$((mark + 1)) '$SLOG' | grep -q '++ terminated session: .*username $U1,'"
+p1=$(session_pid "$mark" "$U1")
+refused=$(tail -n +$((smark + 1)) "$TMP/syslog" | grep -F " refused: service=xrdp-sesman user=$U1 " |
+	grep -o 'wait_ms=[0-9]* .*max_wait_ms=[0-9]*' | head -1)
+said=$(since "$mark" | grep "\[pid:$p1 " | grep -o 'PAM: Too many logins.*' | head -1)
+failed=$(since "$mark" | grep "\[pid:$p1 " | grep -c 'pam_open_session failed')
+told=$(tail -n +$((xmark + 1)) "$TMP/xrdp.log" | grep -c "login successful for user $U1 ")
+taken=$(snap "$(window c1)" 5-refused) && look=$(looks 5-refused)
+still=no
+kill -0 "$(cat "$TMP/c1.pid")" 2> /dev/null && ! grep -q '^exit' "$TMP/c1.client" && still=yes
+echo "refused over xrdp, once sesman ended the session, 5-refused: ${look:-no shot}" >> "$SHOTS/index"
+check "refusal over xrdp (session, max_wait=10s, three places ahead): the module refuses the login (${refused:-no refusal}), sesman logs its words by the session's process (${said:-none}), pam_open_session fails ($failed) and no X session starts ($(wc -l < "$TMP/stamps"))" \
+	sh -c "[ -n '$refused' ] && [ $failed -ge 1 ] && [ ! -s '$TMP/stamps' ] &&
+		echo '$said' | grep -q 'PAM: Too many logins at the moment. Please try again in [0-9]* s\.'"
+check "... the client is told nothing: xrdp said \"login successful\" ($told) and, once the session ended, the client still runs ($still), one flat colour (${look:-no shot}; build/e2e-xrdp/5-refused.png)" \
+	sh -c "[ $told -ge 1 ] && [ $still = yes ] && [ -n '$taken' ] && [ '${look%% *}' = 1 ]"
+stop_holders
+touch "$TMP/end"
+stop_tree "$(cat "$TMP/c1.pid")"
+rm -f "$TMP/end" "$TMP/c1.pid"
+
+# 6. The host's login records: whatever sesman and the session stack wrote went to the copies.
+stop_ns
+NS_MNT="" NS_PID=""
+changed=$(cd "$TMP" && sed '\|/dev/null$|d; s/  /  log-/' "$TMP/log-sums" | md5sum -c 2> /dev/null | grep -c FAILED)
+check "the host's login records ($(tr '\n' ' ' < "$TMP/log-files")) are as they were: the namespace had copies ($changed of them written)" \
+	records_kept
 
 finish
