@@ -12,7 +12,7 @@ set -u
 [ "$(id -u)" = 0 ] || skip_all "needs root: a test user, a mount namespace, the set-uid cockpit-session"
 WS=/usr/lib/cockpit/cockpit-ws
 for need in "$WS" /usr/lib/cockpit/cockpit-session cockpit-bridge chromium Xvfb xdpyinfo xdotool \
-	import convert tesseract nsenter ip; do
+	import convert tesseract nsenter unshare ip socat; do
 	command -v "$need" > /dev/null || skip_all "$need is missing (tests/deps.sh installs it)"
 done
 [ -f /etc/pam.d/cockpit ] || skip_all "cockpit-ws's /etc/pam.d/cockpit is missing"
