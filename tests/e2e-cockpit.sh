@@ -53,7 +53,7 @@ stop_all() {
 	if id "$USR" > /dev/null 2>&1; then
 		for pid in $(pgrep -u "$USR"); do kill "$pid" 2> /dev/null; done
 		wait_for 5 sh -c "! pgrep -u '$USR' > /dev/null"
-		userdel -r "$USR" 2> /dev/null || echo "userdel $USR failed" >&2
+		on_accounts userdel -r "$USR" || echo "userdel $USR failed: $(cat "$TMP/accounts.err")" >&2
 	fi
 	cleanup
 }
@@ -87,8 +87,11 @@ mkdir -p "$TMP/state" "$TMP/xdg/cockpit"
 # cockpit-ws reads $XDG_CONFIG_DIRS/cockpit/cockpit.conf; its login limit stated, as it defaults.
 printf '[WebService]\nLoginTitle = flowslot e2e\n\n[basic]\ntimeout = 30\n' > "$TMP/xdg/cockpit/cockpit.conf"
 
-useradd -m -d "$TMP/home" -s /bin/sh "$USR" || exit 1
-echo "$USR:$PASS" | chpasswd || exit 1
+# The host's account files are shared with the suites beside this one, which add and remove
+# users too: on_accounts waits out their lock. -l: no lastlog entry; the home is under $TMP.
+on_accounts useradd -l -m -d "$TMP/home" -s /bin/sh "$USR" ||
+	{ echo "useradd $USR failed: $(cat "$TMP/accounts.err")" >&2; exit 1; }
+set_password "$USR" "$PASS" || { echo "chpasswd failed: $(cat "$TMP/accounts.err")" >&2; exit 1; }
 
 # The namespace: /etc/pam.d bound to the copy; loopback up, and no other network; a /dev of its
 # own (a tmpfs, the host's usual devices bound into it) whose /dev/log is a socat that keeps what is
