@@ -93,13 +93,32 @@ on_accounts useradd -l -m -d "$TMP/home" -s /bin/sh "$USR" ||
 	{ echo "useradd $USR failed: $(cat "$TMP/accounts.err")" >&2; exit 1; }
 set_password "$USR" "$PASS" || { echo "chpasswd failed: $(cat "$TMP/accounts.err")" >&2; exit 1; }
 
-# The namespace: /etc/pam.d bound to the copy; loopback up, and no other network; a /dev of its
-# own (a tmpfs, the host's usual devices bound into it) whose /dev/log is a socat that keeps what is
-# logged in $TMP/syslog, for no syslog daemon runs here. socat holds the namespace.
+# cockpit-session writes the host's login records: wtmp and lastlog for a session, btmp for a
+# failed login (the host's wtmp held 44 records of this suite's users, btmp 2, before it used
+# copies). In the namespace /var/log is a directory of the suite's own holding copies of them,
+# bound whole: a file bound alone would be dropped should the host rename a new one over it.
+mkdir "$TMP/varlog"
+for f in wtmp btmp lastlog; do
+	[ ! -e "/var/log/$f" ] || cp -a "/var/log/$f" "$TMP/varlog/" || exit 1
+done
+# records FILE: how many login records of the test user FILE holds (wtmp, btmp).
+records() { utmpdump "$1" 2> /dev/null | grep -c "\] \[$USR *\] \["; }
+# lastlog_of FILE: the test user's lastlog record in FILE (its uid's 292 bytes), as a checksum.
+lastlog_of() { dd if="$1" bs=292 skip="$(id -u "$USR")" count=1 2> /dev/null | md5sum | cut -c1-8; }
+# host_records: the host's records of the test user, one line (the same before and after).
+host_records() {
+	echo "wtmp $(records /var/log/wtmp) btmp $(records /var/log/btmp) lastlog $(lastlog_of /var/log/lastlog)"
+}
+HOST_RECORDS=$(host_records)
+
+# The namespace: /etc/pam.d bound to the copy, /var/log to the suite's; loopback up, and no other
+# network; a /dev of its own (a tmpfs, the host's usual devices bound into it) whose /dev/log is a
+# socat that keeps what is logged in $TMP/syslog, for no syslog daemon runs here. socat holds
+# the namespace.
 # shellcheck disable=SC2016
 NS_SETUP='
 	t=$1
-	mount --bind "$t/pam.d" /etc/pam.d && ip link set lo up || exit 1
+	mount --bind "$t/pam.d" /etc/pam.d && mount --bind "$t/varlog" /var/log && ip link set lo up || exit 1
 	mkdir "$t/host-dev" && mount --rbind /dev "$t/host-dev" || exit 1
 	mount -t tmpfs -o mode=0755 tmpfs /dev || exit 1
 	for e in null zero full random urandom tty ptmx; do
@@ -342,6 +361,13 @@ spinner() { [ "$told" -ge 1 ] && ! grep -q 'Login queue' "$TMP/ok.seen"; }
 check "... told its place by the module ($told lines to cockpit-session), while the page said nothing of it ($(wc -l < "$TMP/ok.seen") shots)" \
 	spinner
 stop_holds
+
+# The login records went to the namespace's copies, none to the host's files.
+copies="wtmp $(records "$TMP/varlog/wtmp") btmp $(records "$TMP/varlog/btmp") lastlog $(lastlog_of "$TMP/varlog/lastlog")"
+host_after=$(host_records)
+kept_apart() { [ "$host_after" = "$HOST_RECORDS" ] && [ "$(records "$TMP/varlog/wtmp")" -ge 1 ]; }
+check "cockpit-session's records of the user went to the namespace's copies ($copies), not the host's ($HOST_RECORDS, then $host_after)" \
+	kept_apart
 
 # The logs and the stack beside the screenshots, for whoever reads a failure.
 cp "$TMP/ws.log" "$TMP/chrome.log" "$SHOTS/"
