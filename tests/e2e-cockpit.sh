@@ -39,13 +39,32 @@ crash_handlers() {
 	grep -l -- "$TMP/chrome-home/chromium/Crash Report[s]" /proc/[0-9]*/cmdline 2> /dev/null | cut -d/ -f3
 }
 no_crash_handler() { [ -z "$(crash_handlers)" ]; }
-# stop_all: everything the suite started, by pid or process group, and the test user.
+# ns_members: the processes in the suite's mount namespace, but the one that holds it (socat):
+# whatever cockpit-ws, cockpit-session and Chromium left there, however they left their group.
+ns_members() {
+	local ns p
+	[ -n "$NS_PID" ] && ns=$(readlink "/proc/$NS_PID/ns/mnt" 2> /dev/null) || return 0
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" != "$NS_PID" ] && [ "$(readlink "$p/ns/mnt" 2> /dev/null)" = "$ns" ] &&
+			echo "${p#/proc/}"
+	done
+}
+no_ns_member() { [ -z "$(ns_members)" ]; }
+# stop_ns_members: stops them (SIGTERM, then SIGKILL after 5 s).
+stop_ns_members() {
+	local pid
+	for pid in $(ns_members); do kill "$pid" 2> /dev/null; done
+	wait_for 5 no_ns_member && return 0
+	for pid in $(ns_members); do kill -KILL "$pid" 2> /dev/null; done
+}
+# stop_all: everything the suite started, by pid, process group or namespace, and the test user.
 stop_all() {
 	for pid in $HOLDS; do kill "$pid" 2> /dev/null; done
 	stop_group "$CHROME_PID"
 	wait_for 10 no_crash_handler
 	for pid in $(crash_handlers); do kill "$pid" 2> /dev/null; done
 	stop_group "$WS_PID"
+	stop_ns_members
 	for pid in $XVFB_PID $NS_PID; do
 		kill "$pid" 2> /dev/null
 		wait "$pid" 2> /dev/null
