@@ -267,13 +267,14 @@ none_alive() {
 }
 
 # mark: notes where cockpit-ws's log (with cockpit-session's standard error) and the syslog end
-# now; ws_since and log_since: what they got since.
+# now, in bytes (a line count missed the syslog's last message, which no newline ends yet);
+# ws_since and log_since: what they got since.
 mark() {
-	WS_FROM=$(($(wc -l < "$TMP/ws.log") + 1))
-	LOG_FROM=$(($(syslog | wc -l) + 1))
+	WS_FROM=$(($(stat -c %s "$TMP/ws.log") + 1))
+	LOG_FROM=$(($(stat -c %s "$TMP/syslog" 2> /dev/null || echo 0) + 1))
 }
-ws_since() { tail -n +"$WS_FROM" "$TMP/ws.log"; }
-log_since() { syslog | tail -n +"$LOG_FROM"; }
+ws_since() { tail -c +"$WS_FROM" "$TMP/ws.log"; }
+log_since() { tail -c +"$LOG_FROM" "$TMP/syslog" 2> /dev/null | sed 's/<[0-9]\{1,3\}>/\n&/g'; }
 # module_said WHAT: the module's line "WHAT: service=cockpit user=USR ..." since mark, from the
 # account phase (pam_syslog's prefix), without its prefix; fails if there is none.
 module_said() {
