@@ -68,7 +68,7 @@ stop_all() {
 	for pid in $(crash_handlers); do kill "$pid" 2> /dev/null; done
 	stop_group "$WS_PID"
 	stop_ns_members
-	for pid in $XVFB_PID $NS_PID; do
+	for pid in $HOLDS $XVFB_PID $NS_PID; do
 		kill "$pid" 2> /dev/null
 		wait "$pid" 2> /dev/null
 	done
@@ -250,25 +250,20 @@ log_in() {
 
 # hold NAME N: N places taken at once on the schedule "web", as N logins would, and returns
 # once all are (within 30 s): each flowslotctl wait says its place as it takes it, in
-# $TMP/NAME-I.log, but for the first, let in at once. Its pid and its subshell's in HOLDS; when
-# each slot came, in $TMP/NAME.slots; when each was started, before it reserved, in
-# $TMP/NAME-I.start; the first, in T_HOLD.
+# $TMP/NAME-I.log, but for the first, let in at once. Their own pids in HOLDS as each starts
+# (no subshell between, which a stop would kill and leave flowslotctl running); when each was
+# started, before it reserved, in $TMP/NAME-I.start; the first, in T_HOLD.
 hold() {
 	local i
 	T_HOLD=$(now_ms)
 	for i in $(seq "$2"); do
 		now_ms > "$TMP/$1-$i.start"
-		(
-			"$CTL" wait web "state_dir=$TMP/state" "interval=${INTERVAL}s" max_wait=120s countdown=0 \
-				> "$TMP/$1-$i.log" 2>&1 &
-			echo $! > "$TMP/$1-$i.pid"
-			wait $! && now_ms >> "$TMP/$1.slots"
-		) &
+		"$CTL" wait web "state_dir=$TMP/state" "interval=${INTERVAL}s" max_wait=120s countdown=0 \
+			> "$TMP/$1-$i.log" 2>&1 &
 		HOLDS="$HOLDS $!"
 	done
 	wait_for 30 placed "$1" $(($2 - 1)) ||
 		note "$1: only $(placed_count "$1") of $2 places told after $(($(now_ms) - T_HOLD)) ms"
-	HOLDS="$HOLDS $(cat "$TMP/$1"-[0-9]*.pid 2> /dev/null | tr '\n' ' ')"
 }
 # slot_ahead NAME: a bound below the last slot of NAME's places (wall-clock ms): the latest of
 # each place's start (before it reserved) plus the wait it was first told, less what the text
