@@ -346,22 +346,22 @@ mark
 log_in
 watch_page refuse "$WS_TIMEOUT" "Too many logins at the moment"
 at=$(seen_at refuse "Too many logins at the moment")
-shows_words() { [ -n "$at" ] && grep -q 'Too many logins at the moment.*try again in' "$TMP/refuse.seen"; }
-check "over max_wait=$(max_wait_of) (ten places held $((T_ENTER - T_HOLD)) ms before): the page shows the module's words at ${at:-never} ms: '$(seen_line refuse 'Too many logins')'" \
-	shows_words
 said=$(module_said refused)
 # At once: refused for the wait found at the reservation, over max_wait, never queued first
-# (then refused a later slot, or let in).
+# (then refused a later slot, or let in); and the page shows the words.
 refused_at_once() {
 	local w m
 	w=$(figure "$said" wait_ms) m=$(figure "$said" max_wait_ms)
-	[ -n "$w" ] && [ -n "$m" ] && [ "$w" -gt "$m" ] && ! module_said queued > /dev/null
+	[ -n "$w" ] && [ -n "$m" ] && [ "$w" -gt "$m" ] && ! module_said queued > /dev/null &&
+		[ -n "$at" ] && grep -q 'Too many logins at the moment.*try again in' "$TMP/refuse.seen"
 }
+check "over max_wait=$(max_wait_of) (ten places held $((T_ENTER - T_HOLD)) ms before): refused at once, the page shows the module's words at ${at:-never} ms: '$(seen_line refuse 'Too many logins')' (refused for wait_ms over max_wait_ms, no 'queued:' first)" \
+	refused_at_once
 in_account() {
-	refused_at_once && ws_since | grep -q "user account access failed: 6 $USR: Permission denied" &&
+	[ -n "$said" ] && ws_since | grep -q "user account access failed: 6 $USR: Permission denied" &&
 		[ -z "$(admitted_ms)" ]
 }
-check "... at once, in account: the module logged '${said:-nothing}', and no 'queued:'; cockpit-session got PAM_PERM_DENIED (6), nothing went through" \
+check "... in account: the module logged '${said:-nothing}', cockpit-session got PAM_PERM_DENIED (6), nothing went through" \
 	in_account
 stop_holds
 
