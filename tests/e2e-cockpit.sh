@@ -4,15 +4,16 @@
 # service "cockpit" and the gate in account, as etc/pam.d/cockpit-flowslot places it, logged
 # into from Chromium on an Xvfb of the suite's own, typed with xdotool and read with tesseract.
 # cockpit-ws, its set-uid cockpit-session and Chromium run in a private mount and network
-# namespace: /etc/pam.d there is a copy with the suite's "cockpit" file, and only loopback is up,
-# so Chromium reaches nothing else. The screenshots stay in build/e2e-cockpit/.
+# namespace: /etc/pam.d there is a copy with the suite's "cockpit" file, /var/log holds copies of
+# the login records cockpit-session writes, and only loopback is up, so Chromium reaches nothing
+# else. The screenshots stay in build/e2e-cockpit/.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root: a test user, a mount namespace, the set-uid cockpit-session"
 WS=/usr/lib/cockpit/cockpit-ws
 for need in "$WS" /usr/lib/cockpit/cockpit-session cockpit-bridge chromium Xvfb xdpyinfo xdotool \
-	import convert tesseract nsenter unshare ip socat; do
+	import convert tesseract nsenter unshare ip socat utmpdump; do
 	command -v "$need" > /dev/null || skip_all "$need is missing (tests/deps.sh installs it)"
 done
 [ -f /etc/pam.d/cockpit ] || skip_all "cockpit-ws's /etc/pam.d/cockpit is missing"
@@ -131,9 +132,8 @@ on_accounts useradd -l -m -d "$TMP/home" -s /bin/sh "$USR" ||
 set_password "$USR" "$PASS" || { echo "chpasswd failed: $(cat "$TMP/accounts.err")" >&2; exit 1; }
 
 # cockpit-session writes the host's login records: wtmp and lastlog for a session, btmp for a
-# failed login (the host's wtmp held 44 records of this suite's users, btmp 2, before it used
-# copies). In the namespace /var/log is a directory of the suite's own holding copies of them,
-# bound whole: a file bound alone would be dropped should the host rename a new one over it.
+# failed login. In the namespace /var/log is a directory of the suite's own holding copies of
+# them, bound whole: a file bound alone would be dropped should the host rename a new one over it.
 mkdir "$TMP/varlog"
 for f in wtmp btmp lastlog; do
 	[ ! -e "/var/log/$f" ] || cp -a "/var/log/$f" "$TMP/varlog/" || exit 1
