@@ -29,6 +29,11 @@ UA=fsldm$$a
 UB=fsldm$$b
 SEATS=""
 USERS=""
+T0=$(now_ms)
+
+# mark WHAT: a line "<ms since the suite began> WHAT" in $OUT/times.txt, for whoever reads a
+# slow or failed run.
+mark() { echo "$(($(now_ms) - T0)) $*" >> "$OUT/times.txt"; }
 
 # add_user NAME: a user with a password and a ~/.xsession that appends "<ns> <user>" to
 # $TMP/NAME.stamps when the session starts, and ends it a second later. useradd is retried:
@@ -107,6 +112,7 @@ stack() {
 # last user). seat_ready NAME then waits for the greeter's first question.
 start_seat() {
 	local name=$1 user=$2 hide=$3 d=$TMP/$1 n
+	mark "$name: starting"
 	mkdir -p "$d/run" "$d/cache" "$d/log" "$d/data" "$d/fb" \
 		"$d/greeter/.cache/lightdm-gtk-greeter" "$OUT/$name"
 	rm -rf "$d/pam.d"
@@ -154,7 +160,10 @@ EOF
 		> "$d/lightdm.out" 2>&1 &
 	echo $! > "$d/lightdm.pid"
 }
-seat_ready() { wait_for 40 grep -qs 'Prompt greeter with' "$TMP/$1/log/lightdm.log"; }
+seat_ready() {
+	wait_for 40 grep -qs 'Prompt greeter with' "$TMP/$1/log/lightdm.log"
+	mark "$1: ready ($?)"
+}
 
 # seat_up NAME OPEN: seat NAME ready, OPEN (a function that starts it) run first unless
 # start_next ran it already: each scenario starts the next one's seats once its own login is
@@ -172,7 +181,7 @@ start_next() {
 stop_seat() {
 	local d=$TMP/$1 f
 	for f in lightdm xvfb; do
-		[ -s "$d/$f.pid" ] && end_child "$(cat "$d/$f.pid")"
+		[ -s "$d/$f.pid" ] && end_child "$(cat "$d/$f.pid")" && mark "$1: $f stopped"
 		rm -f "$d/$f.pid"
 	done
 	SEATS=" $SEATS "
@@ -188,6 +197,7 @@ end_child() {
 	for i in $(seq 60); do
 		case $(ps -o stat= -p "$pid") in "" | Z*) break ;; esac
 		if [ "$i" = 30 ]; then
+			mark "$pid ($(ps -o comm= -p "$pid")) still there after 3 s: its children ended"
 			for c in $(pgrep -P "$pid"); do kill "$c" 2> /dev/null; done
 		fi
 		sleep 0.1
@@ -210,8 +220,9 @@ type_in() {
 		[ -n "$w" ] && DISPLAY=$x xdotool windowfocus "$w"
 		DISPLAY=$x xdotool type --delay 30 "$2"
 		DISPLAY=$x xdotool key Return
-		wait_for 8 sh -c "[ \$(grep -c -- '$line' '$log') -gt $n ]" && return 0
+		wait_for 8 sh -c "[ \$(grep -c -- '$line' '$log') -gt $n ]" && mark "$1: typed" && return 0
 	done
+	mark "$1: typing failed"
 	return 1
 }
 
@@ -224,6 +235,7 @@ shoot() {
 	python3 "$TREE/tests/fbshot.py" "$d/fb/Xvfb_screen0" "$d/frames" "$d/stop" "${2:-0.01}" &
 	echo $! > "$d/shoot.pid"
 	wait_for 20 sh -c "ls '$d/frames' | grep -q 'xwd$'"
+	mark "$1: shooting"
 }
 shoot_stop() {
 	local d=$TMP/$1
@@ -231,6 +243,7 @@ shoot_stop() {
 	wait "$(cat "$d/shoot.pid")"
 	find "$d/frames" -name '*.xwd' | grep -q . || return 0
 	mogrify -path "$OUT/$1" -format png "$d/frames"/*.xwd && rm -f "$d/frames"/*.xwd
+	mark "$1: screenshots written"
 }
 
 # read_bars NAME: the greeter's message bar in each of seat NAME's screenshots, read by
@@ -266,6 +279,7 @@ read_bars() {
 		FILENAME == ARGV[2] { i = index($0, "\t"); text[substr($0, 1, i - 1)] = substr($0, i + 1); next }
 		text[page[$2]] != "" { print $1, text[page[$2]] }' \
 		"$work/distinct" "$work/pages" - | sort -n > "$dir/bars.txt"
+	mark "$1: bars read"
 }
 
 # seen NAME PATTERN: the first time (ms) a text matching PATTERN (grep -E, any case) was read
