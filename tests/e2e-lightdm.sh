@@ -316,14 +316,15 @@ json_host() { sed -n 's/.*"host": {"waiting": \([0-9]*\).*/\1/p'; }
 
 # idle_then_login SEAT USER STATE: the greeter of SEAT idles 3 s while places are held ahead
 # (one login goes in at once, the next holds its place an interval later), then USER logs in
-# (typing the name first when the list is hidden). Sets t0 (before the first place), idle
+# (typing the name first when the list is hidden), shot from the password on (the typing and
+# the cursor's blinking would make two thirds of the screenshots, and of the time to read
+# them: the first line stays 2 s and more). Sets t0 (before the first place), idle
 # (flowslotctl status --json at the end of the idle time), started (the authentications the
 # greeter had started by then), held (when the held place's slot came) and ts (when USER's
 # session started), in ms; the bar is read.
 idle_then_login() {
 	local seat=$1 user=$2 st=$3 log=$TMP/$1/log/lightdm.log prompts
 	: > "$TMP/$user.stamps"
-	shoot "$seat"
 	t0=$(now_ms)
 	ctl_wait "$seat-1" "$st"
 	wait_for 20 grep -q '^done' "$TMP/$seat-1.ctl"
@@ -338,6 +339,7 @@ idle_then_login() {
 		wait_for 10 sh -c "[ \$(grep -c 'Prompt greeter with' '$log') -gt $prompts ]"
 	fi
 	type_in "$seat" "$PASSWORD"
+	shoot "$seat"
 	start_next
 	wait_for 30 has_stamp "$user"
 	sleep 0.5
@@ -428,12 +430,12 @@ st=$TMP/b/state
 NEXT=open_c
 if seat_up b open_b; then
 	: > "$TMP/$UA.stamps"
-	shoot b
 	for i in 1 2 3; do
 		ctl_wait "b-$i" "$st"
 		wait_for 20 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
 	done
 	type_in b "$PASSWORD"
+	shoot b
 	start_next
 	wait_for 20 grep -q "Authenticate result for user $UA" "$TMP/b/log/lightdm.log"
 	sleep 2
@@ -456,14 +458,14 @@ fi
 # machine's load makes them, one more than the other).
 NEXT=open_d
 if seat_up c1 open_c && seat_up c2 open_c; then
-	shoot c1 0.5
-	shoot c2 0.5
 	: > "$TMP/$UA.stamps"
 	: > "$TMP/$UB.stamps"
 	type_in c1 "$PASSWORD" &
 	typing=$!
 	type_in c2 "$PASSWORD"
 	wait "$typing"
+	shoot c1 0.5
+	shoot c2 0.5
 	start_next
 	wait_for 30 sh -c "[ -s '$TMP/$UA.stamps' ] && [ -s '$TMP/$UB.stamps' ]"
 	shoot_stop c1
