@@ -316,9 +316,9 @@ json_host() { sed -n 's/.*"host": {"waiting": \([0-9]*\).*/\1/p'; }
 
 # idle_then_login SEAT USER STATE: the greeter of SEAT idles 3 s while places are held ahead
 # (one login goes in at once, the next holds its place an interval later), then USER logs in
-# (typing the name first when the list is hidden), shot from the password on (the typing and
-# the cursor's blinking would make two thirds of the screenshots, and of the time to read
-# them: the first line stays 2 s and more). Sets t0 (before the first place), idle
+# (typing the name first when the list is hidden), shot from the password on (the name and the
+# cursor's blinking while it idles would make most of the screenshots, and of the time to
+# read them). Sets t0 (before the first place), idle
 # (flowslotctl status --json at the end of the idle time), started (the authentications the
 # greeter had started by then), held (when the held place's slot came) and ts (when USER's
 # session started), in ms; the bar is read.
@@ -338,8 +338,8 @@ idle_then_login() {
 		type_in "$seat" "$user" "Greeter start authentication for $user"
 		wait_for 10 sh -c "[ \$(grep -c 'Prompt greeter with' '$log') -gt $prompts ]"
 	fi
-	type_in "$seat" "$PASSWORD"
 	shoot "$seat"
+	type_in "$seat" "$PASSWORD"
 	start_next
 	wait_for 30 has_stamp "$user"
 	sleep 0.5
@@ -434,8 +434,8 @@ if seat_up b open_b; then
 		ctl_wait "b-$i" "$st"
 		wait_for 20 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
 	done
-	type_in b "$PASSWORD"
 	shoot b
+	type_in b "$PASSWORD"
 	start_next
 	wait_for 20 grep -q "Authenticate result for user $UA" "$TMP/b/log/lightdm.log"
 	sleep 2
