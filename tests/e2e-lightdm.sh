@@ -39,7 +39,7 @@ mark() { echo "$(($(now_ms) - T0)) $*" >> "$OUT/times.txt"; }
 # $TMP/NAME.stamps when the session starts, and ends it a second later. useradd is retried:
 # other suites may hold the lock on /etc/passwd for a moment.
 add_user() {
-	local u=$1 try
+	local u=$1 try home
 	for try in 1 2 3 4 5 6 7 8 9 10; do
 		useradd -m -s /bin/bash "$u" 2> "$TMP/useradd.err" && break
 		[ "$try" = 10 ] && return 1
@@ -47,12 +47,13 @@ add_user() {
 	done
 	USERS="$USERS $u"
 	echo "$u:$PASSWORD" | chpasswd || return 1
+	home=$(getent passwd "$u" | cut -d: -f6)
 	install -o "$u" -m 0644 /dev/null "$TMP/$u.stamps"
 	# shellcheck disable=SC2016 # the session's script
 	printf '#!/bin/sh\necho "$(date +%%s%%N) $USER" >> %s\nsleep 1\n' "$TMP/$u.stamps" \
-		> "/home/$u/.xsession"
-	chown "$u:" "/home/$u/.xsession"
-	chmod 0755 "/home/$u/.xsession"
+		> "$home/.xsession"
+	chown "$u:" "$home/.xsession"
+	chmod 0755 "$home/.xsession"
 }
 
 # remove_users: every test user gone, with its home; any process of theirs stopped first.
@@ -190,20 +191,25 @@ stop_seat() {
 
 # end_child PID: this shell's child PID ended by SIGTERM; after 3 s its own children too, and
 # SIGKILL after 6 s. LightDM, stopped as its greeter starts an authentication, waits for ever
-# for that session child, which waits for the greeter it has just stopped.
+# for that session child, which waits for the greeter it has just stopped. A child that
+# ended is reaped by bash at once, and its pid may be another process's by then: only a
+# live child of this shell is signalled (ours).
 end_child() {
 	local pid=$1 i c
-	kill "$pid" 2> /dev/null
+	ours "$pid" && kill "$pid" 2> /dev/null
 	for i in $(seq 60); do
-		case $(ps -o stat= -p "$pid") in "" | Z*) break ;; esac
+		ours "$pid" || break
 		if [ "$i" = 30 ]; then
 			mark "$pid ($(ps -o comm= -p "$pid")) still there after 3 s: its children ended"
 			for c in $(pgrep -P "$pid"); do kill "$c" 2> /dev/null; done
 		fi
 		sleep 0.1
 	done
-	kill -KILL "$pid" 2> /dev/null
+	ours "$pid" && kill -KILL "$pid" 2> /dev/null
 	wait "$pid" 2> /dev/null
+}
+ours() {
+	[ "$(ps -o ppid= -p "$1" | tr -d ' ')" = "$$" ] && ! ps -o stat= -p "$1" | grep -q '^Z'
 }
 no_greeter() { not_ok "seat $1: LightDM's greeter did not start ($(tail -3 "$TMP/$1/log/lightdm.log" 2> /dev/null | tr '\n' '|'))"; }
 
@@ -264,7 +270,7 @@ read_bars() {
 		awk '$2 >= 12 && $3 >= 5 && $3 <= 15 {
 			printf "%s %dx%d+%d+%d\n", $1, ($2 + 24) * 4, $3 * 4 + 8, ($4 - 12) * 4, $5 * 4 + 26 }' \
 		> "$work/where"
-	for g in $(cut -d' ' -f2 "$work/where" | sort -u); do
+	cut -d' ' -f2 "$work/where" | sort -u | while read -r g; do
 		mapfile -t files < <(awk -v g="$g" -v d="$dir" '$2 == g { print d "/" $1 ".png" }' "$work/where")
 		mogrify -path "$work" -crop "$g" +repage -colorspace gray -resize 400% "${files[@]}"
 	done
