@@ -117,6 +117,14 @@ static bool countdown_spaced(const struct countdown *c)
 	return c->say == NULL && c->said_us > 0;
 }
 
+/* Whether a line told left_us before the slot leaves the turn its gap. Within the gap
+   before the slot only the turn is told: a step or a move there (a short countdown, a step
+   pushed back by the gap, a renewal near the slot) would leave the turn untold. */
+static bool countdown_leaves_turn(const struct countdown *c, int64_t left_us)
+{
+	return !countdown_spaced(c) || left_us + COUNTDOWN_TURN_SLACK_US >= COUNTDOWN_GAP_US;
+}
+
 int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 {
 	int64_t due = c->talk && c->next_mark_us > 0 ? deadline_us - c->next_mark_us : INT64_MAX;
@@ -130,6 +138,8 @@ int64_t countdown_due(const struct countdown *c, int64_t deadline_us)
 	if (due != INT64_MAX && c->pending != COUNTDOWN_NONE &&
 	    due < c->pending_us + COUNTDOWN_GAP_US)
 		due = c->pending_us + COUNTDOWN_GAP_US;
+	if (due != INT64_MAX && !countdown_leaves_turn(c, deadline_us - due))
+		due = INT64_MAX;
 	return due;
 }
 
@@ -144,6 +154,10 @@ void countdown_tick(struct countdown *c, int64_t deadline_us, int64_t now_us)
 		return;
 	if (c->pending != COUNTDOWN_NONE && now_us < c->pending_us + COUNTDOWN_GAP_US)
 		return;
+	if (c->talk && !countdown_leaves_turn(c, left_us)) {
+		c->next_mark_us = 0; /* every later mark is closer still */
+		return;
+	}
 	/* A slot that moved up may have skipped marks: tell the one it is at. */
 	while (c->next_mark_us > 0 && left_us <= c->next_mark_us - c->step_us)
 		c->next_mark_us = countdown_next(c->told_us, c->step_us, c->next_mark_us);
@@ -171,6 +185,9 @@ void countdown_update(struct countdown *c, const struct slot_result *res)
 	if (move == COUNTDOWN_NONE)
 		return;
 	now_us = fstime_mono_us();
+	/* Near the slot a move gives way to the turn, as a step does. */
+	if (c->talk && !countdown_leaves_turn(c, res->wait_us))
+		return;
 	/* Within the gap, the move waits for a fresh answer: told later from this one, its
 	   position would be of the past, and the wait of now. No answer follows an admission. */
 	if (c->talk && c->said_us > 0 && now_us - c->said_us < COUNTDOWN_GAP_US) {

@@ -330,12 +330,29 @@ slot_text_bytes() {
 
 # wait_for SECONDS COMMAND...: COMMAND succeeds within SECONDS, tried every 50 ms.
 wait_for() {
-	limit=$(($(now_ms) + $1 * 1000))
+	local limit=$(($(now_ms) + $1 * 1000))
 	shift
 	until "$@"; do
 		[ "$(now_ms)" -lt "$limit" ] || return 1
 		sleep 0.05
 	done
+}
+
+# on_accounts COMMAND [ARG...]: a command that writes the host's account files (useradd,
+# userdel), tried again for up to 30 s while another holds their lock: suites beside this one
+# add and remove users too. Its errors are left in $TMP/accounts.err.
+on_accounts() {
+	local limit=$(($(now_ms) + 30000))
+	until "$@" < /dev/null 2> "$TMP/accounts.err"; do
+		grep -qi 'lock' "$TMP/accounts.err" && [ "$(now_ms)" -lt "$limit" ] || return 1
+		sleep 0.2
+	done
+}
+
+# set_password USER PASSWORD: chpasswd, as on_accounts.
+set_password() {
+	# shellcheck disable=SC2016
+	on_accounts sh -c 'printf "%s\n" "$1" | chpasswd' sh "$1:$2"
 }
 
 # now_ms: wall-clock milliseconds.

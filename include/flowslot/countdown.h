@@ -77,7 +77,8 @@ void countdown_start_say(struct countdown *c, countdown_say_fn *say, void *say_a
 			 bool talk, const struct slot_result *res);
 
 /* The CLOCK_MONOTONIC time of the next step message for a slot at deadline_us, or INT64_MAX
-   when none is due. */
+   when none is due. To the conversation, a step is told only COUNTDOWN_GAP_US (less
+   COUNTDOWN_TURN_SLACK_US) or more before the slot, so that the turn can be told. */
 int64_t countdown_due(const struct countdown *c, int64_t deadline_us);
 
 /* Sends the step message due at now_us for a slot at deadline_us, if any. */

@@ -19,7 +19,7 @@
 #define MS INT64_C(1000)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_MARKS 64
-#define MAX_TOLD 16
+#define MAX_TOLD 32
 
 /* The fake conversation: pam_info is pam_prompt(PAM_TEXT_INFO); this definition takes the
    place of libpam's for src/countdown.c. Every message must be of want_style. */
@@ -295,7 +295,8 @@ static void test_silent(void **state)
 }
 
 /* Driven as queue_wait drives it, waking at each countdown_due: the step messages come at
-   the marks countdown_next gives, each telling its mark, and then none is due. */
+   the marks countdown_next gives, each telling its mark, but for those within the gap before
+   the slot, and then none is due. */
 static void test_steps_by_tick(void **state)
 {
 	static const int64_t waits[] = { 60 * S, 61 * S, 45500 * MS, 16 * S, 14 * S, 1 * S };
@@ -308,6 +309,10 @@ static void test_steps_by_tick(void **state)
 		struct slot_result r = queued(waits[i], 2);
 		int64_t marks[MAX_MARKS], due;
 		size_t n = marks_of(waits[i], steps[i], marks);
+
+		/* Those within the gap before the slot give way to the turn. */
+		while (n > 0 && marks[n - 1] + COUNTDOWN_TURN_SLACK_US < COUNTDOWN_GAP_US)
+			n--;
 
 		n_told = 0;
 		countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, steps[i], true, &r);
@@ -397,12 +402,19 @@ static void test_tick_skips_passed_marks(void **state)
 	n_told = 0;
 	r = queued(60 * S, 4);
 	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
-	countdown_tick(&c, deadline, deadline - 1 * S);
+	countdown_tick(&c, deadline, deadline - 3 * S);
 	assert_int_equal(n_told, 2);
-	expect_told(1, "Login queue: about 1 s to go.");
+	expect_told(1, "Login queue: about 3 s to go.");
 	assert_true(countdown_due(&c, deadline) == INT64_MAX);
 	countdown_tick(&c, deadline, deadline);
 	assert_int_equal(n_told, 2);
+	/* Woken within the gap before the slot: the turn comes next, and nothing before it. */
+	n_told = 0;
+	r = queued(60 * S, 4);
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 15 * S, true, &r);
+	countdown_tick(&c, deadline, deadline - 1 * S);
+	assert_int_equal(n_told, 1);
+	assert_true(countdown_due(&c, deadline) == INT64_MAX);
 }
 
 /* Steps to the conversation never come within COUNTDOWN_GAP_US of the line before: a step of
@@ -432,6 +444,53 @@ static void test_steps_spaced(void **state)
 	clock_now = 5 * S - 20 * MS;
 	countdown_turn(&c); /* 20 ms short, the lag of the step behind its mark: told */
 	expect_told(2, "Login queue: your turn now.");
+}
+
+/* At any countdown and any arrival, the turn is told, and no two lines are closer than the
+   gap: a step that would leave the turn less than the gap gives way to it. The wait loop is
+   queue.c's: wake at the next step or the slot, whichever is first, tick, and at the slot
+   tell the turn; each wake-up lags by lag. */
+static void test_turn_told_at_any_arrival(void **state)
+{
+	static const int64_t steps[] = { 2 * S, 3 * S, 100 * MS, 1 * S, 15 * S };
+	static const int64_t lags[] = { 0, 1 * MS, 30 * MS };
+	const int64_t t0 = 10 * S;
+
+	(void)state;
+	clock_step = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(steps); i++)
+		for (size_t l = 0; l < ARRAY_SIZE(lags); l++)
+			for (int64_t wait = 2 * S; wait <= 40 * S; wait += 37 * MS) {
+				struct countdown c;
+				struct slot_result r = queued(wait, 3);
+				const int64_t deadline = t0 + wait;
+				int64_t at[MAX_TOLD], due;
+				size_t n = 0;
+
+				n_told = 0;
+				clock_now = t0;
+				r.deadline_us = deadline;
+				countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, steps[i], true, &r);
+				at[n++] = t0;
+				while ((due = countdown_due(&c, deadline)) < deadline) {
+					assert_true(due >= clock_now);
+					clock_now = due + lags[l];
+					countdown_tick(&c, deadline, clock_now);
+					if (n_told > n)
+						at[n++] = clock_now;
+				}
+				clock_now = deadline + lags[l];
+				countdown_turn(&c);
+				if (strcmp(told[n_told - 1], "Login queue: your turn now.") != 0)
+					fail_msg("countdown %lld ms, wait %lld ms, lag %lld ms: the "
+						 "turn went untold after \"%s\"",
+						 (long long)(steps[i] / MS), (long long)(wait / MS),
+						 (long long)(lags[l] / MS), told[n_told - 1]);
+				at[n++] = clock_now;
+				for (size_t k = 1; k < n; k++)
+					assert_true(at[k] - at[k - 1] >=
+						    COUNTDOWN_GAP_US - COUNTDOWN_TURN_SLACK_US);
+			}
 }
 
 /* A conversation that fails changes nothing of the schedule. */
@@ -558,13 +617,13 @@ static void test_update_keeps_the_gap(void **state)
 	expect_told(2, "Login queue: you are now number 2; your turn in about 34 s.");
 }
 
-/* The demo's 6th login (issue 30): told number 5 and 5 s, a step at 2 s, then a renewal just
-   after it moves it to number 3. The step due at the end of the gap gives way to the next
-   answer, an admission as next, which is told as it says, not "now number 3; about 1 s". */
+/* A renewal just after a step moves the login from number 5 to number 3. The step due at the
+   end of the gap gives way to the next answer, an admission as next, which is told as it
+   says, not "now number 3"; near the slot, the turn is told instead. */
 static void test_move_told_from_a_fresh_answer(void **state)
 {
 	struct countdown c;
-	const int64_t t0 = 1000 * S, deadline = t0 + 5 * S;
+	const int64_t t0 = 1000 * S, deadline = t0 + 7 * S;
 	struct slot_result r = queued_at(deadline, t0, 5);
 
 	(void)state;
@@ -574,12 +633,12 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	assert_true(countdown_due(&c, deadline) == t0 + COUNTDOWN_GAP_US);
 	clock_now = t0 + COUNTDOWN_GAP_US;
 	countdown_tick(&c, deadline, clock_now);
-	expect_told(1, "Login queue: about 3 s to go.");
+	expect_told(1, "Login queue: about 5 s to go.");
 	clock_now += 50 * MS;
 	r = queued_at(deadline, clock_now, 3);
 	countdown_update(&c, &r);
 	assert_int_equal(n_told, 2);
-	/* The step at 1 s to go (due at the gap's end) waits as long for the next answer. */
+	/* The step at 4 s to go (due at the gap's end) waits as long for the next answer. */
 	assert_true(countdown_due(&c, deadline) == t0 + 2050 * MS + COUNTDOWN_GAP_US);
 	clock_now = t0 + 2 * COUNTDOWN_GAP_US;
 	countdown_tick(&c, deadline, clock_now);
@@ -588,9 +647,14 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	r = queued_at(deadline, clock_now, 1);
 	r.verdict = SLOT_ADMIT;
 	countdown_update(&c, &r);
-	expect_told(2, "Login queue: you are now next; your turn in about 1 s.");
+	expect_told(2, "Login queue: you are now next; your turn in about 3 s.");
 	countdown_tick(&c, deadline, t0 + 4500 * MS);
 	assert_int_equal(n_told, 3);
+	/* The step at 2 s to go would come within the gap of both lines: it gives way. */
+	assert_true(countdown_due(&c, deadline) == INT64_MAX);
+	clock_now = deadline;
+	countdown_turn(&c);
+	expect_told(3, "Login queue: your turn now.");
 
 	/* No fresh answer comes (the renewal failed): the step gives way for the gap, no more. */
 	n_told = 0;
@@ -604,7 +668,7 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	countdown_update(&c, &r);
 	clock_now = t0 + 4050 * MS;
 	countdown_tick(&c, deadline, clock_now);
-	expect_told(2, "Login queue: about 1 s to go.");
+	expect_told(2, "Login queue: about 3 s to go.");
 
 	/* An admission is the last answer: a move it finds within the gap goes untold, and no
 	   step waits for another. */
@@ -622,6 +686,35 @@ static void test_move_told_from_a_fresh_answer(void **state)
 	assert_true(countdown_due(&c, deadline) == t0 + 2 * COUNTDOWN_GAP_US);
 }
 
+/* The demo's 6th login (issue 30), told number 5 and 5 s: the same moves 2 s before its slot.
+   The admission's "now next; about 1 s" would leave the turn untold: the turn is told. */
+static void test_turn_told_over_a_late_move(void **state)
+{
+	struct countdown c;
+	const int64_t t0 = 1000 * S, deadline = t0 + 5 * S;
+	struct slot_result r = queued_at(deadline, t0, 5);
+
+	(void)state;
+	clock_step = 0;
+	clock_now = t0;
+	countdown_start(&c, FAKE_PAMH, PAM_TEXT_INFO, 1 * S, true, &r);
+	clock_now = t0 + COUNTDOWN_GAP_US;
+	countdown_tick(&c, deadline, clock_now);
+	expect_told(1, "Login queue: about 3 s to go.");
+	clock_now += 50 * MS;
+	r = queued_at(deadline, clock_now, 3);
+	countdown_update(&c, &r);
+	assert_true(countdown_due(&c, deadline) == INT64_MAX);
+	clock_now = t0 + 4020 * MS;
+	r = queued_at(deadline, clock_now, 1);
+	r.verdict = SLOT_ADMIT;
+	countdown_update(&c, &r);
+	assert_int_equal(n_told, 2);
+	clock_now = deadline;
+	countdown_turn(&c);
+	expect_told(2, "Login queue: your turn now.");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -635,9 +728,11 @@ int main(void)
 		cmocka_unit_test_setup(test_steps_by_tick, reset_told),
 		cmocka_unit_test_setup(test_update_when_improved, reset_told),
 		cmocka_unit_test_setup(test_steps_spaced, reset_told),
+		cmocka_unit_test_setup(test_turn_told_at_any_arrival, reset_told),
 		cmocka_unit_test_setup(test_update_when_put_back, reset_told),
 		cmocka_unit_test_setup(test_update_keeps_the_gap, reset_told),
 		cmocka_unit_test_setup(test_move_told_from_a_fresh_answer, reset_told),
+		cmocka_unit_test_setup(test_turn_told_over_a_late_move, reset_told),
 		cmocka_unit_test_setup(test_tick_skips_passed_marks, reset_told),
 		cmocka_unit_test_setup(test_conversation_fails, reset_told),
 		cmocka_unit_test_setup(test_style_error, reset_told),
