@@ -35,19 +35,15 @@ T0=$(now_ms)
 # slow or failed run.
 mark() { echo "$(($(now_ms) - T0)) $*" >> "$OUT/times.txt"; }
 
-# add_user NAME: a user with a password and a ~/.xsession that appends "<ns> <user>" to
-# $TMP/NAME.stamps when the session starts, and ends it a second later. useradd is retried:
-# other suites may hold the lock on /etc/passwd for a moment.
+# add_user NAME: a user with a password, its home $TMP/home-NAME (not on the host's /home) and
+# no lastlog entry, and a ~/.xsession that appends "<ns> <user>" to $TMP/NAME.stamps when the
+# session starts, and ends it a second later. Through on_accounts and set_password: the suites
+# beside this one write the account files too.
 add_user() {
-	local u=$1 try home
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		useradd -m -s /bin/bash "$u" 2> "$TMP/useradd.err" && break
-		[ "$try" = 10 ] && return 1
-		sleep 0.5
-	done
+	local u=$1 home=$TMP/home-$1
+	on_accounts useradd -m -d "$home" -l -s /bin/bash "$u" || return 1
 	USERS="$USERS $u"
-	echo "$u:$PASSWORD" | chpasswd || return 1
-	home=$(getent passwd "$u" | cut -d: -f6)
+	set_password "$u" "$PASSWORD" || return 1
 	install -o "$u" -m 0644 /dev/null "$TMP/$u.stamps"
 	# shellcheck disable=SC2016 # the session's script
 	printf '#!/bin/sh\necho "$(date +%%s%%N) $USER" >> %s\nsleep 1\n' "$TMP/$u.stamps" \
@@ -56,18 +52,16 @@ add_user() {
 	chmod 0755 "$home/.xsession"
 }
 
-# remove_users: every test user gone, with its home; any process of theirs stopped first.
+# remove_users: every test user gone, with its home, through on_accounts. Their processes are
+# all in the seats' namespaces, stopped before (stop_seat), never looked for by uid.
+# userdel may fail on the home alone (then the user is gone all the same): getent decides.
 remove_users() {
-	local u p try
+	local u left=""
 	for u in $USERS; do
-		for p in $(pgrep -u "$u"); do kill "$p" 2> /dev/null; done
-		for try in 1 2 3 4 5 6 7 8 9 10; do
-			userdel -r "$u" 2> /dev/null && break
-			getent passwd "$u" > /dev/null || break
-			sleep 0.5
-		done
+		on_accounts userdel -r "$u" || ! getent passwd "$u" > /dev/null || left="$left $u"
 	done
-	USERS=""
+	USERS=$left
+	[ -z "$left" ]
 }
 
 # start_bus: the private system bus that LightDM's session children need (FRONTENDS.md), on
@@ -218,10 +212,10 @@ no_greeter() { not_ok "seat $1: LightDM's greeter did not start ($(tail -3 "$TMP
 # times at most. The greeter's window is given the keyboard first: at a load of 20 the keys
 # of one try went nowhere, the entry showing focused but empty.
 type_in() {
-	local x log=$TMP/$1/log/lightdm.log line=${3:-Continue authentication} n try w
+	local x log=$TMP/$1/log/lightdm.log line=${3:-Continue authentication} n w
 	x=:$(cat "$TMP/$1/display")
 	n=$(grep -c -- "$line" "$log")
-	for try in 1 2 3; do
+	for _ in 1 2 3; do
 		w=$(DISPLAY=$x xdotool search --onlyvisible --name '^lightdm-gtk-greeter$' | head -1)
 		[ -n "$w" ] && DISPLAY=$x xdotool windowfocus "$w"
 		DISPLAY=$x xdotool type --delay 30 "$2"
@@ -386,7 +380,7 @@ stop_all() {
 trap 'stop_all; cleanup' EXIT
 
 if ! add_user "$UA" || ! add_user "$UB"; then
-	not_ok "the test users could not be made: $(cat "$TMP/useradd.err")"
+	not_ok "the test users could not be made: $(cat "$TMP/accounts.err")"
 	finish
 	exit
 fi
