@@ -104,7 +104,11 @@ stack() {
 # mount namespace of its own where /etc/pam.d is a copy with the service lightdm-flowslot (its
 # gate with OPTIONS), and the greeter's home, LightDM's data, wtmp and btmp are the seat's.
 # greeter-hide-users=HIDE; when the list shows, USER is preselected (the greeter's remembered
-# last user). seat_ready NAME then waits for the greeter's first question.
+# last user). seat_ready NAME then waits for the greeter's first question. The namespace's
+# first process is a keeper (its pid in $TMP/NAME/keeper.pid) that lives until stop_seat: the
+# namespace ("mnt:[N]" in $TMP/NAME/mntns) holds every process of the seat whatever its
+# parent, its group or its user, and lives as long as the keeper, so that its number is not
+# given to another's namespace while the suite looks for its own processes by it.
 start_seat() {
 	local name=$1 user=$2 hide=$3 d=$TMP/$1 n
 	mark "$name: starting"
@@ -150,10 +154,15 @@ EOF
 		for f in wtmp btmp; do
 			if [ -f "/var/log/$f" ]; then mount --bind "$d/$f" "/var/log/$f" || exit 126; fi
 		done
+		sleep infinity < /dev/null > /dev/null 2>&1 &
+		echo $! > "$d/keeper.pid"
 		exec "$@"' sh "$d" env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$TMP/bus" \
 		lightdm -d -c "$d/lightdm.conf" --log-dir "$d/log" --pid-file "$d/run/lightdm.pid" \
 		> "$d/lightdm.out" 2>&1 &
 	echo $! > "$d/lightdm.pid"
+	wait_for 10 test -s "$d/keeper.pid" || return 1
+	n=$(readlink "/proc/$(cat "$d/keeper.pid")/ns/mnt")
+	[ -n "$n" ] && [ "$n" != "$(readlink /proc/$$/ns/mnt)" ] && echo "$n" > "$d/mntns"
 }
 seat_ready() {
 	wait_for 40 grep -qs 'Prompt greeter with' "$TMP/$1/log/lightdm.log"
@@ -172,39 +181,72 @@ start_next() {
 	NEXT=""
 }
 
-# stop_seat NAME: LightDM stopped (it ends the greeter and the session), then the Xvfb.
+# stop_seat NAME: LightDM ended by SIGTERM (it ends the greeter and the session), then what is
+# left in the seat's namespace (stop_ns), then the Xvfb. LightDM, stopped as its greeter
+# starts an authentication, waits for ever for that session child, which waits for the greeter
+# it has just stopped: it has 3 s, then goes with the rest.
 stop_seat() {
-	local d=$TMP/$1 f
-	for f in lightdm xvfb; do
-		[ -s "$d/$f.pid" ] && end_child "$(cat "$d/$f.pid")" && mark "$1: $f stopped"
-		rm -f "$d/$f.pid"
-	done
+	local d=$TMP/$1 pid
+	if [ -s "$d/lightdm.pid" ]; then
+		pid=$(cat "$d/lightdm.pid")
+		ours "$pid" && kill "$pid" 2> /dev/null
+		wait_for 3 not_ours "$pid"
+	fi
+	[ -s "$d/mntns" ] && stop_ns "$d" && mark "$1: namespace stopped"
+	[ -s "$d/lightdm.pid" ] && end_child "$pid"
+	[ -s "$d/xvfb.pid" ] && end_child "$(cat "$d/xvfb.pid")" && mark "$1: xvfb stopped"
+	rm -f "$d/lightdm.pid" "$d/xvfb.pid"
 	SEATS=" $SEATS "
 	SEATS=${SEATS/ $1 / }
 }
 
-# end_child PID: this shell's child PID ended by SIGTERM; after 3 s its own children too, and
-# SIGKILL after 6 s. LightDM, stopped as its greeter starts an authentication, waits for ever
-# for that session child, which waits for the greeter it has just stopped. A child that
-# ended is reaped by bash at once, and its pid may be another process's by then: only a
-# live child of this shell is signalled (ours).
-end_child() {
-	local pid=$1 i c
-	ours "$pid" && kill "$pid" 2> /dev/null
-	for i in $(seq 60); do
-		ours "$pid" || break
-		if [ "$i" = 30 ]; then
-			mark "$pid ($(ps -o comm= -p "$pid")) still there after 3 s: its children ended"
-			for c in $(pgrep -P "$pid"); do kill "$c" 2> /dev/null; done
-		fi
+# in_ns MNT: the processes in the mount namespace MNT ("mnt:[N]"), read in one pass; but_keeper
+# DIR: those of seat DIR's namespace, its keeper left out.
+in_ns() {
+	# shellcheck disable=SC2010 # ls -l names each link's target, which is what is matched
+	ls -l /proc/[0-9]*/ns/mnt 2> /dev/null | grep -F -- "-> $1" | sed 's|.* /proc/\([0-9]*\)/ns/mnt .*|\1|'
+}
+but_keeper() { in_ns "$(cat "$1/mntns")" | grep -vx "$(cat "$1/keeper.pid")"; }
+none_but_keeper() { [ -z "$(but_keeper "$1")" ]; }
+
+# stop_ns DIR: every process in seat DIR's namespace by pid (LightDM, the greeter as user
+# lightdm, the session child, the user's session and what it left, such as its ssh-agent):
+# SIGTERM once to each, those born meanwhile too, then SIGKILL to those left after 3 s; what
+# outlives that goes into $TMP/left. Then the keeper, which holds the namespace to the end:
+# checked in it before it is signalled.
+stop_ns() {
+	local d=$1 ns told=" " p
+	ns=$(cat "$d/mntns")
+	for _ in $(seq 30); do
+		for p in $(but_keeper "$d"); do
+			case $told in *" $p "*) continue ;; esac
+			kill "$p" 2> /dev/null
+			told="$told$p "
+		done
+		none_but_keeper "$d" && break
 		sleep 0.1
 	done
-	ours "$pid" && kill -KILL "$pid" 2> /dev/null
-	wait "$pid" 2> /dev/null
+	# shellcheck disable=SC2046 # a list of pids
+	none_but_keeper "$d" || kill -KILL $(but_keeper "$d") 2> /dev/null
+	wait_for 2 none_but_keeper "$d" ||
+		for p in $(but_keeper "$d"); do ps -o stat=,pid=,user=,args= -p "$p"; done >> "$TMP/left"
+	p=$(cat "$d/keeper.pid")
+	[ "$(readlink "/proc/$p/ns/mnt")" = "$ns" ] && kill -KILL "$p"
+	rm -f "$d/mntns"
+}
+
+# end_child PID: this shell's child PID ended by SIGTERM, and SIGKILL after 3 s. A child that
+# ended is reaped by bash at once, and its pid may be another process's by then: only a live
+# child of this shell is signalled (ours).
+end_child() {
+	ours "$1" && kill "$1" 2> /dev/null
+	wait_for 3 not_ours "$1" || { ours "$1" && kill -KILL "$1" 2> /dev/null; }
+	wait "$1" 2> /dev/null
 }
 ours() {
 	[ "$(ps -o ppid= -p "$1" | tr -d ' ')" = "$$" ] && ! ps -o stat= -p "$1" | grep -q '^Z'
 }
+not_ours() { ! ours "$1"; }
 no_greeter() { not_ok "seat $1: LightDM's greeter did not start ($(tail -3 "$TMP/$1/log/lightdm.log" 2> /dev/null | tr '\n' '|'))"; }
 
 # type_in NAME TEXT [LINE]: types TEXT into the greeter of seat NAME, then Return, until
@@ -288,11 +330,34 @@ seen() { grep -iE -- "$2" "$OUT/$1/bars.txt" | head -1 | cut -d' ' -f1; }
 bars() { cut -d' ' -f2- "$OUT/$1/bars.txt" | uniq | paste -sd '|'; }
 
 # ctl_wait NAME STATE: flowslotctl takes a place on the schedule in STATE, as a login would,
-# and holds it until its slot; its lines in $TMP/NAME.ctl, then "done <ms>".
+# and holds it until its slot; its lines in $TMP/NAME.ctl, then "done <ms>". The holder's own
+# pid (the sh that execs it) goes into HOLDERS, its subshell's into SUBS, for stop_holders.
+HOLDERS=""
+SUBS=""
 ctl_wait() {
-	("$CTL" wait "${GATE[@]}" max_wait=60s state_dir="$2" > "$TMP/$1.ctl" 2>&1
+	local pidf=$TMP/$1.ctlpid
+	rm -f "$pidf"
+	# shellcheck disable=SC2016 # the holder's pid, by the sh that becomes it
+	(sh -c 'echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && shift && exec "$@"' sh "$pidf" \
+		"$CTL" wait "${GATE[@]}" max_wait=60s state_dir="$2" > "$TMP/$1.ctl" 2>&1
 		echo "done $(now_ms)" >> "$TMP/$1.ctl") &
-	PIDS="$PIDS $!"
+	SUBS="$SUBS $!"
+	wait_for 10 test -s "$pidf" && HOLDERS="$HOLDERS $(cat "$pidf")"
+}
+
+# stop_holders: the holders still waiting, each by the pid it wrote, and only while that pid is
+# still a holder on one of the suite's schedules (its command line names $TMP); then their
+# subshells, which end with them.
+stop_holders() {
+	local p
+	for p in $HOLDERS; do
+		tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline" | grep -qF "state_dir=$TMP/" &&
+			kill "$p" 2> /dev/null
+	done
+	# shellcheck disable=SC2086 # a list of pids (none: a bare wait would wait for the bus)
+	[ -z "$SUBS" ] || wait $SUBS 2> /dev/null
+	HOLDERS=""
+	SUBS=""
 }
 ctl_done() { sed -n 's/^done //p' "$TMP/$1.ctl"; }
 
@@ -369,12 +434,15 @@ idle_took_none() {
 idle_said() { echo "waiting $(echo "$idle" | json_waiting), this host's logins waiting $(echo "$idle" | json_host)"; }
 when() { [ -n "${1:-}" ] && echo "$(($1 - t0)) ms" || echo never; }
 
+# stop_all: on any exit, even a failure or an interrupt: the screenshots, the seats, the
+# holders and the users.
 stop_all() {
 	local s
 	for s in $SEATS; do
 		[ -s "$TMP/$s/shoot.pid" ] && [ ! -e "$TMP/$s/stop" ] && shoot_stop "$s"
 		stop_seat "$s"
 	done
+	stop_holders
 	remove_users
 }
 trap 'stop_all; cleanup' EXIT
@@ -510,16 +578,19 @@ else
 	stop_seat d
 fi
 
-# Every seat stopped, and the users removed (their processes stopped first: the session's
-# ssh-agent outlives it by up to 10 s): nothing of LightDM, its X servers, nor the sessions
-# runs still, and the users are gone.
-uids=$(for u in $USERS; do id -u "$u"; done)
+# Every seat stopped, its namespace emptied (stop_ns: the session's ssh-agent outlives it by up
+# to 10 s), and the holders too; then the users removed. Nothing is left running: not what
+# outlived a namespace's SIGKILL, nor a holder, nor a process of the test users (looked for
+# while they exist: their uids are the suite's until then), nor one that names a seat's files
+# (a holder names its state_dir).
+stop_holders
+left=$( (cat "$TMP/left" 2> /dev/null
+	for u in $USERS; do pgrep -u "$u"; done | while read -r p; do ps -o stat=,pid=,user=,args= -p "$p"; done
+	pgrep -f "$TMP/(a|b|c|c1|c2|d)/" | while read -r p; do ps -o stat=,pid=,user=,args= -p "$p"; done) |
+	grep -v '^Z' | cut -c1-80 | sort -u | paste -sd '|')
 remove_users
-left=$( (for id in $uids; do pgrep -U "$id"; done; pgrep -f "$TMP/(a|b|c1|c2|d)/") | sort -u |
-	while read -r pid; do ps -o stat=,pid=,user=,args= -p "$pid"; done | grep -v '^Z' |
-	cut -c1-80 | paste -sd '|')
 gone() { [ -z "$left" ] && ! getent passwd "$UA" > /dev/null && ! getent passwd "$UB" > /dev/null; }
-check "the test users removed, and nothing left running of the seats and the sessions${left:+ (left: $left)}" \
+check "the test users removed, and nothing left running of the seats, the sessions and the holders${left:+ (left: $left)}" \
 	gone
 
 finish
