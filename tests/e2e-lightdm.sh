@@ -606,15 +606,15 @@ else
 fi
 
 # told_and_stepped: the login of idle_then_login on seat d was told its wait, and a step when
-# that wait was 3 s or more, and it waited.
-told_and_stepped() { [ -n "$told" ] && { [ -n "$step" ] || [ "${told%.*}" -lt 3 ]; } && waited; }
+# that wait was 4 s or more, and it waited.
+told_and_stepped() { [ -n "$told" ] && { [ -n "$step" ] || [ "${told%.*}" -lt 4 ]; } && waited; }
 
 # 5, the list hidden (Debian's default): the greeter authenticates nobody in particular while
 # it waits for a name; that takes no place either. Then UB types the name and the password,
 # and queues behind the held place. At countdown=2s, as the example's test line has it, the
-# bar counts down in steps: one at least when the first line tells a wait of 3 s or more
-# (a step comes at each multiple of countdown before the slot, skipped only within half a
-# step of the first line).
+# bar counts down in steps: one at least when the first line tells a wait of 4 s or more (a
+# step comes at a multiple of countdown before the slot, 2 s or more after the line before
+# it, and none in the last 2 s, where only the turn is told).
 st=$TMP/d/state
 if seat_up d open_d; then
 	idle_then_login d "$UB" "$st"
