@@ -104,10 +104,11 @@ EOF
 
 # stack NAME OPTIONS: the service file: Debian's /etc/pam.d/lightdm with the lines of the
 # example etc/pam.d/lightdm-flowslot right after "@include common-account", as it says, the
-# gate with OPTIONS, on this host's schedule; then a line that stamps "<ns> <user>" into
-# $TMP/NAME.admitted when the gate let the login in.
+# gate with OPTIONS, on this host's schedule; around them, lines that stamp "<ns> <user>" into
+# $TMP/NAME.arrived when a login reached the gate, and $TMP/NAME.admitted when it let it in.
 stack() {
 	{
+		echo "account optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/$1.arrived"
 		example lightdm-flowslot local "$2"
 		echo "account optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/$1.admitted"
 	} > "$TMP/$1.lines"
@@ -364,13 +365,16 @@ seen() { grep -iE -- "$2" "$OUT/$1/bars.txt" | head -1 | cut -d' ' -f1; }
 bars() { cut -d' ' -f2- "$OUT/$1/bars.txt" | uniq | paste -sd '|'; }
 
 # ctl_wait NAME STATE: flowslotctl takes a place on the schedule in STATE, as a login would,
-# and holds it until its slot; its lines in $TMP/NAME.ctl, then "done <ms>". The holder's own
+# and holds it until its slot; when it started in $TMP/NAME.start, its lines in $TMP/NAME.ctl,
+# then "done <ms>"; held_floor NAME: a floor of its slot, its start plus the wait it was told
+# (the slot is given after the start, and the wait told rounds the true one up). The holder's own
 # pid (the sh that execs it) goes into HOLDERS, its subshell's into SUBS, for stop_holders.
 HOLDERS=""
 SUBS=""
 ctl_wait() {
 	local pidf=$TMP/$1.ctlpid
 	rm -f "$pidf"
+	now_ms > "$TMP/$1.start"
 	# shellcheck disable=SC2016 # the holder's pid, by the sh that becomes it
 	(sh -c 'echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && shift && exec "$@"' sh "$pidf" \
 		"$CTL" wait "${GATE[@]}" max_wait=60s state_dir="$2" > "$TMP/$1.ctl" 2>&1
@@ -394,11 +398,20 @@ stop_holders() {
 	SUBS=""
 }
 ctl_done() { sed -n 's/^done //p' "$TMP/$1.ctl"; }
+held_floor() { echo $(($(cat "$TMP/$1.start") + $(told_ms "$TMP/$1.ctl"))); }
 
 # stamp USER: when USER's session started (ms), if it did since its stamps were emptied;
-# admitted SEAT: when the gate first let a login of SEAT in (ms), if it did.
+# admitted SEAT, arrived SEAT: when the gate first let a login of SEAT in, and when one first
+# reached it (ms), if one did; slot_floor SEAT: a floor of that login's slot, its arrival plus
+# the wait it was told (nothing told: admitted at once, its slot given after it arrived).
 stamp() { first_ms "$TMP/$1.stamps"; }
 admitted() { first_ms "$TMP/$1.admitted"; }
+arrived() { first_ms "$TMP/$1.arrived"; }
+slot_floor() {
+	local a
+	a=$(arrived "$1")
+	[ -n "$a" ] && echo $((a + $(told_ms "$OUT/$1/conv.txt")))
+}
 first_ms() {
 	local ns
 	ns=$(head -1 "$1" 2> /dev/null | cut -d' ' -f1)
@@ -419,8 +432,9 @@ json_host() { sed -n 's/.*"host": {"waiting": \([0-9]*\).*/\1/p'; }
 # cursor's blinking while it idles would make most of the screenshots, and of the time to
 # read them). Sets t0 (before the first place), idle
 # (flowslotctl status --json at the end of the idle time), started (the authentications the
-# greeter had started by then), held (when the held place's slot came) and ts (when USER's
-# session started), in ms; the bar is read.
+# greeter had started by then), held (when the held place's holder ended, at its slot or
+# later), floor (a floor of that slot: held_floor) and ts (when USER's session started), in
+# ms; the bar is read. The 3 s idle is the scenario's length (nothing is waited for).
 idle_then_login() {
 	local seat=$1 user=$2 st=$3 log=$TMP/$1/log/lightdm.log prompts
 	: > "$TMP/$user.stamps"
@@ -447,14 +461,15 @@ idle_then_login() {
 	read_bars "$seat"
 	ts=$(stamp "$user")
 	held=$(ctl_done "$seat-2")
+	floor=$(held_floor "$seat-2")
 }
 
-# waited: the login of idle_then_login went in after the held place's slot, and from the
-# module's point of view two intervals after the first place (generous: a loaded machine
-# makes a stamp late, never early).
+# waited: the login of idle_then_login went in after the held place's holder ended, and an
+# interval or more after a floor of that place's slot (a loaded machine makes a stamp late,
+# never early: no slack is needed).
 waited() {
 	[ -n "$ts" ] && [ -n "$held" ] && [ "$ts" -ge "$held" ] &&
-		[ $((ts - t0)) -ge $((2 * INTERVAL * 1000 - 1000)) ]
+		[ $((ts - floor)) -ge $((INTERVAL * 1000)) ]
 }
 # turn_last SEAT: what the session child of SEAT sent: a step at least when the first line told
 # a wait of 4 s or more (lines come 2 s apart, and in the last 2 s before the slot only the
@@ -522,7 +537,7 @@ st=$TMP/a/state
 NEXT=open_b
 if seat_up a open_a; then
 	idle_then_login a "$UA" "$st"
-	check "example placement (account, after the password): the login waits behind the held place, then its session starts after that place's slot (held slot at $(when "$held"), session at $(when "$ts"); interval ${INTERVAL} s)" \
+	check "example placement (account, after the password): the login waits behind the held place, then its session starts after that place's slot (held slot at $(when "$floor") or later, its holder ended at $(when "$held"), session at $(when "$ts"); interval ${INTERVAL} s)" \
 		waited
 	wait_at=$(seen a 'you are (now )?(number|next)|your turn in about')
 	check "the greeter's bar, read from the screenshots: a place and a wait (at $(when "$wait_at")) ($(bars a))" \
@@ -561,6 +576,7 @@ if seat_up b open_b; then
 	shoot_stop b
 	result=$(grep -o "Authenticate result for user $UA: .*" "$TMP/b/log/lightdm.log" | head -1)
 	stop_seat b
+	conv_log b
 	read_bars b
 	check "a login over max_wait is refused at once, in account: no session (LightDM: ${result:-no result})" \
 		sh -c "[ '$result' = 'Authenticate result for user $UA: Permission denied' ] && ! [ -s '$TMP/$UA.stamps' ]"
@@ -573,8 +589,9 @@ fi
 
 # 3: two seats, each its own LightDM on its own Xvfb, on one schedule: UA and UB type their
 # password at the same moment. Both sessions start, and the gate lets them in an interval
-# apart (as the line after it stamps: the sessions' own stamps come later by as much as the
-# machine's load makes them, one more than the other).
+# apart: the one behind (as the line after the gate stamps) an interval or more after a floor
+# of the slot of the one ahead (slot_floor; the one ahead is the one whose floor is first).
+# Late stamps only widen that; the sessions' own stamps come later still.
 NEXT=open_d
 if seat_up c1 open_c && seat_up c2 open_c; then
 	: > "$TMP/$UA.stamps"
@@ -591,13 +608,17 @@ if seat_up c1 open_c && seat_up c2 open_c; then
 	shoot_stop c2
 	stop_seat c1
 	stop_seat c2
+	conv_log c1
+	conv_log c2
 	sa=$(stamp "$UA")
 	sb=$(stamp "$UB")
-	aa=$(admitted c1)
-	ab=$(admitted c2)
-	gap=$((${aa:-0} - ${ab:-0}))
-	check "two greeter logins at once on two seats: the gate lets them in an interval apart (${gap#-} ms; interval ${INTERVAL} s), and both sessions start ($((${sa:-0} - ${sb:-0})) ms apart)" \
-		sh -c "[ -n '$aa' ] && [ -n '$ab' ] && [ ${gap#-} -ge $((INTERVAL * 1000 - 1000)) ] && [ -n '$sa' ] && [ -n '$sb' ]"
+	fa=$(slot_floor c1)
+	fb=$(slot_floor c2)
+	if [ "${fa:-0}" -le "${fb:-0}" ]; then behind=c2 floor=$fa; else behind=c1 floor=$fb; fi
+	in_at=$(admitted "$behind")
+	gap=$((${in_at:-0} - ${floor:-0}))
+	check "two greeter logins at once on two seats: the gate lets them in an interval apart ($behind in $gap ms after the slot ahead, at the earliest; interval ${INTERVAL} s), and both sessions start ($((${sa:-0} - ${sb:-0})) ms apart; c1 told: $(convs c1); c2 told: $(convs c2))" \
+		sh -c "[ -n '$fa' ] && [ -n '$fb' ] && [ -n '$in_at' ] && [ $gap -ge $((INTERVAL * 1000)) ] && [ -n '$sa' ] && [ -n '$sb' ]"
 else
 	no_greeter c1
 	no_greeter c2
