@@ -296,6 +296,11 @@ shoot() {
 	wait_for 20 sh -c "ls '$d/frames' | grep -q 'xwd$'"
 	mark "$1: shooting"
 }
+# shot_since NAME MS: a screenshot of seat NAME was taken after MS.
+shot_since() {
+	find "$TMP/$1/frames" -name '*.xwd' -printf '%f\n' |
+		awk -v t="$2" -F . '$1 > t { f = 1 } END { exit !f }'
+}
 shoot_stop() {
 	local d=$TMP/$1
 	touch "$d/stop"
@@ -568,13 +573,18 @@ if seat_up b open_b; then
 		ctl_wait "b-$i" "$st"
 		wait_for 20 grep -q 'Login queue\|^done' "$TMP/b-$i.ctl"
 	done
+	log=$TMP/b/log/lightdm.log
+	starts=$(grep -c "Greeter start authentication for $UA" "$log")
 	shoot b
 	type_in b "$PASSWORD"
 	start_next
-	wait_for 20 grep -q "Authenticate result for user $UA" "$TMP/b/log/lightdm.log"
-	sleep 2
+	# The greeter shows the refusal as it takes the result, then starts again: a screenshot
+	# taken after that start shows what it showed.
+	wait_for 20 grep -q "Authenticate result for user $UA" "$log"
+	wait_for 10 sh -c "[ \$(grep -c 'Greeter start authentication for $UA' '$log') -gt $starts ]"
+	wait_for 5 shot_since b "$(now_ms)"
 	shoot_stop b
-	result=$(grep -o "Authenticate result for user $UA: .*" "$TMP/b/log/lightdm.log" | head -1)
+	result=$(grep -o "Authenticate result for user $UA: .*" "$log" | head -1)
 	stop_seat b
 	conv_log b
 	read_bars b
