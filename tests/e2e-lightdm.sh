@@ -349,8 +349,8 @@ read_bars() {
 # conv_log NAME: the queue's lines that the session children of seat NAME passed on to the
 # greeter, "<ms> <text>" in order, in $OUT/NAME/conv.txt; said NAME PATTERN: when the first
 # line matching PATTERN (grep -E) was, in ms; told_ms FILE: a floor of the wait that FILE's
-# first line told (the module rounds it up to a tenth below 10 s, else to a second), 0 when
-# it told none (a login admitted without a wait is told nothing).
+# first line told, 0 when it told none (a login admitted without a wait is told nothing). The
+# module rounds a wait up to a tenth below 10 s ("5.9 s", "6 s"), else to a second ("12 s").
 conv_log() {
 	cat "$TMP/$1/conv"/* 2> /dev/null |
 		sed -n 's/^\([0-9]*\)\.\([0-9]\{3\}\)[0-9]* write([0-9]*, "\(\(Login queue\|Too many logins\)[^"]*\)".*/\1\2 \3/p' |
@@ -361,7 +361,7 @@ convs() { cut -d' ' -f2- "$OUT/$1/conv.txt" | paste -sd '|'; }
 told_ms() { head -1 "$1" 2> /dev/null | told_floor; }
 told_floor() {
 	sed -n 's/.*your turn in about \([0-9]*\)\(\.\([0-9]\)\)\? s\..*/\1 \3/p' |
-		awk '{ print $2 == "" ? $1 * 1000 - 1000 : $1 * 1000 + $2 * 100 - 100; f = 1 } END { if (!f) print 0 }'
+		awk '{ print $1 * 1000 + $2 * 100 - ($2 == "" && $1 >= 10 ? 1000 : 100); f = 1 } END { if (!f) print 0 }'
 }
 
 # seen NAME PATTERN: the first time (ms) a text matching PATTERN (grep -E, any case) was read
@@ -638,7 +638,9 @@ fi
 
 # told_and_stepped: the login of idle_then_login on seat d was told its wait, and a step when
 # that wait was 4 s or more, and it waited.
-told_and_stepped() { [ -n "$told" ] && { [ -n "$step" ] || [ "${told%.*}" -lt 4 ]; } && waited; }
+told_and_stepped() {
+	[ -n "$told" ] && { [ -n "$step" ] || [ "$(echo "your turn in about $told s." | told_floor)" -lt 4000 ]; } && waited
+}
 
 # 5, the list hidden (Debian's default): the greeter authenticates nobody in particular while
 # it waits for a name; that takes no place either. Then UB types the name and the password,
