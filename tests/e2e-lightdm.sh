@@ -476,19 +476,21 @@ waited() {
 	[ -n "$ts" ] && [ -n "$held" ] && [ "$ts" -ge "$held" ] &&
 		[ $((ts - floor)) -ge $((INTERVAL * 1000)) ]
 }
-# turn_last SEAT: what the session child of SEAT sent: a step at least when the first line told
-# a wait of 4 s or more (lines come 2 s apart, and in the last 2 s before the slot only the
-# turn is told: a step needs 2 s on either side), then "your turn now", once and last, before
+# turn_last SEAT: what the session child of SEAT sent: a line between the first and the turn (a
+# step, or a move up) at least when the first line told over 5 s (lines come 2 s apart, and in
+# the last 2 s before the slot only the turn is told: below 5 s the one step falls on its mark
+# 2 s before the slot, and gives way to the turn when woken late; from 5 s it falls 3 s or more
+# before), then "your turn now", once and last, before
 # the session started. The turn shows on the bar for 0.05 to 0.3 s before the greeter closes:
 # the screenshots may miss it, this log does not.
 turn_last() {
 	local f=$OUT/$1/conv.txt steps turn_at
-	steps=$(grep -c 'to go\.$' "$f")
+	steps=$(grep -c -e 'to go\.$' -e 'you are now' "$f")
 	turn_at=$(said "$1" 'your turn now')
 	[ -n "$turn_at" ] && [ -n "$ts" ] && [ "$turn_at" -le "$ts" ] &&
 		[ "$(grep -c 'your turn now' "$f")" = 1 ] &&
 		tail -1 "$f" | grep -q 'Login queue: your turn now\.$' &&
-		{ [ "$steps" -ge 1 ] || [ "$(told_ms "$f")" -lt 4000 ]; }
+		{ [ "$steps" -ge 1 ] || [ "$(told_ms "$f")" -le 5000 ]; }
 }
 # told_and_waited: that login was told its place ($place, read on the bar), and waited.
 told_and_waited() { [ -n "$place" ] && waited; }
@@ -636,25 +638,25 @@ else
 	stop_seat c2
 fi
 
-# told_and_stepped: the login of idle_then_login on seat d was told its wait, and a step when
-# that wait was 4 s or more, and it waited.
+# told_and_stepped: the login of idle_then_login on seat d was told its wait, and a step (or a
+# move up) when that wait was over 5 s, as turn_last says, and it waited.
 told_and_stepped() {
-	[ -n "$told" ] && { [ -n "$step" ] || [ "$(echo "your turn in about $told s." | told_floor)" -lt 4000 ]; } && waited
+	[ -n "$told" ] && { [ -n "$step" ] || [ "$(echo "your turn in about $told s." | told_floor)" -le 5000 ]; } && waited
 }
 
 # 5, the list hidden (Debian's default): the greeter authenticates nobody in particular while
 # it waits for a name; that takes no place either. Then UB types the name and the password,
 # and queues behind the held place. At countdown=2s, as the example's test line has it, the
-# bar counts down in steps: one at least when the first line tells a wait of 4 s or more (a
-# step comes at a multiple of countdown before the slot, 2 s or more after the line before
-# it, and none in the last 2 s, where only the turn is told).
+# bar counts down in steps: one at least (or a move up) when the first line tells a wait over
+# 5 s (a step comes at a multiple of countdown before the slot, 2 s or more after the line
+# before it, and none in the last 2 s, where only the turn is told: turn_last).
 st=$TMP/d/state
 if seat_up d open_d; then
 	idle_then_login d "$UB" "$st"
 	check "an idle greeter, the user list hidden ($started authentication started), takes no place in 3 s: status shows the held place alone ($(idle_said))" \
 		idle_took_none
 	told=$(grep -ioE 'your turn in about [0-9.]+' "$OUT/d/bars.txt" | head -1 | grep -oE '[0-9.]+$')
-	step=$(seen d 'about [0-9.]+ ?s? ?to go')
+	step=$(seen d 'about [0-9.]+ ?s? ?to go|you are now')
 	check "... and once the name and the password are typed, the login queues behind it and goes in after it (held slot at $(when "$held"), session at $(when "$ts")), its wait told (${told:-untold} s), with a step (at $(when "$step")) ($(bars d))" \
 		told_and_stepped
 else
