@@ -202,13 +202,17 @@ as() {
 		sleep 0.1
 	done
 }
-# told_live NAME AFTER: the first queue line showed 1 s or more before the line holding AFTER;
+# told_live NAME AFTER: the first queue line showed 1 s or more before the line holding AFTER,
+# and the turn ("your turn now": the wait is about 4 s) between them, at any arrival (issue 39:
+# su -c never showed it at countdown=2s in about half of them);
 # ran_live NAME AFTER: that, and COMMAND's exit status was 0.
 told_live() {
-	local first after
+	local first turn after
 	first=$(seen_at "$1" 'Login queue: you are next')
+	turn=$(seen_at "$1" 'Login queue: your turn now.')
 	after=$(seen_at "$1" "$2")
-	[ -n "$first" ] && [ -n "$after" ] && [ $((after - first)) -ge 1000 ]
+	[ -n "$first" ] && [ -n "$turn" ] && [ -n "$after" ] && [ $((after - first)) -ge 1000 ] &&
+		[ "$turn" -ge "$first" ] && [ "$after" -ge "$turn" ]
 }
 ran_live() { told_live "$@" && grep -q ' rc=0$' "$TMP/$1.seen"; }
 seen() { tr '\n' '|' < "$TMP/$1.seen"; }
