@@ -201,7 +201,9 @@ fi
 
 # 3. Failover: a stream of logins, and the master killed mid-stream. While no master answers,
 # logins fall back to the local slot; once the sentinels name the promoted replica, it decides.
-service fo "auth required @M url=$sent key=hafo interval=500ms max_wait=3s state_dir=$TMP/state $common" \
+# The six or so that fall back wait up to 2.5 s on the local slot: max_wait leaves room for a
+# slow machine, where no login is to be refused.
+service fo "auth required @M url=$sent key=hafo interval=500ms max_wait=6s state_dir=$TMP/state $common" \
 	"$STAMP" "$permit"
 rm -f "$TMP/stamps" "$TMP/started"
 promoted() { [ "$(redis-cli -p "$RPORT" role 2> /dev/null | head -1)" = master ]; }
