@@ -21,6 +21,13 @@ gaps_ok() {
 	sort -n "$TMP/stamps" | awk -v min="$1" 'NR > 1 && ($1 - t) / 1e6 < min { bad = 1 }
 		{ t = $1 } END { exit bad }'
 }
+# spaced MIN_MS COMMAND...: COMMAND succeeds, and the stamps are at least MIN_MS apart; for
+# check, which runs its command in this shell (a "check ... && gaps_ok" would assert nothing).
+spaced() {
+	local min=$1
+	shift
+	"$@" && gaps_ok "$min"
+}
 # gaps: the gaps between the stamps, in ms; stamp_order: whose they are, in order.
 gaps() { sort -n "$TMP/stamps" | awk 'NR > 1 { printf "%d ", ($1 - t) / 1e6 } { t = $1 }'; }
 stamp_order() { sort -n "$TMP/stamps" | cut -d' ' -f2 | tr '\n' ' '; }
@@ -251,8 +258,8 @@ login sk7 stuckclosed carol
 t1=$(now_ms)
 rcs=$(cat "$TMP"/sk0[1-7].rc "$TMP/sk7.rc" | tr -d '\n')
 check "a stopped lock holder: 6 logins at once and one more, all admitted ($rcs) an interval apart (gaps $(gaps)ms), in $((t1 - t0)) ms" \
-	sh -c "[ '$rcs' = 0000000 ] && [ \$(wc -l < '$TMP/stamps') = 8 ] && [ $((t1 - t0)) -ge 13500 ] &&
-		[ $((t1 - t0)) -lt 40000 ]" && gaps_ok 1800
+	spaced 1800 sh -c "[ '$rcs' = 0000000 ] && [ \$(wc -l < '$TMP/stamps') = 8 ] && [ $((t1 - t0)) -ge 13500 ] &&
+		[ $((t1 - t0)) -lt 40000 ]"
 check "... none admitted without a wait, nor refused; the holder named ($(cat "$TMP"/sk0?.err | grep -o 'local slot: .*' | head -1))" \
 	sh -c "! cat '$TMP'/sk0?.err '$TMP/sk7.err' | grep -q -e unusable -e 'without a wait' -e unavailable &&
 		cat '$TMP'/sk0?.err | grep -q 'SYSLOG(3).*is stuck: pid $holder has held its lock.*goes on without it'"
@@ -313,8 +320,8 @@ if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2> /dev/null; th
 	wait "$waiter"
 	order=$(stamp_order)
 	check "a login in another PID namespace: queued behind the host's waiter ($(grep -o 'queued: .*' "$TMP/ns2.err")), in after it ($order), an interval apart (gaps $(gaps)ms)" \
-		sh -c "[ $(rc_of ns1) = 0 ] && [ $(rc_of ns2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
-			grep -q 'queued: .*position=2' '$TMP/ns2.err'" && gaps_ok 2700
+		spaced 2700 sh -c "[ $(rc_of ns1) = 0 ] && [ $(rc_of ns2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+			grep -q 'queued: .*position=2' '$TMP/ns2.err'"
 else
 	not_ok "cannot make a PID namespace (run as root): the login in another one is untested"
 fi
@@ -362,10 +369,10 @@ kill -CONT "$(cat "$TMP/stall.pid")"
 wait "$waiter" "$late"
 order=$(stamp_order)
 check "a Redis stall of two timeouts: the reservation asked again is answered on Redis ($(grep -o 'SYSLOG(5).*asked again.*' "$TMP/sl2.err" | cut -d' ' -f2-)), in after the waiter ($order), an interval apart (gaps $(gaps)ms)" \
-	sh -c "[ $(rc_of sl1) = 0 ] && [ $(rc_of sl2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+	spaced 2700 sh -c "[ $(rc_of sl1) = 0 ] && [ $(rc_of sl2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
 		grep -q 'answered when asked again with the same place' '$TMP/sl2.err' &&
 		grep -q 'queued: .*via=redis' '$TMP/sl2.err' && ! grep -q 'fallback=' '$TMP/sl2.err' &&
-		[ \$(grep -c 'SYSLOG(3)' '$TMP/sl2.err') = 1 ]" && gaps_ok 2700
+		[ \$(grep -c 'SYSLOG(3)' '$TMP/sl2.err') = 1 ]"
 stop_redis stall
 
 # A Redis stall of about two timeouts while a waiter renews (SIGSTOP 1.2 s, timeout=500ms;
@@ -394,9 +401,9 @@ kill -CONT "$(cat "$TMP/rstall.pid")"
 wait "$first" "$second"
 order=$(stamp_order)
 check "a Redis stall of two timeouts as a waiter renews: its renewal asked again is answered ($(grep -o 'SYSLOG(5).*renewal that timed out.*' "$TMP/rs2.err" | cut -d' ' -f2-)), in after the one ahead ($order), an interval apart (gaps $(gaps)ms)" \
-	sh -c "[ $(rc_of rs1) = 0 ] && [ $(rc_of rs2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
+	spaced 2700 sh -c "[ $(rc_of rs1) = 0 ] && [ $(rc_of rs2) = 0 ] && [ '$order' = 'alice bob carol ' ] &&
 		grep -q 'renewal that timed out was answered when asked again (.*): service=rstall user=carol rhost=' '$TMP/rs2.err' &&
-		! grep -q -e 'cannot be renewed' -e blind -e 'fallback=' '$TMP/rs2.err'" && gaps_ok 2700
+		! grep -q -e 'cannot be renewed' -e blind -e 'fallback=' '$TMP/rs2.err'"
 stop_redis rstall
 
 # A fallback after a reservation asked again counts max_wait from the login's arrival at the
