@@ -271,31 +271,58 @@ check "... and once the holder is gone, the schedule goes on, nothing logged" \
 	sh -c "[ $(rc_of sk8) = 0 ] && ! grep -q 'local slot' '$TMP/sk8.err'"
 
 # A holder that resumes after its file was taken over writes nothing to it, and makes its call
-# again on the file the schedule went on in: a login held 3 s inside its read of the file (the
-# lock taken; strace delays the call), three logins behind it. All four go in an interval apart.
-if command -v strace > /dev/null; then
-	service resume "auth required @M url=local interval=2s countdown=0 max_wait=60s state_dir=$TMP/st-res" \
+# again on the file the schedule went on in. Its login (heidi) is stopped by strace with the
+# file's lock held, right after its read of the file; three logins come behind it, and it is let
+# go on (SIGCONT) at a moment of the takeover: once "swung" (the schedule's name is the new file:
+# heidi queues behind the three), or as soon as "stuck" is logged, the takeover under way (any
+# order). All four go in an interval apart either way, and heidi's log says nothing of the file.
+# (A 3 s delay held heidi before: when the three started late, she went in before any
+# takeover, her stamp a second late under strace -f, and the check failed in CI.)
+# resume_holder WHEN STATE_DIR: the run.
+resume_holder() {
+	local when=$1 sd=$2 ino pid nolsan="" lg slow
+
+	service resume "auth required @M url=local interval=2s countdown=0 max_wait=60s state_dir=$sd" \
 		"$STAMP" "$permit"
 	login skr resume ivan # makes the file
-	rm -f "$TMP/stamps"
-	ino=$(stat -c %i "$TMP/st-res/slot.pam_flowslot")
+	rm -f "$TMP/stamps" "$TMP"/sr0?.err
+	ino=$(stat -c %i "$sd/slot.pam_flowslot")
 	# Under SANITIZE=1 LeakSanitizer cannot run under ptrace: it stops the login (exit 98,
 	# "LeakSanitizer does not work under ptrace"). This login is checked by ASan without it.
-	nolsan=""
 	[ -z "$SAN" ] || nolsan="env ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0"
-	VG="$nolsan strace -f -qq -o /dev/null -P $TMP/st-res/slot.pam_flowslot -e trace=pread64
-		-e inject=pread64:delay_enter=3000000:when=1" login skh resume heidi &
+	VG="$nolsan strace -qq -o /dev/null -P $sd/slot.pam_flowslot -e trace=pread64
+		-e inject=pread64:signal=SIGSTOP:when=1" login skh resume heidi &
 	slow=$!
 	wait_for 10 grep -q "FLOCK .*:$ino " /proc/locks
-	sleep 0.3
-	logins sr resume 3
-	wait "$slow"
-	rcs=$(cat "$TMP/skh.rc" "$TMP"/sr0?.rc | tr -d '\n')
-	last=$(sort -n "$TMP/stamps" | tail -1 | cut -d' ' -f2)
-	check "a holder resumed after the takeover: admitted ($rcs), last ($last), an interval after the others (gaps $(gaps)ms), nothing stuck in its log" \
-		sh -c "[ '$rcs' = 0000 ] && [ \$(wc -l < '$TMP/stamps') = 4 ] && [ '$last' = heidi ] &&
-			! grep -q 'local slot' '$TMP/skh.err' && cat '$TMP'/sr0?.err | grep -q 'is stuck'" &&
-		gaps_ok 1800
+	pid=$(awk -v ino="$ino" '$2 == "FLOCK" && $6 ~ ":" ino "$" { print $5; exit }' /proc/locks)
+	PIDS="$PIDS $pid"
+	wait_for 10 sh -c "[ \"\$(cut -d' ' -f3 /proc/$pid/stat)\" = t ]"
+	logins sr resume 3 &
+	lg=$!
+	if [ "$when" = swung ]; then
+		wait_for 20 sh -c "[ \"\$(stat -c %i '$sd/slot.pam_flowslot')\" != $ino ]"
+	else
+		wait_for 20 sh -c "cat '$TMP'/sr0?.err 2> /dev/null | grep -q 'is stuck'"
+	fi
+	kill -CONT "$pid"
+	wait "$lg" "$slow"
+	PIDS=${PIDS% "$pid"}
+}
+# resumed_ok [LAST]: all four admitted (LAST the last of them), an interval apart, the takeover
+# logged, heidi's log quiet.
+resumed_ok() {
+	[ -z "${1:-}" ] || [ "$(sort -n "$TMP/stamps" | tail -1 | cut -d' ' -f2)" = "$1" ] || return 1
+	[ "$(cat "$TMP/skh.rc" "$TMP"/sr0?.rc | tr -d '\n')" = 0000 ] &&
+		[ "$(wc -l < "$TMP/stamps")" = 4 ] && ! grep -q 'local slot' "$TMP/skh.err" &&
+		cat "$TMP"/sr0?.err | grep -q 'is stuck' && gaps_ok 1800
+}
+if command -v strace > /dev/null; then
+	resume_holder swung "$TMP/st-res"
+	check "a holder resumed after the takeover: in last ($(stamp_order)), all an interval apart (gaps $(gaps)ms), nothing of the file in its log" \
+		resumed_ok heidi
+	resume_holder stuck "$TMP/st-res2"
+	check "a holder resumed as the takeover begins: all in an interval apart ($(stamp_order); gaps $(gaps)ms), nothing of the file in its log" \
+		resumed_ok
 else
 	not_ok "strace is missing: the holder resumed after a takeover is untested"
 fi
