@@ -29,6 +29,7 @@
 #include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
 #include "flowslot/hangup.h"
+#include "flowslot/hash.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
 #include "flowslot/lslot.h"
@@ -908,11 +909,11 @@ static void ctl_say(void *arg, enum countdown_kind kind, const char *text)
 static void ctl_place(struct slot_place *pl)
 {
 	const struct passwd *pw = getpwuid(getuid());
-	uint64_t h = LSLOT_HASH_START;
+	uint64_t h = HASH_START;
 
 	slot_place_id(pl);
-	h = lslot_hash(lslot_hash(h, "flowslotctl"), "\x1f");
-	h = lslot_hash(h, pw != NULL ? pw->pw_name : "");
+	h = hash_str(hash_str(h, "flowslotctl"), "\x1f");
+	h = hash_str(h, pw != NULL ? pw->pw_name : "");
 	snprintf(pl->who, sizeof(pl->who), "%016" PRIx64, h);
 	pl->host[0] = '\0';
 }

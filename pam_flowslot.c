@@ -24,6 +24,7 @@
 #include "flowslot/countdown.h"
 #include "flowslot/fstime.h"
 #include "flowslot/hangup.h"
+#include "flowslot/hash.h"
 #include "flowslot/hold.h"
 #include "flowslot/key.h"
 #include "flowslot/log.h"
@@ -175,16 +176,16 @@ static void gate_set_admitted(pam_handle_t *pamh, enum gate_phase phase, bool dr
 static void gate_place(const struct gate_who *who, struct slot_place *place)
 {
 	static const char *const sep = "\x1f";
-	uint64_t h = LSLOT_HASH_START;
+	uint64_t h = HASH_START;
 
 	slot_place_id(place);
-	h = lslot_hash(lslot_hash(h, who->service ? who->service : ""), sep);
-	h = lslot_hash(lslot_hash(h, who->user ? who->user : ""), sep);
-	h = lslot_hash(h, who->rhost ? who->rhost : "");
+	h = hash_str(hash_str(h, who->service ? who->service : ""), sep);
+	h = hash_str(hash_str(h, who->user ? who->user : ""), sep);
+	h = hash_str(h, who->rhost ? who->rhost : "");
 	snprintf(place->who, sizeof(place->who), "%016" PRIx64, h);
 	if (who->rhost != NULL && who->rhost[0] != '\0')
 		snprintf(place->host, sizeof(place->host), "%016" PRIx64,
-			 lslot_hash(LSLOT_HASH_START, who->rhost));
+			 hash_str(HASH_START, who->rhost));
 	else
 		place->host[0] = '\0';
 }

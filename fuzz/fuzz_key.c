@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "flowslot/hash.h"
 #include "flowslot/key.h"
 #include "flowslot/lslot.h"
 #include "flowslot/opt.h"
@@ -287,7 +288,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref_len = ref_expand(field[0], field[1], field[2], field[3], ref);
 
 	/* As pam_flowslot.c does it: OPT_KEY_MAX bytes and the NUL. */
-	hash = lslot_hash(LSLOT_HASH_START, ref);
+	hash = hash_str(HASH_START, ref);
 	n = expand(field[0], field[1], field[2], field[3], OPT_KEY_MAX + 1, &out);
 	if (ref_len > OPT_KEY_MAX) {
 		check_cut(out, n, OPT_KEY_MAX + 1, ref, hash);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flowslot/lslot.h"
+#include "flowslot/hash.h"
 
 static bool key_byte_is_plain(unsigned char c)
 {
@@ -68,7 +68,7 @@ static void key_put(struct key_sink *k, const char *s, size_t n)
 
 	memcpy(unit, s, n);
 	unit[n] = '\0';
-	k->hash = lslot_hash(k->hash, unit);
+	k->hash = hash_str(k->hash, unit);
 	k->total += n;
 	if (k->total != k->len + n)
 		return;
@@ -98,7 +98,7 @@ static void key_put_encoded(struct key_sink *k, const char *value)
 int key_expand(const char *tmpl, const char *service, const char *user, const char *rhost,
 	       char *out, size_t outsz)
 {
-	struct key_sink k = { .out = out, .outsz = outsz, .hash = LSLOT_HASH_START };
+	struct key_sink k = { .out = out, .outsz = outsz, .hash = HASH_START };
 	char host[HOST_NAME_MAX + 1] = "";
 
 	if (strstr(tmpl, "%H") != NULL && gethostname(host, sizeof(host)) != 0)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/hash.h"
 #include "flowslot/lframe.h"
 #include "flowslot/log.h"
 #include "flowslot/lscript.h"
@@ -40,13 +41,6 @@
 /* The most files a schedule goes on through: one taken over per holder stuck on it. */
 #define LSLOT_CHAIN_MAX 16
 
-uint64_t lslot_hash(uint64_t hash, const char *s)
-{
-	for (; *s != '\0'; s++)
-		hash = (hash ^ (unsigned char)*s) * UINT64_C(1099511628211);
-	return hash;
-}
-
 void lslot_file_name(const char *key, char *out, size_t outsz)
 {
 	/* Room left for a cut name's "~" and 16 hex digits. */
@@ -66,7 +60,7 @@ void lslot_file_name(const char *key, char *out, size_t outsz)
 	}
 	out[o] = '\0';
 	if (cut)
-		snprintf(out + o, outsz - o, "~%016" PRIx64, lslot_hash(LSLOT_HASH_START, key));
+		snprintf(out + o, outsz - o, "~%016" PRIx64, hash_str(HASH_START, key));
 }
 
 /* Opens dir, creating it when create, and checks that only we can write there. A directory
@@ -260,7 +254,7 @@ static int lslot_scan(int dfd, const char *prefix, bool prune)
 static void lslot_shared_name(const char *prefix, const char *key, char *name, size_t namesz)
 {
 	snprintf(name, namesz, "%s~shared.%02u", prefix,
-		 (unsigned)(lslot_hash(LSLOT_HASH_START, key) % LSLOT_SHARED));
+		 (unsigned)(hash_str(HASH_START, key) % LSLOT_SHARED));
 }
 
 /* Before a new schedule file is made: prunes when there are many, and turns name into one

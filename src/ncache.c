@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
-#include "flowslot/lslot.h"
+#include "flowslot/hash.h"
 #include "flowslot/lstore.h"
 #include "flowslot/slot.h"
 #include "flowslot/trust.h"
@@ -25,15 +25,15 @@
 void ncache_name(const struct url *u, const char *what, char *out, size_t outsz)
 {
 	char port[16];
-	uint64_t hash = lslot_hash(LSLOT_HASH_START,
+	uint64_t hash = hash_str(HASH_START,
 				   u->backend == URL_BACKEND_SENTINEL ? "sentinel" : "cluster");
 
 	/* Two stacks that name other servers must not share entries. */
 	for (int i = 0; i < u->n_nodes; i++) {
 		snprintf(port, sizeof(port), ",%d", u->nodes[i].port);
-		hash = lslot_hash(lslot_hash(hash, u->nodes[i].host), port);
+		hash = hash_str(hash_str(hash, u->nodes[i].host), port);
 	}
-	hash = lslot_hash(hash, u->master);
+	hash = hash_str(hash, u->master);
 	snprintf(out, outsz, "node.%016" PRIx64 ".%s", hash, what);
 }
 
@@ -125,8 +125,8 @@ void ncache_heard_name(const struct url *u, const char *key, char *out, size_t o
 	/* The nodes (Sentinel, Cluster), and the server of a direct url, its database and key. */
 	ncache_name(u, "heard", node, sizeof(node));
 	snprintf(where, sizeof(where), ",%d,%d,", u->port, u->db);
-	hash = lslot_hash(lslot_hash(LSLOT_HASH_START, node), u->host);
-	hash = lslot_hash(lslot_hash(lslot_hash(hash, u->socket), where), key);
+	hash = hash_str(hash_str(HASH_START, node), u->host);
+	hash = hash_str(hash_str(hash_str(hash, u->socket), where), key);
 	snprintf(out, outsz, "heard.%016" PRIx64, hash);
 }
 
@@ -152,7 +152,7 @@ _Static_assert(sizeof(struct ncache_heard_entry) == NCACHE_HEARD_ENTRY_SIZE,
 static uint64_t ncache_heard_check(const struct ncache_heard_entry *e)
 {
 	const unsigned char *b = (const unsigned char *)e;
-	uint64_t hash = LSLOT_HASH_START;
+	uint64_t hash = HASH_START;
 
 	for (size_t i = 0; i < offsetof(struct ncache_heard_entry, check); i++)
 		hash = (hash ^ b[i]) * UINT64_C(1099511628211);
@@ -165,7 +165,7 @@ static uint64_t ncache_heard_boot(void)
 	char boot[LSTORE_BOOT_MAX + 1];
 
 	lstore_boot(boot);
-	return boot[0] == '\0' ? 0 : lslot_hash(LSLOT_HASH_START, boot) | 1;
+	return boot[0] == '\0' ? 0 : hash_str(HASH_START, boot) | 1;
 }
 
 static bool ncache_heard_valid(const struct ncache_heard_entry *e, uint64_t boot)
@@ -256,7 +256,7 @@ static void ncache_heard_load(int fd, struct ncache_heard_entry *t)
 int64_t ncache_heard_get(const char *dir, const char *name)
 {
 	struct ncache_heard_entry t[NCACHE_HEARD_MAX];
-	const uint64_t key = lslot_hash(LSLOT_HASH_START, name), boot = ncache_heard_boot();
+	const uint64_t key = hash_str(HASH_START, name), boot = ncache_heard_boot();
 	int64_t next_us = 0, now_us;
 	int fd = boot != 0 ? ncache_heard_open(dir, false) : -1;
 
@@ -353,7 +353,7 @@ static enum ncache_heard_end ncache_heard_write(int fd, int slot,
 int ncache_heard_put(const char *dir, const char *name, int64_t next_us)
 {
 	struct ncache_heard_entry t[NCACHE_HEARD_MAX],
-	    e = { .key = lslot_hash(LSLOT_HASH_START, name),
+	    e = { .key = hash_str(HASH_START, name),
 		  .boot = ncache_heard_boot(),
 		  .next_us = next_us };
 	bool skip[NCACHE_HEARD_MAX] = { false };

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
-#include "flowslot/lslot.h"
+#include "flowslot/hash.h"
 #include "flowslot/trust.h"
 
 /* A stamp's lock is held for a stat and a short write. */
@@ -21,7 +21,7 @@
 
 void once_name(const char *what, char *out)
 {
-	snprintf(out, ONCE_NAME_MAX, "once.%016" PRIx64, lslot_hash(LSLOT_HASH_START, what));
+	snprintf(out, ONCE_NAME_MAX, "once.%016" PRIx64, hash_str(HASH_START, what));
 }
 
 /* Whether a stamp set at mtime is at most period_s old; a second's grace for file times finer
@@ -98,7 +98,7 @@ static struct once_rate_entry *once_rate_find(struct once_rate_entry *t, uint64_
 bool once_rate(const char *dir, const char *what, int64_t period_us, uint64_t *held)
 {
 	struct once_rate_entry t[ONCE_RATE_MAX], *e;
-	const uint64_t hash = lslot_hash(LSLOT_HASH_START, what) | 1; /* never 0 */
+	const uint64_t hash = hash_str(HASH_START, what) | 1; /* never 0 */
 	const int64_t now_us = fstime_mono_us();
 	struct stat st;
 	const char *why; /* unused: a table that cannot be kept only makes the message due */

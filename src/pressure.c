@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
+#include "flowslot/hash.h"
 #include "flowslot/log.h"
-#include "flowslot/lslot.h"
 #include "flowslot/trust.h"
 
 #define PRESSURE_FILE_MAX 512
@@ -233,7 +233,7 @@ static int pressure_store_open(const struct pressure_gauge *g)
 	if (dfd < 0)
 		return -1;
 	snprintf(name, sizeof(name), PRESSURE_STORE_PREFIX "%016" PRIx64,
-		 lslot_hash(LSLOT_HASH_START, g->dir));
+		 hash_str(HASH_START, g->dir));
 	fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	close(dfd);
 	if (fd < 0)

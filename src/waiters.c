@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flowslot/hash.h"
 #include "flowslot/log.h"
-#include "flowslot/lslot.h"
 #include "flowslot/trust.h"
 
 #define WAITERS_MAGIC UINT32_C(0x31575346) /* "FSW1" */
@@ -139,7 +139,7 @@ void waiter_join(const pam_handle_t *pamh, const char *state_dir, const char *ke
 {
 	struct waiters_entry e = { .magic = WAITERS_MAGIC,
 				   .slot_ms = waiters_slot_ms(begun_us, slot_us),
-				   .key_hash = lslot_hash(LSLOT_HASH_START, key),
+				   .key_hash = hash_str(HASH_START, key),
 				   .begun_us = begun_us };
 	const char *why;
 	int wfd = waiters_open(state_dir, true, &why), rfd = -1, slot = -1;
@@ -222,7 +222,7 @@ static bool waiters_live(int fd, int slot, struct waiters_entry *e)
 int waiters_read(const char *state_dir, const char *key, int64_t now_us, struct waiters_view *v,
 		 const char **why)
 {
-	const uint64_t key_hash = lslot_hash(LSLOT_HASH_START, key);
+	const uint64_t key_hash = hash_str(HASH_START, key);
 	struct waiters_entry e;
 	struct stat st;
 	int64_t waited_us;

@@ -72,8 +72,4 @@ void lslot_where(const char *dir, const char *key, char *out, size_t outsz);
    path. */
 void lslot_file_name(const char *key, char *out, size_t outsz);
 
-/* FNV-1a of s, continuing from hash (LSLOT_HASH_START to begin): names files after keys. */
-#define LSLOT_HASH_START UINT64_C(14695981039346656037)
-uint64_t lslot_hash(uint64_t hash, const char *s);
-
 #endif

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "flowslot/fstime.h"
-#include "flowslot/lslot.h"
+#include "flowslot/hash.h"
 #include "flowslot/pressure.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -238,7 +238,7 @@ static void test_measure_uses_store(void **state)
 	fx_total(fx, "cpu", 1000000 + 300000);
 	assert_int_equal(mkdir(fx->state, 0700), 0);
 	snprintf(path, sizeof(path), "%s/pressure.%016" PRIx64, fx->state,
-		 lslot_hash(LSLOT_HASH_START, fx->dir));
+		 hash_str(HASH_START, fx->dir));
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f, "%" PRId64 " 1000000 -1 -1\n", at_us);
@@ -303,7 +303,7 @@ static void test_measure_garbled_store(void **state)
 	fx_total(fx, "cpu", 1000000 + 300000);
 	assert_int_equal(mkdir(fx->state, 0700), 0);
 	snprintf(path, sizeof(path), "%s/pressure.%016" PRIx64, fx->state,
-		 lslot_hash(LSLOT_HASH_START, fx->dir));
+		 hash_str(HASH_START, fx->dir));
 	for (size_t i = 0; i < ARRAY_SIZE(garbled); i++) {
 		struct pressure_gauge g = { .dir = fx->dir,
 					    .state_dir = fx->state,
@@ -351,7 +351,7 @@ static void test_measure_nothing_readable(void **state)
 		assert_int_equal(share[r], -1);
 	assert_int_equal(g.warned, (1u << PRESSURE_CPU) | (1u << PRESSURE_MEMORY));
 	snprintf(path, sizeof(path), "%s/pressure.%016" PRIx64, fx->state,
-		 lslot_hash(LSLOT_HASH_START, fx->dir));
+		 hash_str(HASH_START, fx->dir));
 	assert_int_equal(access(path, F_OK), -1);
 }
 
