@@ -123,7 +123,7 @@ build/test_countdown: tests/unit/test_countdown.c $(LIB_OBJS) $(HEADERS)
 
 # The wait, against a scripted backend on a fake clock.
 QUEUE_WRAPS = -Wl,--wrap=fstime_mono_us,--wrap=hangup_wait_until,--wrap=lslot_call \
-	      -Wl,--wrap=rslot_call,--wrap=log_msg,--wrap=stats_record_error \
+	      -Wl,--wrap=rslot_turn_call,--wrap=log_msg,--wrap=stats_record_error \
 	      -Wl,--wrap=rslot_heard_at_least
 build/test_queue: tests/unit/test_queue.c $(LIB_OBJS) $(HEADERS)
 	$(CC) $(TEST_CFLAGS) $(QUEUE_WRAPS) -o $@ $< $(LIB_OBJS) $(TEST_LIBS)

@@ -113,7 +113,6 @@ static void check_opt(const struct opt *o)
 	/* A server name never accepts a subdomain nor holds an empty label. */
 	FUZZ_CHECK(o->tls.server_name[0] != '.');
 	FUZZ_CHECK(strstr(o->tls.server_name, "..") == NULL);
-	FUZZ_CHECK(o->origin == NULL); /* only set while a file's line is applied */
 	FUZZ_CHECK(o->errors >= 0);
 	/* Every error has its kind, and an unknown option of the file is none. */
 	for (int p = 0; p < OPT_PROBLEM_N; p++)
@@ -139,7 +138,7 @@ static bool opt_equal(const struct opt *a, const struct opt *b)
 	       a->timeout_us == b->timeout_us && a->countdown_us == b->countdown_us &&
 	       a->fallback == b->fallback && strcmp(a->state_dir, b->state_dir) == 0 &&
 	       strcmp(a->password_file, b->password_file) == 0 && a->quiet == b->quiet &&
-	       a->debug == b->debug && a->origin == b->origin;
+	       a->debug == b->debug;
 }
 
 /* A DURATION by the README's grammar, [0-9]+(\.[0-9]+)?(ms|s|m)?, valued in long double

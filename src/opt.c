@@ -395,13 +395,11 @@ static int opt_set_tls_verify(struct opt *o, const char *v, const char **why)
 	return opt_tls_set(o, 0);
 }
 
-/* conf= itself is read by opt_parse before anything else; here it is only checked. */
+/* conf= itself is read by opt_parse before anything else; here it is only checked (opt_apply
+   refuses it in the file). */
 static int opt_set_conf(struct opt *o, const char *v, const char **why)
 {
-	if (o->origin != NULL) {
-		*why = "a configuration file cannot name another";
-		return -1;
-	}
+	(void)o;
 	if (v[0] != '/') {
 		*why = "must be an absolute path";
 		return -1;
@@ -447,11 +445,18 @@ void opt_count_problem(struct opt *o, enum opt_problem p)
 	o->problems[p]++;
 }
 
-static int opt_bad(struct opt *o, const pam_handle_t *pamh, enum opt_problem p, const char *fmt,
-		   ...) __attribute__((format(printf, 4, 5)));
+/* Where an option being set comes from: the PAM stack (origin NULL), or a line of the
+   configuration file ("file:line"). */
+struct opt_from {
+	const pam_handle_t *pamh;
+	const char *origin;
+};
 
-static int opt_bad(struct opt *o, const pam_handle_t *pamh, enum opt_problem p, const char *fmt,
-		   ...)
+static int opt_bad(struct opt *o, const struct opt_from *from, enum opt_problem p,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int opt_bad(struct opt *o, const struct opt_from *from, enum opt_problem p,
+		   const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -460,10 +465,10 @@ static int opt_bad(struct opt *o, const pam_handle_t *pamh, enum opt_problem p, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (o->origin != NULL)
-		log_msg(pamh, LOG_ERR, "%s: %s", o->origin, msg);
+	if (from->origin != NULL)
+		log_msg(from->pamh, LOG_ERR, "%s: %s", from->origin, msg);
 	else
-		log_msg(pamh, LOG_ERR, "%s", msg);
+		log_msg(from->pamh, LOG_ERR, "%s", msg);
 	return -1;
 }
 
@@ -528,30 +533,31 @@ static bool opt_name_shown(const char *name, size_t n)
 
 /* arg, which no setter nor flag takes: a known name used wrong, or an unknown option (in the
    configuration file, a line that is no option at all: opt_conf_line takes the others). */
-static int opt_set_unknown(struct opt *o, const pam_handle_t *pamh, const char *arg)
+static int opt_set_unknown(struct opt *o, const struct opt_from *from, const char *arg)
 {
-	const enum opt_problem p = o->origin != NULL ? OPT_PROBLEM_LINE : OPT_PROBLEM_UNKNOWN;
+	const enum opt_problem p = from->origin != NULL ? OPT_PROBLEM_LINE : OPT_PROBLEM_UNKNOWN;
 	size_t n = opt_name_len(arg), whole = strcspn(arg, "=");
 	char shown[128];
 
 	if (n > 0 && arg[n] == '=' && opt_known_name(arg, n))
-		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "bad value for %.*s: a flag takes none",
+		return opt_bad(o, from, OPT_PROBLEM_VALUE, "bad value for %.*s: a flag takes none",
 			       (int)n, arg);
 	if (n > 0 && opt_known_name(arg, n))
-		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "no value for %.*s (%.*s=VALUE)", (int)n,
+		return opt_bad(o, from, OPT_PROBLEM_VALUE, "no value for %.*s (%.*s=VALUE)", (int)n,
 			       arg, (int)n, arg);
 	if (opt_name_shown(arg, whole))
-		return opt_bad(o, pamh, p, "unknown option \"%.*s\"", (int)whole, arg);
+		return opt_bad(o, from, p, "unknown option \"%.*s\"", (int)whole, arg);
 	/* Only a name: "url redis://:pw@h", or a password pasted alone on a line of the
 	   configuration file, would otherwise reach the log. */
 	log_escape(arg, shown, sizeof(shown));
 	shown[strspn(shown, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")] = '\0';
 	if (shown[0] == '\0')
-		return opt_bad(o, pamh, p, "unknown option (not shown: it is not a name)");
-	return opt_bad(o, pamh, p, "unknown option \"%s\"", shown);
+		return opt_bad(o, from, p, "unknown option (not shown: it is not a name)");
+	return opt_bad(o, from, p, "unknown option \"%s\"", shown);
 }
 
-int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
+/* opt_set, for an option from from. */
+static int opt_apply(struct opt *o, const struct opt_from *from, const char *arg)
 {
 	char shown[128];
 
@@ -575,17 +581,26 @@ int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
 
 		if (strncmp(arg, s->name, namelen) != 0)
 			continue;
-		if (s->set(o, arg + namelen, &why) == 0)
+		if (s->set == opt_set_conf && from->origin != NULL)
+			why = "a configuration file cannot name another";
+		else if (s->set(o, arg + namelen, &why) == 0)
 			return 0;
 		/* A url may hold a password: name what is wrong, never echo it. */
 		if (s->secret)
-			return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "bad value for %.*s: %s",
+			return opt_bad(o, from, OPT_PROBLEM_VALUE, "bad value for %.*s: %s",
 				       (int)namelen - 1, arg, why);
-		return opt_bad(o, pamh, OPT_PROBLEM_VALUE, "bad value for %.*s: \"%s\": %s",
+		return opt_bad(o, from, OPT_PROBLEM_VALUE, "bad value for %.*s: \"%s\": %s",
 			       (int)namelen - 1, arg,
 			       log_escape(arg + namelen, shown, sizeof(shown)), why);
 	}
-	return opt_set_unknown(o, pamh, arg);
+	return opt_set_unknown(o, from, arg);
+}
+
+int opt_set(struct opt *o, const pam_handle_t *pamh, const char *arg)
+{
+	const struct opt_from from = { .pamh = pamh, .origin = NULL };
+
+	return opt_apply(o, &from, arg);
 }
 
 /* conf_parse's callback: a line of the file goes through the same setter as an argument. */
@@ -634,6 +649,7 @@ static size_t opt_conf_name_len(const char *line)
 static void opt_conf_line(void *ctx, const char *where, const char *line)
 {
 	struct opt_conf *c = ctx;
+	const struct opt_from from = { .pamh = c->pamh, .origin = where };
 	size_t n = opt_conf_name_len(line);
 
 	if (n == 0)
@@ -642,9 +658,7 @@ static void opt_conf_line(void *ctx, const char *where, const char *line)
 		opt_note_unknown(c->o, where, line, n);
 		return;
 	}
-	c->o->origin = where;
-	opt_set(c->o, c->pamh, line);
-	c->o->origin = NULL;
+	opt_apply(c->o, &from, line);
 }
 
 void opt_warn_unknown(const struct opt *o, const pam_handle_t *pamh, bool limited)

@@ -42,32 +42,29 @@ static int64_t queue_left_us(const struct queue_login *l, int64_t now_us)
 }
 
 /* One call about the place, bounded by max_wait_us, over by until_us if not 0, with the
-   place's age_us (slot_params), and the options read afresh: the password is held only for
-   the exchange, never through the wait.
+   place's age_us (slot_params); on Redis with the options read afresh: the password is held
+   only for the exchange, never through the wait.
    said: the login logged the outage it is in already, so the call's errors are not logged
    again; each failure on Redis is counted all the same (stats_record_error). */
 static enum slot_verdict queue_call(const struct queue_login *l, enum slot_op op,
 				    int64_t max_wait_us, int64_t until_us, int64_t age_us,
 				    bool said, struct slot_result *res)
 {
-	struct slot_params p = l->o->slot;
+	struct rslot_turn turn = { .p = l->o->slot, .until_us = until_us, .said = said };
 	struct opt fresh;
 	enum slot_verdict v;
 
-	p.max_wait_us = max_wait_us;
-	p.age_us = age_us;
+	turn.p.max_wait_us = max_wait_us;
+	turn.p.age_us = age_us;
 	if (l->local) {
-		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key, .p = &p,
-						 .per_host = l->o->per_host, .op = op,
-						 .place = l->place, .until_us = until_us };
+		const struct lslot_call call = { .dir = l->o->state_dir, .key = l->key,
+						 .p = &turn.p, .per_host = l->o->per_host,
+						 .op = op, .place = l->place, .until_us = until_us };
 
 		return lslot_call(l->pamh, &call, res);
 	}
 	opt_parse(&fresh, l->pamh, l->argc, l->argv);
-	fresh.slot = p;
-	fresh.until_us = until_us;
-	fresh.errors_said = said;
-	v = rslot_call(l->pamh, &fresh, op, l->key, l->place, res);
+	v = rslot_turn_call(l->pamh, &fresh, &turn, op, l->key, l->place, res);
 	opt_wipe(&fresh);
 	if (v == SLOT_UNAVAILABLE && l->pamh != NULL) /* a login's, not flowslotctl's */
 		stats_record_error(l->pamh, l->o->state_dir, l->o->key, l->o->slot.dry_run);

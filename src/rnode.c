@@ -178,13 +178,13 @@ void rnode_err(const struct rnode_call *call, const char *fmt, ...)
 	uint64_t held = 0;
 	va_list ap;
 
-	if ((o->errors_said || call->said) && !o->debug)
+	if (call->said && !o->debug)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	/* debug: the errors said already are traced, so that a decision can be followed. */
-	if (o->errors_said || call->said) {
+	if (call->said) {
 		log_msg(call->pamh, LOG_DEBUG, "%s (said already)", line);
 		return;
 	}
@@ -341,7 +341,7 @@ static int rnode_send_script(struct rnode_call *call, bool by_sha, bool asking, 
 		[SLOT_RESET] = "reset",
 	};
 	const struct opt *o = call->o;
-	const struct slot_params *p = &o->slot;
+	const struct slot_params *p = call->p;
 	const struct slot_place *pl = call->place;
 	char interval[24], burst[24], max_wait[24], db[16], per_host[16], lease[24];
 	char commit[24], heard[24], age[24];

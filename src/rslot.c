@@ -49,7 +49,7 @@ static enum rnode_step rslot_try(struct rnode_call *call, const struct rnode_tar
 	redisReply *r = NULL;
 	const char *why;
 	enum rnode_step step = rnode_attempt(call, t, &r, hop);
-	struct slot_params given = call->o->slot;
+	struct slot_params given = *call->p;
 
 	given.max_wait_us = call->max_wait_us;
 	if (step == RNODE_DONE && rslot_read_reply(r, call->op, &given, res, &why) != 0) {
@@ -199,11 +199,32 @@ static enum rnode_step rslot_decide(struct rnode_call *call, struct slot_result 
 	}
 }
 
+static enum slot_verdict rslot_turn_at(const pam_handle_t *pamh, const struct opt *o,
+				       const struct rslot_turn *turn, enum slot_op op,
+				       const char *key, const struct slot_place *place,
+				       struct slot_result *res, char *where, size_t wheresz);
+
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res)
 {
 	return rslot_call_at(pamh, o, op, key, place, res, NULL, 0);
+}
+
+enum slot_verdict rslot_turn_call(const pam_handle_t *pamh, const struct opt *o,
+				  const struct rslot_turn *turn, enum slot_op op, const char *key,
+				  const struct slot_place *place, struct slot_result *res)
+{
+	return rslot_turn_at(pamh, o, turn, op, key, place, res, NULL, 0);
+}
+
+enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
+				const char *key, const struct slot_place *place,
+				struct slot_result *res, char *where, size_t wheresz)
+{
+	const struct rslot_turn own = { .p = o->slot };
+
+	return rslot_turn_at(pamh, o, &own, op, key, place, res, where, wheresz);
 }
 
 void rslot_heard_at_least(const struct opt *o, const char *key, int64_t next_us)
@@ -215,16 +236,20 @@ void rslot_heard_at_least(const struct opt *o, const char *key, int64_t next_us)
 		(void)ncache_heard_put(o->state_dir, heard, next_us); /* a hint, as every entry */
 }
 
-enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
-				const char *key, const struct slot_place *place,
-				struct slot_result *res, char *where, size_t wheresz)
+/* The decision for turn; the node that answered into where, if not NULL. */
+static enum slot_verdict rslot_turn_at(const pam_handle_t *pamh, const struct opt *o,
+				       const struct rslot_turn *turn, enum slot_op op,
+				       const char *key, const struct slot_place *place,
+				       struct slot_result *res, char *where, size_t wheresz)
 {
 	struct rnode_call call = { .pamh = pamh,
 				   .o = o,
 				   .key = key,
 				   .op = op,
 				   .place = place,
-				   .max_wait_us = o->slot.max_wait_us };
+				   .p = &turn->p,
+				   .max_wait_us = turn->p.max_wait_us,
+				   .said = turn->said };
 	enum rnode_step step;
 	int redirects = 0, tries = 1;
 	int64_t began_us = fstime_mono_us();
@@ -237,8 +262,8 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 		call.heard_us = ncache_heard_get(o->state_dir, heard);
 
 	call.budget_end_us = began_us + RSLOT_BUDGET_TIMEOUTS * o->timeout_us;
-	if (o->until_us > 0 && o->until_us < call.budget_end_us)
-		call.budget_end_us = o->until_us;
+	if (turn->until_us > 0 && turn->until_us < call.budget_end_us)
+		call.budget_end_us = turn->until_us;
 
 	/* A reservation or renewal that timed out (a server slow or stopped, which may carry it
 	   out once it goes on) is asked again with the same place id while the budget lasts
@@ -249,7 +274,7 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	       fstime_mono_us() < call.budget_end_us) {
 		call.timed_out = false;
 		call.said = true;
-		call.max_wait_us = o->slot.max_wait_us - (fstime_mono_us() - began_us);
+		call.max_wait_us = turn->p.max_wait_us - (fstime_mono_us() - began_us);
 		call.max_wait_us = call.max_wait_us > 0 ? call.max_wait_us : 0;
 		tries++;
 	}
@@ -260,7 +285,7 @@ enum slot_verdict rslot_call_at(const pam_handle_t *pamh, const struct opt *o, e
 	if (step != RNODE_DONE)
 		return SLOT_UNAVAILABLE;
 	/* A renewal's is said by the wait, which knows whose place it is. */
-	if (tries > 1 && op == SLOT_RESERVE && !o->errors_said) {
+	if (tries > 1 && op == SLOT_RESERVE && !turn->said) {
 		char after[32];
 
 		countdown_format(call.replied_us - began_us, after, sizeof(after));

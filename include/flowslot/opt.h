@@ -120,11 +120,6 @@ struct opt {
 	int problems[OPT_PROBLEM_N]; /* the errors by kind */
 	int n_unknown; /* unknown options in the configuration file: ignored, not errors */
 	struct opt_unknown unknown[OPT_UNKNOWN_MAX]; /* the first of them */
-	int64_t until_us;   /* not an option: when a decision on Redis must be over at the latest
-			       (CLOCK_MONOTONIC; 0: its own bound), the wait's try before a slot */
-	bool errors_said;   /* not an option: the login logged the outage this call is in already:
-			       the call's errors are not logged again (rnode_err) */
-	const char *origin; /* "file:line" of the option being set; NULL: a module argument */
 };
 
 /* Whether o asks for the pressure hold. */

@@ -43,6 +43,7 @@ struct rnode_call {
 	const char *key; /* the schedule */
 	enum slot_op op;
 	const struct slot_place *place;
+	const struct slot_params *p; /* the schedule's settings for this call (rslot_turn) */
 	redisContext *c;
 	struct tls_conn *tls; /* on c's socket, for the rediss schemes */
 	int64_t budget_end_us; /* for the whole decision */

@@ -12,17 +12,34 @@
 #include "flowslot/opt.h"
 #include "flowslot/slot.h"
 
-/* Asks the queue of schedule key at o->url for op, on behalf of place. Returns SLOT_ADMIT
+/* What a login's wait brings to one call, apart from its options: the schedule's settings with
+   what is left of max_wait and the place's age; when the call must be over at the latest
+   (CLOCK_MONOTONIC; 0: its own bound), the wait's try before a slot; and whether the login
+   logged the outage this call is in already, so that its errors are not logged again. */
+struct rslot_turn {
+	struct slot_params p;
+	int64_t until_us;
+	bool said;
+};
+
+/* Asks the queue of schedule key at o->url for op, on behalf of place, with the options' own
+   settings, no bound but its own, nothing said yet. Returns SLOT_ADMIT
    (go in at res->deadline_us, now or within SLOT_COMMIT_US), SLOT_QUEUED (a place is held:
    renew it before its lease ends, slot_renew_us of the wait after the call began, and again
    at res->deadline_us), SLOT_REFUSE or SLOT_REFUSE_HOST with res filled in, or
    SLOT_UNAVAILABLE, with the reason logged, when Redis could not decide. SLOT_LEAVE answers
    SLOT_ADMIT. A reservation or renewal whose call timed out once the script was sent is
-   asked again for the same place within 4 x timeout, and never past o->until_us;
-   res->tries says how many calls the decision made. */
+   asked again for the same place within 4 x timeout; res->tries says how many calls the
+   decision made. */
 enum slot_verdict rslot_call(const pam_handle_t *pamh, const struct opt *o, enum slot_op op,
 			     const char *key, const struct slot_place *place,
 			     struct slot_result *res);
+
+/* rslot_call for a login's wait: with turn's settings, never past turn->until_us, and its
+   errors not logged if turn->said. */
+enum slot_verdict rslot_turn_call(const pam_handle_t *pamh, const struct opt *o,
+				  const struct rslot_turn *turn, enum slot_op op, const char *key,
+				  const struct slot_place *place, struct slot_result *res);
 
 /* rslot_call, and the node that answered (or failed last) into where: "master 10.0.0.5:6379",
    as the log names it. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/queue.c: a waiting login against a scripted backend (lslot_call and
-   rslot_call are wrapped) on a fake clock (fstime_mono_us and hangup_wait_until are wrapped):
-   what each renewal is bounded by, a refusal on renewal, a slot past the limit that the
+   rslot_turn_call are wrapped) on a fake clock (fstime_mono_us and hangup_wait_until are
+   wrapped): what each renewal is bounded by, a refusal on renewal, a slot past the limit that the
    backend did not refuse, renewals that fail and what the login then does. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,11 +67,11 @@ struct call {
 	enum slot_op op;
 	bool local;
 	int64_t at_us;	  /* when it began */
-	int64_t until_us; /* when it had to be over (Redis: opt.until_us), 0: no sooner than its
+	int64_t until_us; /* when it had to be over (Redis: rslot_turn.until_us), 0: no sooner than its
 			     own bound */
 	int64_t max_wait_us;
 	int64_t interval_us;
-	bool said; /* Redis: opt.errors_said, the outage logged already */
+	bool said; /* Redis: rslot_turn.said, the outage logged already */
 };
 static struct step steps[MAX_STEPS];
 static size_t n_steps, next_step;
@@ -124,19 +124,22 @@ enum slot_verdict __wrap_lslot_call(const pam_handle_t *pamh, const struct lslot
 	return backend(call->op, true, call->p, call->until_us, res);
 }
 
-enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *o,
-				    enum slot_op op, const char *key,
-				    const struct slot_place *place, struct slot_result *res);
-enum slot_verdict __wrap_rslot_call(const pam_handle_t *pamh, const struct opt *o,
-				    enum slot_op op, const char *key,
-				    const struct slot_place *place, struct slot_result *res)
+enum slot_verdict __wrap_rslot_turn_call(const pam_handle_t *pamh, const struct opt *o,
+					 const struct rslot_turn *turn, enum slot_op op,
+					 const char *key, const struct slot_place *place,
+					 struct slot_result *res);
+enum slot_verdict __wrap_rslot_turn_call(const pam_handle_t *pamh, const struct opt *o,
+					 const struct rslot_turn *turn, enum slot_op op,
+					 const char *key, const struct slot_place *place,
+					 struct slot_result *res)
 {
 	enum slot_verdict v;
 
-	(void)key, (void)place;
+	(void)o, (void)key, (void)place;
 	assert_ptr_equal(pamh, FAKE_PAMH);
-	v = backend(op, false, &o->slot, o->until_us, res);
-	calls[n_calls - 1].said = o->errors_said;
+	assert_non_null(turn);
+	v = backend(op, false, &turn->p, turn->until_us, res);
+	calls[n_calls - 1].said = turn->said;
 	return v;
 }
 
@@ -426,7 +429,7 @@ static void test_one_failed_renewal(void **state)
 	assert_int_equal(n_errors, 1);
 }
 
-/* A renewal that timed out and was answered when asked again (rslot_call) is said once, at
+/* A renewal that timed out and was answered when asked again (rslot_turn_call) is said once, at
    LOG_NOTICE, naming the login, as are the lines of an outage: whose place is at risk. */
 static void test_renewal_asked_again_named(void **state)
 {

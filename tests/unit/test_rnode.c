@@ -354,6 +354,7 @@ static void test_renew_asked_again(void **state)
 static void test_renew_asked_again_within_until(void **state)
 {
 	struct opt o;
+	struct rslot_turn turn = { .said = false };
 	struct slot_result res = { 0 };
 	int64_t t0, took;
 
@@ -371,11 +372,13 @@ static void test_renew_asked_again_within_until(void **state)
 	for (int i = 0; i < 8; i++)
 		fakepeer_add(A, "");
 	t0 = fstime_mono_us();
-	o.until_us = t0 + 3 * o.timeout_us / 2; /* the slot, a timeout and a half off */
-	assert_int_equal(rslot_call(NULL, &o, SLOT_RENEW, KEY, &place, &res), SLOT_UNAVAILABLE);
+	turn.p = o.slot;
+	turn.until_us = t0 + 3 * o.timeout_us / 2; /* the slot, a timeout and a half off */
+	assert_int_equal(rslot_turn_call(NULL, &o, &turn, SLOT_RENEW, KEY, &place, &res),
+			 SLOT_UNAVAILABLE);
 	took = fstime_mono_us() - t0;
 	assert_int_equal(fakepeer_conns(), 2);
-	assert_true(fstime_mono_us() >= o.until_us - 10000);
+	assert_true(fstime_mono_us() >= turn.until_us - 10000);
 	assert_true(took < 3 * o.timeout_us / 2 + 100000);
 }
 
