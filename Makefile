@@ -284,12 +284,12 @@ install: pam_flowslot.so flowslotctl
 		"$(DESTDIR)$(DOCDIR)" \
 		"$(DESTDIR)$(PAMCONFIGDIR)"
 	install -m 0644 pam_flowslot.so "$(DESTDIR)$(PAMDIR)/pam_flowslot.so"
-	install -m 0644 pam_flowslot.8 "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8"
-	install -m 0644 pam_flowslot.7 "$(DESTDIR)$(MANDIR)/man7/pam_flowslot.7"
+	install -m 0644 man/pam_flowslot.8 "$(DESTDIR)$(MANDIR)/man8/pam_flowslot.8"
+	install -m 0644 man/pam_flowslot.7 "$(DESTDIR)$(MANDIR)/man7/pam_flowslot.7"
 	install -m 0755 flowslotctl "$(DESTDIR)$(SBINDIR)/flowslotctl"
-	install -m 0644 flowslotctl.8 "$(DESTDIR)$(MANDIR)/man8/flowslotctl.8"
+	install -m 0644 man/flowslotctl.8 "$(DESTDIR)$(MANDIR)/man8/flowslotctl.8"
 	install -m 0644 etc/profile.d/flowslot-wait.sh "$(DESTDIR)$(DOCDIR)/profile.d-flowslot-wait.sh"
-	install -m 0644 pam_flowslot.conf.5 "$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5"
+	install -m 0644 man/pam_flowslot.conf.5 "$(DESTDIR)$(MANDIR)/man5/pam_flowslot.conf.5"
 	install -m 0644 etc/pam.d/flowslot-example "$(DESTDIR)$(DOCDIR)/pam.d-example"
 	install -m 0644 etc/pam.d/sshd-flowslot etc/pam.d/login-flowslot $(FRONTEND_EXAMPLES) \
 		"$(DESTDIR)$(DOCDIR)/"

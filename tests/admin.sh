@@ -58,7 +58,7 @@ check "... the cause logged at LOG_ERR ($(grep -a 'SYSLOG(3)' "$TMP/n.err" | sed
 	grep -aq "SYSLOG(3): redis 127.0.0.1:$down: .*Connection refused" "$TMP/n.err"
 check "... and the fallback at LOG_WARNING, in pam_flowslot(8)'s words" \
 	sh -c "grep -aq 'SYSLOG(4): fallback=local: queueing on this host.s schedule' '$TMP/n.err' &&
-		grep -q 'fallback=local: queueing on' '$TOP/pam_flowslot.8'"
+		grep -q 'fallback=local: queueing on' '$TOP/man/pam_flowslot.8'"
 
 # 2. The shipped stacks, with the module gone (the package removed, the lines left) and with
 # it present. stack_of WHAT MODULE ARGS: the active lines of etc/pam.d/WHAT, or of the
@@ -150,7 +150,7 @@ check "no shipped stack names the module 'requisite' or 'required'" \
 
 # 7. The docs say what ships. The messages: each sentence src/countdown.c can make, and each
 # refusal the module sends, as pam_flowslot(8) renders them (N for a time, P for a place).
-man_text=$(MANWIDTH=1000 man -l "$TOP/pam_flowslot.8" 2> /dev/null | tr -s ' \n' '  ')
+man_text=$(MANWIDTH=1000 man -l "$TOP/man/pam_flowslot.8" 2> /dev/null | tr -s ' \n' '  ')
 sentences=()
 while IFS= read -r fmt; do
 	fmt=${fmt//%lld/%s}
@@ -186,9 +186,9 @@ check "the README names every installed example by its installed name${unnamed:+
 check "BENCHMARKS.md and its pictures are installed in the documentation directory" \
 	test -f "$TMP/mi/doc/BENCHMARKS.md" -a -f "$TMP/mi/doc/bench/timeline.png" -a -f "$TMP/mi/doc/bench/storm.png"
 check "no doc says 'first in its phase'; README and the man page say 'before @include common-session'" \
-	sh -c "! grep -q 'first in its phase' '$TOP/README.md' '$TOP/pam_flowslot.8' &&
+	sh -c "! grep -q 'first in its phase' '$TOP/README.md' '$TOP/man/pam_flowslot.8' &&
 		tr '\n' ' ' < '$TOP/README.md' | grep -q 'before .@include common-session' &&
-		grep -qF 'before \\(lq@include common\\-session' '$TOP/pam_flowslot.8'"
+		grep -qF 'before \\(lq@include common\\-session' '$TOP/man/pam_flowslot.8'"
 check "pam_flowslot(8) says a refused ssh login still shows 'Last login' and is in wtmp (sshd's doing)" \
 	bash -c "grep -qF 'Last login' <<< \"\$1\" && grep -qF 'recorded in wtmp' <<< \"\$1\"" bash "$man_text"
 

@@ -8,7 +8,7 @@ same_when_sanitized "the docs check (man pages, README, the tool's tables)"
 cd "$TOP" || exit 1
 
 # RETURN VALUES lists exactly the codes the entry points can return.
-documented=$(sed -n '/^\.SH "*RETURN VALUES"*/,/^\.SH/p' pam_flowslot.8 |
+documented=$(sed -n '/^\.SH "*RETURN VALUES"*/,/^\.SH/p' man/pam_flowslot.8 |
 	sed -nE 's/^\.B (PAM_[A-Z_]+).*/\1/p' | sort -u | tr '\n' ' ')
 returned=$(sed -n '/^static int gate_denial/,$p' pam_flowslot.c |
 	grep -oE '(\] = |return |ret = )PAM_[A-Z_]+' | grep -oE 'PAM_[A-Z_]+' | sort -u | tr '\n' ' ')
@@ -18,7 +18,7 @@ check "man page RETURN VALUES match the code ($documented)" [ "$documented" = "$
 # only options the parser knows.
 code_opts=$( (sed -nE 's/^\s*\{ "([a-z_]+)=", opt_set_.*/\1/p' src/opt.c
 	grep -oE 'strcmp\(arg, "[a-z_]+"\)' src/opt.c | sed -E 's/.*"(.*)".*/\1/') | sort | tr '\n' ' ')
-man_opts=$(sed -n '/^\.SH "*OPTIONS"*/,/^\.SH/p' pam_flowslot.8 |
+man_opts=$(sed -n '/^\.SH "*OPTIONS"*/,/^\.SH/p' man/pam_flowslot.8 |
 	sed -nE '/^\.TP/{n; s/^(\.BI? |\\fB)([a-z_]+)(=| |$|\\fR).*/\2/p}' | sort -u | tr '\n' ' ')
 readme_opts=$(sed -nE 's/^- \*\*`([a-z_]+)=?`\*\*.*/\1/p' README.md | sort -u | tr '\n' ' ')
 check "man page OPTIONS match the parser ($man_opts)" [ "$man_opts" = "$code_opts" ]
@@ -38,34 +38,34 @@ check "etc/security/pam_flowslot.conf lists every option but conf ($conf_opts)" 
 
 # pam_flowslot.conf(5) does not repeat the option list: its OPTIONS point at pam_flowslot(8)'s,
 # and its OPTIONS and EXAMPLES name only options the parser knows.
-conf5=$(sed -n '/^\.SH OPTIONS/,/^\.SH "*SEE ALSO/p' pam_flowslot.conf.5)
+conf5=$(sed -n '/^\.SH OPTIONS/,/^\.SH "*SEE ALSO/p' man/pam_flowslot.conf.5)
 conf5_opts=$( (grep -oE '\\fB[a-z_]+=' <<< "$conf5" | sed -E 's/^\\fB//; s/=$//'
 	sed -nE 's/^\.BI? ([a-z_]+)=.*/\1/p' <<< "$conf5"
 	sed -n '/^\.EX/,/^\.EE/p' <<< "$conf5" | sed -nE 's/^([a-z_]+)=.*/\1/p') | sort -u | tr '\n' ' ')
 unknown=$(for opt in $conf5_opts; do case " $code_opts" in *" $opt "*) ;; *) echo "$opt" ;; esac; done)
 check "pam_flowslot.conf(5) names only options the parser knows ($conf5_opts)${unknown:+; not: $unknown}" \
 	[ -n "$conf5_opts" -a -z "$unknown" ]
-conf5_list=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' pam_flowslot.conf.5 | grep -c '^\.TP')
+conf5_list=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' man/pam_flowslot.conf.5 | grep -c '^\.TP')
 check "pam_flowslot.conf(5) OPTIONS point at pam_flowslot(8) rather than list the options ($conf5_list entries)" \
-	sh -c '[ "$1" = 0 ] && sed -n "/^\.SH OPTIONS/,/^\.SH/p" pam_flowslot.conf.5 | tr "\n" " " |
+	sh -c '[ "$1" = 0 ] && sed -n "/^\.SH OPTIONS/,/^\.SH/p" man/pam_flowslot.conf.5 | tr "\n" " " |
 		grep -q "OPTIONS of \.BR pam_flowslot (8)"' sh "$conf5_list"
 
 # flowslotctl(8) lists exactly the commands of the tool's table.
 ctl_code=$(sed -nE 's/^\s*\{ "([a-z]+)", ctl_[a-z_]+, ".*/\1/p' flowslotctl.c | sort | tr '\n' ' ')
-ctl_man=$(sed -n '/^\.SH COMMANDS/,/^\.SH/p' flowslotctl.8 |
+ctl_man=$(sed -n '/^\.SH COMMANDS/,/^\.SH/p' man/flowslotctl.8 |
 	sed -nE '/^\.TP/{n; s/^\.BR? ([a-z]+)( .*)?$/\1/p}' | sort | tr '\n' ' ')
 check "flowslotctl.8 COMMANDS match the tool's table ($ctl_man)" [ -n "$ctl_code" -a "$ctl_man" = "$ctl_code" ]
 
 # The man pages render without a warning.
 for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
-	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "$page" 2>&1)
+	warnings=$(LC_ALL=C.UTF-8 groff -man -ww -z "man/$page" 2>&1)
 	check "groff -ww renders $page without warnings" [ -z "$warnings" ]
 	# As man shows it in a terminal of 80 to 120 columns: man-db sets the line length to 78n
 	# at 80 columns, 117n at 120 (the smaller of width - 2 and 39/40 of it). Every length
 	# from 78n to 120n, so that no width in between says "can't break line".
 	warned=""
 	for ll in $(seq 78 120); do
-		[ -z "$(LC_ALL=C.UTF-8 groff -k -man -Tutf8 -ww -z -rLL="${ll}n" -rLT="${ll}n" "$page" 2>&1)" ] ||
+		[ -z "$(LC_ALL=C.UTF-8 groff -k -man -Tutf8 -ww -z -rLL="${ll}n" -rLT="${ll}n" "man/$page" 2>&1)" ] ||
 			warned="$warned ${ll}n"
 	done
 	check "$page renders without warnings at line lengths 78n to 120n (80 to 120 columns)${warned:+; warned at$warned}" \
@@ -78,12 +78,12 @@ check "README shows etc/pam.d/flowslot-example line for line" \
 	[ "$example" -eq "$(grep -vc SPDX-License-Identifier etc/pam.d/flowslot-example)" ]
 
 # The SYNOPSIS names every option the parser knows, and no more.
-syn_opts=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' pam_flowslot.8 | grep -oE '\[\\fB[a-z_]+' |
+syn_opts=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' man/pam_flowslot.8 | grep -oE '\[\\fB[a-z_]+' |
 	sed 's/.*fB//' | sort -u | tr '\n' ' ')
 check "man page SYNOPSIS matches the parser ($syn_opts)" [ "$syn_opts" = "$code_opts" ]
 
 # The man page as a terminal shows it, in ASCII, for the checks on what it says.
-LC_ALL=C groff -man -Tascii -P-cbou pam_flowslot.8 2> /dev/null > "$TMP/page.txt"
+LC_ALL=C groff -man -Tascii -P-cbou man/pam_flowslot.8 2> /dev/null > "$TMP/page.txt"
 
 # Every via= the module sets is explained; every line it logs of a login is quoted, in its shape
 # (tests/docs/loglines.py), and no line is quoted that it does not log.
@@ -99,7 +99,7 @@ check "man page quotes the $(wc -l < "$TMP/lines.code") log lines of a login as 
 ctl_long=$(sed -n '/^static const struct option ctl_options/,/^};/p' flowslotctl.c |
 	grep -oE '\{ "[a-z-]+"' | sed -E 's/.*"(.*)"/\1/' | sort | tr '\n' ' ')
 ./flowslotctl --help > "$TMP/ctl.help" 2>&1
-LC_ALL=C groff -man -Tascii -P-cbou flowslotctl.8 2> /dev/null > "$TMP/ctl.txt"
+LC_ALL=C groff -man -Tascii -P-cbou man/flowslotctl.8 2> /dev/null > "$TMP/ctl.txt"
 unhelped=$(for o in $ctl_long; do grep -q -- "--$o" "$TMP/ctl.help" || echo "$o"; done | tr '\n' ' ')
 unmanned=$(for o in $ctl_long; do grep -q -- "--$o" "$TMP/ctl.txt" || echo "$o"; done | tr '\n' ' ')
 check "flowslotctl --help names every long option ($ctl_long)${unhelped:+; not: $unhelped}" \
@@ -130,7 +130,7 @@ index_rows=$(grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by 
 unfound=$(index_unfound)
 check "tests/README.md: every test its $index_rows rows name exists${unfound:+; not found: $(echo "$unfound" | paste -sd ' ')}" \
 	[ "$index_rows" -gt 0 -a -z "$unfound" ]
-promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" pam_flowslot.7 |
+promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" man/pam_flowslot.7 |
 	sed -n '/^\.TP/{n; s/^\.B //p}' | sed 's/\\-/-/g')
 unindexed=$(printf '%s\n' "$promise_tags" | while IFS= read -r tag; do
 	grep -qF "| The queue's promises: $tag: " tests/README.md || echo "$tag"
@@ -140,7 +140,7 @@ check "tests/README.md has a row for each of the $(printf '%s\n' "$promise_tags"
 
 # Every paragraph of the pages and the README closes the parentheses it opens.
 for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
-	open=$(LC_ALL=C groff -man -Tascii -P-cbou "$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
+	open=$(LC_ALL=C groff -man -Tascii -P-cbou "man/$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
 	check "$page: every paragraph's parentheses balance${open:+ (not: $open)}" [ -z "$open" ]
 done
 open=$(cat README.md HACKING.md docs/MODEL.md | /usr/bin/python3 tests/docs/parens.py)
@@ -150,7 +150,7 @@ check "README.md, HACKING.md, docs/MODEL.md: every paragraph's parentheses balan
 # The shipped examples and the docs show the module's line as the stacks do: no "requisite"
 # (a login fails with "Module is unknown" once the package is gone), and one name for the
 # password file.
-shown="etc README.md HACKING.md pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8 debian"
+shown="etc README.md HACKING.md man debian"
 requisite=$(grep -rnE 'requisite +pam_flowslot' $shown | cut -d: -f1,2 | tr '\n' ' ')
 check "no example puts pam_flowslot.so under requisite${requisite:+ (at: $requisite)}" [ -z "$requisite" ]
 # Settings live in one place, the configuration file (issue 28): no module line that the
@@ -182,7 +182,7 @@ check "one password file name in the examples and docs ($secrets)" \
 # The example configuration writes each URL form as the man page does.
 forms=$(grep -oE '^#.*' etc/security/pam_flowslot.conf |
 	grep -oE '(redis|unix|redis-sentinel|redis-cluster)://[^ ]*' | sed 's/[,.]$//' | grep -F '[' | sort -u)
-sed -E 's/\\f[BIRP]//g; s/\\-/-/g; s/\\://g' pam_flowslot.8 > "$TMP/page.plain"
+sed -E 's/\\f[BIRP]//g; s/\\-/-/g; s/\\://g' man/pam_flowslot.8 > "$TMP/page.plain"
 unlike=$(for f in $forms; do grep -qF -- "$f" "$TMP/page.plain" || echo "$f"; done | tr '\n' ' ')
 check "etc/security/pam_flowslot.conf writes the URL forms as pam_flowslot(8) does ($(echo $forms | wc -w) forms)${unlike:+; not: $unlike}" \
 	[ -n "$forms" -a -z "$unlike" ]
