@@ -9,7 +9,7 @@
 #   make deb             the Debian package libpam-flowslot, into build/deb/ (mk/deb.mk)
 #   make WERROR=1        warnings are errors (CI)
 
-# The one place the version is written: NEWS and debian/changelog must agree (tests/docs.sh).
+# The one place the version is written: NEWS and debian/changelog must agree (tests/suites/docs.sh).
 VERSION = 0.11.0
 
 PKG_CONFIG ?= pkg-config
@@ -142,8 +142,8 @@ build/locale/de_DE.UTF-8: | build
 	localedef -i de_DE -f UTF-8 $@
 
 # Each run, like each suite, leaves the host's /run/pam_flowslot and /etc/pam.d as it found them
-# (tests/untouched.sh names what it changed).
-UNTOUCHED = bash tests/untouched.sh
+# (tests/helpers/untouched.sh names what it changed).
+UNTOUCHED = bash tests/helpers/untouched.sh
 
 # SUITE_LIMIT=SECONDS: each suite, and the short campaign, stopped past that long (their whole
 # process group: coreutils timeout), so that a hang fails the suite it is in, by name, rather
@@ -186,17 +186,17 @@ include mk/fuzz.mk mk/bench.mk mk/faults.mk
 CHECK_EXTRA += check-docs check-script check-integration check-redis-faults check-hostile \
 	       check-valgrind
 check-docs:
-	$(SUITE) bash tests/docs.sh
+	$(SUITE) bash tests/suites/docs.sh
 check-script:
-	$(SUITE) bash tests/script.sh
+	$(SUITE) bash tests/suites/script.sh
 check-integration: pam_flowslot.so
-	$(SUITE) bash tests/integration.sh
+	$(SUITE) bash tests/suites/integration.sh
 check-redis-faults: pam_flowslot.so flowslotctl build/model/lsdrive
-	$(SUITE) bash tests/faults.sh
+	$(SUITE) bash tests/suites/faults.sh
 check-hostile: pam_flowslot.so
-	$(SUITE) bash tests/hostile.sh
+	$(SUITE) bash tests/suites/hostile.sh
 check-valgrind: pam_flowslot.so
-	FLOWSLOT_VALGRIND=1 $(SUITE) bash tests/integration.sh
+	FLOWSLOT_VALGRIND=1 $(SUITE) bash tests/suites/integration.sh
 
 # The suites time their logins, and a busy CPU makes a login late. Those that mostly wait on
 # their schedules (measured here on 2 cores: each keeps a fifth of one busy, or less) run
@@ -205,10 +205,10 @@ check-valgrind: pam_flowslot.so
 # Redis Cluster, twenty logins at once, a storm of replies), and pressure.sh, which reads the
 # host's real /proc/pressure. Those that time nothing run beside the lanes (below). A suite
 # not named here runs alone.
-# Four lanes: these suites take 546 s one at a time here, and tests/faults.sh alone 137 s;
+# Four lanes: these suites take 546 s one at a time here, and tests/suites/faults.sh alone 137 s;
 # three lanes took 185 s, four leave faults.sh the longest lane. Three lanes were measured at
 # first (five passes plain and five sanitized, each clean); running them so found tests that
-# looked for a key after it had expired (tests/tls.sh, tests/hostile.sh), and integration.sh's
+# looked for a key after it had expired (tests/suites/tls.sh, tests/suites/hostile.sh), and integration.sh's
 # twenty logins at once late past their bound, which is why it runs alone. CHECK_LANES=1: one
 # at a time.
 CHECK_LANES ?= 4
@@ -251,16 +251,16 @@ check-e2e: all build/privtmp
 	@rc=0; \
 	$(MAKE) --no-print-directory -k -j2 -Otarget $(E2E_TERMINAL) || rc=1; \
 	$(MAKE) --no-print-directory -k -j3 -Otarget $(E2E_FRONTENDS) || rc=1; \
-	$(SUITE) bash tests/debian.sh || rc=1; \
+	$(SUITE) bash tests/e2e/debian.sh || rc=1; \
 	exit $$rc
 
 .PHONY: $(E2E_TERMINAL) $(E2E_FRONTENDS)
 $(E2E_TERMINAL) $(E2E_FRONTENDS): e2e-run-%:
-	$(SUITE) bash tests/e2e-$*.sh
+	$(SUITE) bash tests/e2e/e2e-$*.sh
 
-# Runs sshd in a private /tmp for tests/sshd.sh. Static, so that the pam_wrapper preloaded into
+# Runs sshd in a private /tmp for tests/helpers/sshd.sh. Static, so that the pam_wrapper preloaded into
 # sshd's environment never runs in it; never sanitized (no ALL_CFLAGS).
-build/privtmp: tests/privtmp.c | build
+build/privtmp: tests/helpers/privtmp.c | build
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -static -o $@ $<
 
 demo:

@@ -27,8 +27,8 @@
 #
 #   bash bench/decide.sh RAWDIR     (after make; QUICK=1 for fewer rounds)
 set -u
-# shellcheck source=tests/lib.sh
-. "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=tests/helpers/lib.sh
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 # shellcheck source=bench/lib.sh
 . "$TOP/bench/lib.sh"
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Shared by bench/measure.sh and bench/report.sh: messages, reading the clients' name=value
-# lines, small statistics, and (for measuring, after tests/lib.sh) the servers of a run.
+# lines, small statistics, and (for measuring, after tests/helpers/lib.sh) the servers of a run.
 # shellcheck shell=bash
 
 say() { echo "bench: $*" >&2; }
@@ -42,7 +42,7 @@ load() {
 	done < "$1"
 }
 
-# The measuring helpers below need tests/lib.sh ($TMP, start_redis, on_free_port).
+# The measuring helpers below need tests/helpers/lib.sh ($TMP, start_redis, on_free_port).
 
 # run COMMAND...: runs a client and keeps its command line for the report, $TMP abbreviated.
 run() {

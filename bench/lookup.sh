@@ -16,8 +16,8 @@
 #
 #   bash bench/lookup.sh RAWDIR     (after make; QUICK=1 for fewer calls)
 set -u
-# shellcheck source=tests/lib.sh
-. "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=tests/helpers/lib.sh
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 
 [ $# -eq 1 ] || { echo "usage: bench/lookup.sh RAWDIR" >&2; exit 2; }
 OUT=$1/lookup

@@ -2,15 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # make bench, the measuring: pam_flowslot against the alternatives, in one run on this machine.
 # Private redis-servers on loopback or on Unix sockets in a temporary directory, stopped by pid
-# (tests/lib.sh); logins through the C clients of bench/ (the module's own code path: the
+# (tests/helpers/lib.sh); logins through the C clients of bench/ (the module's own code path: the
 # library objects, rslot_call, queue_wait) or through pamtester under pam_wrapper.
 # Writes the raw results only, into the directory $BENCH_RAW, replaced at the end of a run that
 # completed: the clients' own output, NAME=value lines in "values", the machine in "machine",
 # the command lines in "commands". bench/report.sh renders BENCHMARKS.md from them.
 # With QUICK=1, fewer and shorter rounds. Nothing here asserts a time.
 set -u
-# shellcheck source=tests/lib.sh
-. "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=tests/helpers/lib.sh
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 # shellcheck source=bench/lib.sh
 . "$TOP/bench/lib.sh"
 

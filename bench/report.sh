@@ -337,7 +337,7 @@ cat <<-EOF
 	## 2. Added latency of an admitted login with an empty queue
 
 	\`pamtester -v SERVICE benchuser authenticate\` under pam_wrapper (service files in the
-	run's temporary directory, as tests/lib.sh does), timed from spawn to exit by
+	run's temporary directory, as tests/helpers/lib.sh does), timed from spawn to exit by
 	\`bench/pairtime.c\`. A pair is one login with \`pam_permit\` alone and one with
 	\`pam_flowslot\` then \`pam_permit\`, run back to back in alternating order; ${M2_PAIRS} pairs per
 	row after 5 not counted. The module line is
@@ -539,7 +539,7 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	## 5. Cost of waiting
 
 	$M5_N logins (\`pamtester\` under pam_wrapper with the real \`pam_flowslot.so\`, each in a
-	private \`/tmp\` as tests/lib.sh does) were started at once, with \`interval=1s max_wait=60m\`
+	private \`/tmp\` as tests/helpers/lib.sh does) were started at once, with \`interval=1s max_wait=60m\`
 	and the default \`countdown=15s\`, behind a slot already taken 300 s ahead, so that none
 	reaches its slot while this lasts. All $M5_N had reserved a slot ${M5_FILL_S} s after the
 	first was started. Then, over ${M5_WINDOW} s of waiting, each process's CPU time was read from

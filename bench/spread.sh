@@ -14,8 +14,8 @@
 #
 #   bash bench/spread.sh RAWDIR     (after make and build/bench/queuecost; QUICK=1 for less)
 set -u
-# shellcheck source=tests/lib.sh
-. "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=tests/helpers/lib.sh
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 
 [ $# -eq 1 ] || { echo "usage: bench/spread.sh RAWDIR" >&2; exit 2; }
 OUT=$1/spread

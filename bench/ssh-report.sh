@@ -57,7 +57,7 @@ echo
 echo "\`ssh host true\`, timed from spawn to exit by \`bench/pairtime\`: the ssh client (Debian"
 echo "OpenSSH $OPENSSH_V, its default algorithms, \`-F none\`, a new connection each time) logs in"
 echo "with a key to Debian's sshd on 127.0.0.1, runs \`true\` and leaves. Two sshds run side by"
-echo "side (\`bench/ssh.sh\`, set up as \`tests/e2e-ssh.sh\` does, by \`tests/sshd.sh\`): each with its"
+echo "side (\`bench/ssh.sh\`, set up as \`tests/e2e/e2e-ssh.sh\` does, by \`tests/helpers/sshd.sh\`): each with its"
 echo "own port, config, host key and \`authorized_keys\` in the run's temporary directory, and its"
 echo "own PAM service through pam_wrapper (a symlink to \`/usr/sbin/sshd\` names the service; the"
 echo "host's \`/etc/pam.d\` is not read). They differ only in the session stack, where a publickey"

@@ -3,7 +3,7 @@
 # Latency as a user feels it (issue 22): `ssh host true`, a publickey login with the real ssh
 # client against Debian's sshd on 127.0.0.1, with and without pam_flowslot in sshd's session
 # stack, in alternating pairs (bench/pairtime), in the same run. Private sshds, alike but for
-# their PAM service (tests/sshd.sh: a symlink names the service, pam_wrapper reads it from the
+# their PAM service (tests/helpers/sshd.sh: a symlink names the service, pam_wrapper reads it from the
 # run's temporary directory, /etc/pam.d is untouched): "base" without the module, and "redis"
 # with etc/pam.d/sshd-flowslot's lines on a private redis-server on TCP loopback (SSH_WITH=
 # "redis local" adds "local", the same lines with url=local). The queue is empty at every login
@@ -16,13 +16,13 @@
 #   bash bench/ssh.sh RAWDIR     (after make and build/bench/pairtime; QUICK=1 for fewer pairs,
 #                                 SSH_PAIRS=N for N)
 set -u
-# shellcheck source=tests/lib.sh
-. "$(dirname "$0")/../tests/lib.sh"
-# sshd as installed, by a symlink, without tests/sshd.sh's private /tmp for each connection: its
+# shellcheck source=tests/helpers/lib.sh
+. "$(dirname "$0")/../tests/helpers/lib.sh"
+# sshd as installed, by a symlink, without tests/helpers/sshd.sh's private /tmp for each connection: its
 # extra exec would be timed in both logins of a pair. The logins here never run at once.
 SSHD_SHARED_TMP=1
-# shellcheck source=tests/sshd.sh
-. "$TOP/tests/sshd.sh"
+# shellcheck source=tests/helpers/sshd.sh
+. "$TOP/tests/helpers/sshd.sh"
 # shellcheck source=bench/lib.sh
 . "$TOP/bench/lib.sh"
 say() { echo "ssh: $*" >&2; }

@@ -10,7 +10,7 @@
 #
 #   bash bench/storm.sh RAWDIR     (after make)
 set -u
-. "$(dirname "$0")/../tests/lib.sh"
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 
 [ $# -eq 1 ] || { echo "usage: bench/storm.sh RAWDIR" >&2; exit 2; }
 OUT=$1/storm

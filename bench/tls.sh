@@ -6,7 +6,7 @@
 # pam_wrapper, by bench/pairtime, alternating; and whether libssl or libcrypto is mapped in a
 # login that used only unix:// or redis:// (a pam_exec step after the module reads its
 # parent's /proc/PID/maps), against a rediss:// login that must map it. (b) One private
-# redis-server with a plaintext --port and a --tls-port (a test CA made here, as tests/tls.sh
+# redis-server with a plaintext --port and a --tls-port (a test CA made here, as tests/suites/tls.sh
 # does; the certificate names 127.0.0.1): whole logins through redis:// and rediss:// in
 # pamtester pairs, and decisions in one process (bench/optcost: rslot_reserve, a connection,
 # and for rediss:// libssl loaded and a handshake, per decision). Writes its raw results into
@@ -15,8 +15,8 @@
 #
 #   bash bench/tls.sh RAWDIR     (after make and the bench clients; QUICK=1 for fewer pairs)
 set -u
-# shellcheck source=tests/lib.sh
-. "$(dirname "$0")/../tests/lib.sh"
+# shellcheck source=tests/helpers/lib.sh
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 # shellcheck source=bench/lib.sh
 . "$TOP/bench/lib.sh"
 say() { echo "tls: $*" >&2; }

@@ -433,7 +433,7 @@ static struct ref_member *ref_members;
    here up to LSTORE_MEMBERS_MAX + 1 - SHORT members: at its cap for 1, past it for 0. The
    members of the file that follows are kept, and fillers added among them in the set's order:
    for an even KIND, places (a "w:" place and its "l:" lease, an hour old and an hour long, as
-   tests/faults.sh's fill_store makes them) with an index for an odd count; for an odd KIND,
+   tests/suites/faults.sh's fill_store makes them) with an index for an odd count; for an odd KIND,
    indexes alone, in a band the script never reads. Such a file is over 700 kB: too big for a
    seed, and for libFuzzer's mutations. */
 #define FILL_MARK 0xfe

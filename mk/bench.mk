@@ -2,7 +2,7 @@
 # Benchmarks against the alternatives: bench/measure.sh drives the C clients of bench/ against
 # private redis-servers and pamtester and writes the raw results; bench/report.sh renders
 # BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).
-# Not part of "make check": nothing here is a timed assertion (but tests/benchplan.sh, which
+# Not part of "make check": nothing here is a timed assertion (but tests/suites/benchplan.sh, which
 # measures nothing, is).
 #
 #   make bench           the full run, about 17 minutes on 2 cores, quiet (the logon storm
@@ -24,7 +24,7 @@
 #                        git (modules built from older commits, an older script and figures):
 #                        from a tree without the history (a release tarball), make bench runs
 #                        every measurement, leaves those out, and says so in its output and in
-#                        the report (bench/lib.sh, past). tests/benchplan.sh checks it.
+#                        the report (bench/lib.sh, past). tests/suites/benchplan.sh checks it.
 #
 # BENCH_OUT= names another output file, BENCH_RAW= another raw directory. The figures are of
 # the plain build: not with SANITIZE=1. The Debian packages come from tests/deps.sh, plus
@@ -59,7 +59,7 @@ bench-plan:
 # seconds): part of make check.
 .PHONY: check-benchplan
 check-benchplan:
-	bash tests/benchplan.sh
+	bash tests/suites/benchplan.sh
 CHECK_EXTRA += check-benchplan
 
 build/bench: | build

@@ -3,7 +3,7 @@
 # copy of the tree's files (all but those git ignores) under build/deb/src, so that neither
 # the tree nor its parent directory gets a file; the .deb, its -dbgsym, .buildinfo and .changes
 # land in build/deb/.
-# make check-deb: tests/deb.sh builds it, runs lintian, installs it into a throwaway root and
+# make check-deb: tests/e2e/deb.sh builds it, runs lintian, installs it into a throwaway root and
 # logs in through the installed module.
 
 DEB_OUT = build/deb
@@ -27,7 +27,7 @@ deb:
 	@ls $(DEB_OUT)
 
 check-deb:
-	$(SUITE) bash tests/deb.sh
+	$(SUITE) bash tests/e2e/deb.sh
 
 # About 36 s on two shared cores (the build 8 s, lintian 4 s, the walk in an overlay root the
 # rest, 7 s of it a login waiting its turn): part of make check.

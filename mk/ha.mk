@@ -7,8 +7,8 @@ CHECK_EXTRA += check-sentinel check-cluster check-hosts
 
 check-ha: check-sentinel check-cluster check-hosts
 check-sentinel: pam_flowslot.so
-	$(SUITE) bash tests/ha.sh
+	$(SUITE) bash tests/suites/ha.sh
 check-cluster: pam_flowslot.so
-	$(SUITE) bash tests/cluster.sh
+	$(SUITE) bash tests/suites/cluster.sh
 check-hosts: pam_flowslot.so
-	$(SUITE) bash tests/hosts.sh
+	$(SUITE) bash tests/suites/hosts.sh

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# tests/model.sh: the schedule against its model (docs/MODEL.md), on the test's clock:
+# tests/model/model.sh: the schedule against its model (docs/MODEL.md), on the test's clock:
 # src/slot.lua on a private Redis and on the per-host file's store, through hypothesis.
 #   make check-model            about a minute, derandomized (part of make check)
 #   make model-long             MODEL_EXAMPLES (20000) of MODEL_STEPS (100), seeded by
@@ -24,12 +24,12 @@ build/model/lsdrive: tests/model/lsdrive.c $(LSDRIVE_OBJS) $(HEADERS)
 # Under SANITIZE=1 only the file's store runs our C (build/model/lsdrive, sanitized): the Redis
 # backend is the plain pass's, and would only take the time again.
 check-model: build/model/slot_clock.lua build/model/lsdrive
-	$(SUITE) env $(if $(filter 1,$(SANITIZE)),MODEL_BACKENDS=file) bash tests/model.sh
+	$(SUITE) env $(if $(filter 1,$(SANITIZE)),MODEL_BACKENDS=file) bash tests/model/model.sh
 
 model-long: build/model/slot_clock.lua build/model/lsdrive
 	MODEL_EXAMPLES=$${MODEL_EXAMPLES:-20000} MODEL_STEPS=$${MODEL_STEPS:-100} \
 		MODEL_SEED=$${MODEL_SEED:-$$(date +%s)} \
-		bash tests/model.sh
+		bash tests/model/model.sh
 
 # Another tree (git -C /work/main archive 138ddb0 | tar -x -C /tmp/old): its script on Redis,
 # checked against P1-P7 without comparing replies with today's model. Redis alone: an older
@@ -40,7 +40,7 @@ model-old: tests/model/clock.sed
 	mkdir -p build/model-old
 	sed -f tests/model/clock.sed $(OLD)/src/slot.lua > build/model-old/slot_clock.lua
 	MODEL_COMPARE=0 MODEL_CADENCE=fixed MODEL_BACKENDS=redis \
-		MODEL_LUA=build/model-old/slot_clock.lua bash tests/model.sh
+		MODEL_LUA=build/model-old/slot_clock.lua bash tests/model/model.sh
 
 # Another revision's script against this tree's (git show REV:src/slot.lua, main by default):
 # the same random calls through both, and through either at random on a third key, every

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# tests/pressure.sh: the pressure hold (pressure=) on fake PSI files and on /proc/pressure.
+# tests/suites/pressure.sh: the pressure hold (pressure=) on fake PSI files and on /proc/pressure.
 .PHONY: check-pressure
 CHECK_EXTRA += check-pressure
 
 check-pressure: pam_flowslot.so
-	$(SUITE) bash tests/pressure.sh
+	$(SUITE) bash tests/suites/pressure.sh

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # make check SANITIZE=1: the module, the unit tests and build/hygiene built with ASan and UBSan;
-# the shell suites then preload the ASan runtime into pamtester (tests/lib.sh, on
+# the shell suites then preload the ASan runtime into pamtester (tests/helpers/lib.sh, on
 # FLOWSLOT_SANITIZE=1) and skip the valgrind pass, since valgrind and ASan do not mix.
 #
 # Sanitized and plain objects must not mix, and both live in build/: build/.flavour records
@@ -13,7 +13,7 @@ SAN_FLAVOUR = sanitized
 ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 	      -fno-sanitize-recover=undefined
 export FLOWSLOT_SANITIZE = 1
-# allocator_release_to_os_interval_ms=-1: see tests/lib.sh (ASan under libfaketime).
+# allocator_release_to_os_interval_ms=-1: see tests/helpers/lib.sh (ASan under libfaketime).
 SAN_ASAN_OPTIONS = detect_leaks=1:abort_on_error=0:exitcode=98
 export ASAN_OPTIONS ?= $(SAN_ASAN_OPTIONS):allocator_release_to_os_interval_ms=-1
 export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# tests/tls.sh: Redis across an untrusted network: the module's own TLS (rediss://,
+# tests/suites/tls.sh: Redis across an untrusted network: the module's own TLS (rediss://,
 # rediss-sentinel://, rediss-cluster://) against redis-server --tls-port, and the stunnel4
 # route for servers older than Redis 6. Part of "make check"; alone with "make check-tls";
 # FLOWSLOT_VALGRIND=1 runs its logins under valgrind.
@@ -7,4 +7,4 @@
 CHECK_EXTRA += check-tls
 
 check-tls: pam_flowslot.so flowslotctl
-	$(SUITE) bash tests/tls.sh
+	$(SUITE) bash tests/suites/tls.sh

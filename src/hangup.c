@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Why this works (checked in tests/e2e-ssh.sh): sshd does not notice a client that hangs up
+ * Why this works (checked in tests/e2e/e2e-ssh.sh): sshd does not notice a client that hangs up
  * while a module sleeps, but the process waiting in the session phase (the monitor) holds the
  * client's TCP connection, and nobody reads it meanwhile. A hang-up shows on it as
  * POLLRDHUP (CLOSE-WAIT) or POLLHUP|POLLERR (reset). Its peer is the client: PAM_RHOST, and

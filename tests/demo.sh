@@ -4,7 +4,7 @@
 # untouched), staggered one second apart by pam_flowslot on a private redis-server. The stack
 # is the session line the README gives for sshd (etc/pam.d/sshd-flowslot), with its bracket.
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/helpers/lib.sh"
 
 N=6
 # The control of etc/pam.d/sshd-flowslot's module line, whatever it becomes.
@@ -13,7 +13,7 @@ BRACKET=$(sed -nE 's/^session +(\[[^]]*\]) +pam_flowslot\.so.*/\1/p' "$TOP/etc/p
 start_redis demo || exit 1
 service flowslot-demo \
 	"session $BRACKET @M url=unix://$TMP/demo.sock key=demo:%s interval=1s countdown=1s" \
-	"session optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/stamps" \
+	"session optional @P/pam_exec.so quiet /bin/sh $TREE/tests/helpers/stamp.sh $TMP/stamps" \
 	"session required @P/pam_permit.so"
 
 echo "pam_flowslot demo: $N logins at the same instant, interval=1s, one private redis-server"

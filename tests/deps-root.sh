@@ -7,7 +7,7 @@
 # enabled at boot, deps.sh names what it installs, and /usr/sbin/policy-rc.d is as it was
 # after each run (absent, then an administrator's own). Needs root.
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/helpers/lib.sh"
 same_when_sanitized "tests/deps.sh in a throwaway root"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, dpkg in the throwaway root)"

@@ -61,7 +61,7 @@ def read_events(d):
 
 
 def read_stamps(path):
-    """tests/stamp.sh's lines, "<ns> <user>": the first stamp of each user, in microseconds."""
+    """tests/helpers/stamp.sh's lines, "<ns> <user>": the first stamp of each user, in microseconds."""
     out = {}
     if os.path.exists(path):
         with open(path) as f:

@@ -16,7 +16,7 @@ HA_KEY=campaign
 # window: they must renew across it), and each login may wait 8 s, so that the queue holds them.
 ha_queue() { FAULT_WAITERS=3 FAULT_MAX_WAIT_MS=8000; }
 
-HA_SERVERS="" # what ha_stop_all stops, by name (tests/lib.sh's start_redis)
+HA_SERVERS="" # what ha_stop_all stops, by name (tests/helpers/lib.sh's start_redis)
 
 # ha_stop_all: every server started, stopped by pid, and the dumps that replicas wrote
 # removed, so that a later fault's server of the same name starts empty.
@@ -44,7 +44,7 @@ ha_kill() {
 }
 
 # ---- Sentinel -------------------------------------------------------------------------------
-# A master, one or two replicas and three sentinels on loopback TCP, as tests/ha.sh sets them
+# A master, one or two replicas and three sentinels on loopback TCP, as tests/suites/ha.sh sets them
 # up (down after 1 s, quorum 2): the master is killed while logins wait, and the sentinels
 # promote a replica.
 
@@ -170,7 +170,7 @@ fault_sentinel_kill_sync_heal() { ha_sentinel_heal; }
 fault_sentinel_kill_sync_teardown() { ha_stop_all; }
 
 # ---- Cluster --------------------------------------------------------------------------------
-# Three masters on loopback TCP, as tests/cluster.sh makes them (cluster-node-timeout 2 s);
+# Three masters on loopback TCP, as tests/suites/cluster.sh makes them (cluster-node-timeout 2 s);
 # the schedule's key is on one of them. cluster-failover gives that master a replica and kills
 # it; cluster-migrate moves the key's hash slot to another master, step by step.
 
@@ -308,7 +308,7 @@ fault_cluster_migrate_teardown() { ha_stop_all; }
 
 # ---- Hosts in network namespaces ------------------------------------------------------------
 # Redis in a namespace of its own, on a bridge; each login host a namespace joined to the
-# bridge by a veth pair, as tests/hosts.sh joins its two. FAULT_HOSTS names the hosts'
+# bridge by a veth pair, as tests/suites/hosts.sh joins its two. FAULT_HOSTS names the hosts'
 # namespaces, which the runner deletes at exit should teardown never run.
 
 HA_NET=10.213.79 # the bridge's /24: Redis .1, host i .(10 + i)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The fault campaign's machinery (tests/campaign/CONTRACT.md): the registry of faults, the
 # login recorder, the arrivals, and the helpers a fault's functions use. Sourced by run.sh
-# after tests/lib.sh ($TMP, $PIDS, start_redis, service, PRIVATE_TMP, wait_for).
+# after tests/helpers/lib.sh ($TMP, $PIDS, start_redis, service, PRIVATE_TMP, wait_for).
 # shellcheck shell=bash disable=SC2034 # the FAULT_* settings are read by run.sh
 
 CAMPAIGN_FAULTS=""
@@ -64,7 +64,7 @@ campaign_hangup() {
 }
 
 # campaign_redis NAME [redis-server options...]: a private server on $TMP/NAME.sock, started
-# (or restarted) by tests/lib.sh's start_redis; FAULT_URL names it.
+# (or restarted) by tests/helpers/lib.sh's start_redis; FAULT_URL names it.
 campaign_redis() {
 	start_redis "$@" || return 1
 	FAULT_URL="unix://$TMP/$1.sock"
@@ -82,7 +82,7 @@ campaign_hupd_start() {
 }
 
 # campaign_login ID HOST RHOST: one login through the real module, in the background: pamtester
-# under pam_wrapper (as tests/lib.sh's login), on HOST (a network namespace, or "local"), from
+# under pam_wrapper (as tests/helpers/lib.sh's login), on HOST (a network namespace, or "local"), from
 # RHOST, holding a TCP connection to the hang-up server at RHOST as sshd holds its client's.
 # Its syslog lines go to ID.err, each stamped when written (the reservation's reply is the
 # stamp of its "queued:" line); ID.done holds its exit status, end stamp and CPU time.

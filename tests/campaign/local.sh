@@ -173,7 +173,7 @@ fault_redis_restart_lease_bounds() {
 }
 
 # ---- the server's clock stepped -------------------------------------------------------------
-# As tests/script.sh steps it ("One clock per schedule", "a clock a day back"): every time
+# As tests/suites/script.sh steps it ("One clock per schedule", "a clock a day back"): every time
 # stored in the key moved by -D (the server's clock stepped forward by D) or +D (back by D), in
 # one atomic script, so that no call of the module sees half of it. The kernel's clock is
 # never touched. Reads both the key of this tree's script and that of earlier versions ("s:TAT:AT",
@@ -302,7 +302,7 @@ fault_waiter_stop_bounds() {
 }
 
 # A hang-up the module sees: the login's client connection closed by the far end, as sshd's
-# is when the client goes (tests/e2e-ssh.sh); its place goes back at once and leaves a ghost,
+# is when the client goes (tests/e2e/e2e-ssh.sh); its place goes back at once and leaves a ghost,
 # which counts against per_host.
 campaign_fault waiter-hangup "waiters hung up (their client connection closed): the second in line and the last; burst 2, per_host 2"
 fault_waiter_hangup_setup() {
@@ -426,7 +426,7 @@ fault_statedir_ro_fallback_bounds() {
 
 # url=local, the schedule file's lock held by a stopped process (a user's su stopped while it
 # held it, issue 29): the file the schedule is in now (the last one it went on in, if an earlier
-# round took one over), locked by tests/lockhold.py, which stops itself; healed by its end.
+# round took one over), locked by tests/helpers/lockhold.py, which stops itself; healed by its end.
 local_current_file() {
 	local f=$FAULT_STATE_DIR/slot.campaign next
 	while [ -k "$f" ]; do
@@ -474,7 +474,7 @@ fault_statedir_lock_stop_setup() {
 	FAULT_HOLD_MS=5000
 }
 fault_statedir_lock_stop_inject() {
-	python3 "$TOP/tests/lockhold.py" stop "$(local_current_file)" > "$FAULT_DIR/lockhold.out" 2>&1 &
+	python3 "$TOP/tests/helpers/lockhold.py" stop "$(local_current_file)" > "$FAULT_DIR/lockhold.out" 2>&1 &
 	LOCK_HOLDER=$!
 	PIDS="$PIDS $LOCK_HOLDER"
 	wait_for 5 grep -q holding "$FAULT_DIR/lockhold.out"

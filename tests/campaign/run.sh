@@ -18,8 +18,8 @@ MODE=${1:-short}
 case $MODE in short | long) ;; *) echo "usage: run.sh short|long [FAULT...]" >&2; exit 2 ;; esac
 LIB_TOP=$(cd "$(dirname "$0")/../.." && pwd)
 LIB_TMP_NAME=flowslot-campaign
-# shellcheck source=tests/lib.sh
-. "$LIB_TOP/tests/lib.sh"
+# shellcheck source=tests/helpers/lib.sh
+. "$LIB_TOP/tests/helpers/lib.sh"
 # shellcheck source=tests/campaign/lib.sh
 . "$TOP/tests/campaign/lib.sh"
 for f in "$TOP"/tests/campaign/local.sh "$TOP"/tests/campaign/ha.sh; do
@@ -29,7 +29,7 @@ done
 [ "$(id -u)" = 0 ] || skip_all "the campaign needs root (mounts, network namespaces)"
 MODULE=${FAULTS_MODULE:-$MODULE}
 [ -e "$MODULE" ] || { echo "no module at $MODULE: make first" >&2; exit 1; }
-# Logins get a private /tmp (tests/lib.sh), in which only this checkout stays in sight: a
+# Logins get a private /tmp (tests/helpers/lib.sh), in which only this checkout stays in sight: a
 # module elsewhere under /tmp is out of it.
 case $(cd "$(dirname "$MODULE")" && pwd -P)/ in
 "$(cd "$TOP" && pwd -P)"/*) ;;
@@ -95,7 +95,7 @@ campaign_all_done() {
 }
 
 # campaign_run NAME: one fault, from setup to teardown, its records in $OUT/NAME. (Not "name":
-# tests/lib.sh's start_redis sets that.)
+# tests/helpers/lib.sh's start_redis sets that.)
 campaign_run() {
 	local fault=$1 fn=${1//-/_} arrivals start deadline r at desc waiters last
 	desc="FAULT_DESC_$fn"
@@ -122,9 +122,9 @@ campaign_run() {
 	fi
 	"fault_${fn}_bounds" > "$FAULT_DIR/bounds"
 	service "$FAULT_SERVICE" \
-		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/out/$fault/starts" \
+		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/helpers/stamp.sh $TMP/out/$fault/starts" \
 		"auth requisite @M url=$FAULT_URL key=campaign interval=${FAULT_INTERVAL_MS}ms burst=$FAULT_BURST max_wait=${FAULT_MAX_WAIT_MS}ms timeout=${FAULT_TIMEOUT_MS}ms per_host=$FAULT_PER_HOST state_dir=$FAULT_STATE_DIR countdown=0 debug $FAULT_OPTS" \
-		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/stamp.sh $TMP/out/$fault/admits" \
+		"auth optional @P/pam_exec.so quiet /bin/sh $TREE/tests/helpers/stamp.sh $TMP/out/$fault/admits" \
 		"auth required @P/pam_permit.so"
 	{
 		echo "name=$fault"

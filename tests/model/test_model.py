@@ -55,7 +55,7 @@ class Redis:
     @classmethod
     def start(cls):
         # The script first: a run that cannot have it starts no server (MODEL_LUA is made by
-        # make check-model; bash tests/model.sh alone left a redis-server behind).
+        # make check-model; bash tests/model/model.sh alone left a redis-server behind).
         with open(os.environ['MODEL_LUA']) as f:
             lua = f.read()
         cls.dir = tempfile.mkdtemp(prefix='flowslot-model.')
@@ -104,7 +104,7 @@ class Redis:
 def script_args(op, s, pid, who, host, heard=0):
     """ARGV[1..13] as the module sends them (src/rnode.c): database 0, the near lease LEASE,
     the commit window WINDOW; the next slot heard of (none but in ResetHeard), no place's age
-    (a lost schedule is tests/script.sh's and tests/model/diff.py's)."""
+    (a lost schedule is tests/suites/script.sh's and tests/model/diff.py's)."""
     return [op, s.interval, s.burst, s.max_wait, 0, pid, '' if who == '-' else who,
             '' if host == '-' else host, s.per_host, LEASE, WINDOW, heard, 0]
 

@@ -599,7 +599,7 @@ static void test_seeds_in_order(void **state)
 }
 
 /* Redirects that do not parse, or that the node does not honour: one LOG_ERR naming the
-   reply, one attempt, nothing remembered (once tests/garbage.sh's RMODES). */
+   reply, one attempt, nothing remembered (once tests/suites/garbage.sh's RMODES). */
 static void test_bad_redirects(void **state)
 {
 	static const char host300[] =
@@ -737,7 +737,7 @@ static void test_sentinel_cached_master(void **state)
 
 /* A cached master that is stale (or written an hour ahead: the clock was stepped back),
    garbled, unsafe (others could write it, or it is not the uid's own file) or down: the
-   sentinel is asked, and its master replaces the entry (once tests/garbage.sh's master
+   sentinel is asked, and its master replaces the entry (once tests/suites/garbage.sh's master
    cache cases). */
 static void test_sentinel_cache_ignored(void **state)
 {
@@ -840,7 +840,7 @@ static void test_role_replica(void **state)
 	assert_string_equal(cached(&o), "");
 }
 
-/* ROLE answers other than a master's (once tests/garbage.sh's role-* modes). */
+/* ROLE answers other than a master's (once tests/suites/garbage.sh's role-* modes). */
 static void test_role_not_master(void **state)
 {
 	static const struct {
@@ -913,7 +913,7 @@ static void test_sentinels_in_order(void **state)
 }
 
 /* A sentinel's answers that name no usable master: one LOG_ERR naming it, then "no sentinel
-   named one"; no master asked, nothing cached (once tests/garbage.sh's SMODES). */
+   named one"; no master asked, nothing cached (once tests/suites/garbage.sh's SMODES). */
 static void test_sentinel_garbage(void **state)
 {
 	static const char no_addr[] = "get-master-addr-by-name: not an IP address and port\n";

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for src/slot.c: what both backends share besides the script (its rules live in
-   src/slot.lua alone, tested through tests/script.sh and tests/model). */
+   src/slot.lua alone, tested through tests/suites/script.sh and tests/model). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
