@@ -173,30 +173,64 @@ check:
 	@sh tests/deps.sh check
 	@$(UNTOUCHED) $(MAKE) --no-print-directory -j1 check-run
 
-# The further suites and targets, one file each, named by what it checks; a suite adds itself
-# to CHECK_EXTRA. sanitize.mk comes first: it changes how everything is built.
-CHECK_EXTRA =
+# sanitize.mk comes first: it changes how everything is built.
 include mk/sanitize.mk
-include mk/garbage.mk mk/hygiene.mk mk/queue.mk mk/stack.mk mk/stats.mk mk/pressure.mk mk/ctl.mk \
-	mk/tls.mk mk/ha.mk mk/deb.mk mk/admin.mk mk/model.mk mk/diff.mk mk/deps.mk
-include mk/fuzz.mk mk/bench.mk mk/faults.mk
 
-# The suites with no file in mk/.
-.PHONY: check-docs check-script check-integration check-redis-faults check-hostile check-valgrind
-CHECK_EXTRA += check-docs check-script check-integration check-redis-faults check-hostile \
-	       check-valgrind
-check-docs:
-	$(SUITE) bash tests/suites/docs.sh
-check-script:
-	$(SUITE) bash tests/suites/script.sh
-check-integration: pam_flowslot.so
-	$(SUITE) bash tests/suites/integration.sh
-check-redis-faults: pam_flowslot.so flowslotctl build/model/lsdrive
-	$(SUITE) bash tests/suites/faults.sh
-check-hostile: pam_flowslot.so
-	$(SUITE) bash tests/suites/hostile.sh
-check-valgrind: pam_flowslot.so
+# The suites, one row each: the target, the file under tests/ it runs, and what it needs built
+# ("-": nothing beyond the tree). Each adds itself to CHECK_EXTRA, in this order, and runs as
+# $(SUITE) bash tests/FILE. What each checks: HACKING.md, and the file's first lines.
+SUITE_TABLE = \
+	check-garbage      suites/garbage.sh      pam_flowslot.so,build/fake_redis \
+	check-hygiene      suites/hygiene.sh      pam_flowslot.so,build/hygiene \
+	check-queue        suites/queue.sh        pam_flowslot.so,flowslotctl \
+	check-stack        suites/stack.sh        pam_flowslot.so,build/resume \
+	check-stats        suites/stats.sh        pam_flowslot.so,flowslotctl \
+	check-pressure     suites/pressure.sh     pam_flowslot.so \
+	check-ctl          suites/ctl.sh          pam_flowslot.so,flowslotctl \
+	check-tls          suites/tls.sh          pam_flowslot.so,flowslotctl \
+	check-sentinel     suites/ha.sh           pam_flowslot.so \
+	check-cluster      suites/cluster.sh      pam_flowslot.so \
+	check-hosts        suites/hosts.sh        pam_flowslot.so \
+	check-deb          -                      - \
+	check-admin        suites/admin.sh        pam_flowslot.so \
+	check-model        -                      - \
+	check-diff         -                      - \
+	check-deps         deps-root.sh           - \
+	check-benchplan    suites/benchplan.sh    - \
+	check-docs         suites/docs.sh         - \
+	check-script       suites/script.sh       - \
+	check-integration  suites/integration.sh  pam_flowslot.so \
+	check-redis-faults suites/faults.sh       pam_flowslot.so,flowslotctl,build/model/lsdrive \
+	check-hostile      suites/hostile.sh      pam_flowslot.so \
+	check-valgrind     -                      pam_flowslot.so
+# A row whose file is "-" has its recipe below, or in its own file in mk/ (a suite with more
+# than one rule: the package, the model, the differential test).
+comma := ,
+define suite_rule
+.PHONY: $(1)
+CHECK_EXTRA += $(1)
+$(1): $(filter-out -,$(subst $(comma), ,$(3)))
+$(if $(filter-out -,$(2)),	$$(SUITE) bash tests/$(2))
+endef
+suite_row = $(eval $(call suite_rule,$(word 1,$(1)),$(word 2,$(1)),$(word 3,$(1))))
+suite_rows = $(if $(1),$(call suite_row,$(1))$(call suite_rows,$(wordlist 4,$(words $(1)),$(1))))
+CHECK_EXTRA =
+$(call suite_rows,$(SUITE_TABLE))
+.PHONY: check-ha
+check-ha: check-sentinel check-cluster check-hosts
+check-valgrind:
 	FLOWSLOT_VALGRIND=1 $(SUITE) bash tests/suites/integration.sh
+
+# The helpers the suites run, built from tests/helpers/.
+build/fake_redis: tests/helpers/fake_redis.c | build
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
+build/hygiene: tests/helpers/hygiene.c | build
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
+build/resume: tests/helpers/resume.c | build
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
+
+# What is more than one rule has a file in mk/.
+include mk/deb.mk mk/model.mk mk/diff.mk mk/fuzz.mk mk/bench.mk mk/faults.mk
 
 # The suites time their logins, and a busy CPU makes a login late. Those that mostly wait on
 # their schedules (measured here on 2 cores: each keeps a fifth of one busy, or less) run
@@ -205,12 +239,11 @@ check-valgrind: pam_flowslot.so
 # Redis Cluster, twenty logins at once, a storm of replies), and pressure.sh, which reads the
 # host's real /proc/pressure. Those that time nothing run beside the lanes (below). A suite
 # not named here runs alone.
-# Four lanes: these suites take 546 s one at a time here, and tests/suites/faults.sh alone 137 s;
-# three lanes took 185 s, four leave faults.sh the longest lane. Three lanes were measured at
-# first (five passes plain and five sanitized, each clean); running them so found tests that
-# looked for a key after it had expired (tests/suites/tls.sh, tests/suites/hostile.sh), and integration.sh's
-# twenty logins at once late past their bound, which is why it runs alone. CHECK_LANES=1: one
-# at a time.
+# Four lanes: these suites take 546 s one at a time here, and faults.sh alone 137 s; three
+# lanes took 185 s, four leave faults.sh the longest lane. Three lanes were measured at first
+# (five passes plain and five sanitized, each clean); running them so found tests that looked
+# for a key after it had expired (tls.sh, hostile.sh), and integration.sh's twenty logins at
+# once late past their bound, which is why it runs alone. CHECK_LANES=1: one at a time.
 CHECK_LANES ?= 4
 CHECK_WAITS = check-ctl check-queue check-redis-faults check-stats check-tls check-hosts \
 	      check-sentinel check-admin check-stack check-hostile
@@ -258,8 +291,8 @@ check-e2e: all build/privtmp
 $(E2E_TERMINAL) $(E2E_FRONTENDS): e2e-run-%:
 	$(SUITE) bash tests/e2e/e2e-$*.sh
 
-# Runs sshd in a private /tmp for tests/helpers/sshd.sh. Static, so that the pam_wrapper preloaded into
-# sshd's environment never runs in it; never sanitized (no ALL_CFLAGS).
+# Runs sshd in a private /tmp for tests/helpers/sshd.sh. Static, so that the pam_wrapper
+# preloaded into sshd's environment never runs in it; never sanitized (no ALL_CFLAGS).
 build/privtmp: tests/helpers/privtmp.c | build
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -static -o $@ $<
 

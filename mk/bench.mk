@@ -55,12 +55,6 @@ bench-report:
 bench-plan:
 	@QUICK=$(QUICK) bash bench/run.sh plan
 
-# make bench's decisions from a tree without the git history, measuring nothing (a few
-# seconds): part of make check.
-.PHONY: check-benchplan
-check-benchplan:
-	bash tests/suites/benchplan.sh
-CHECK_EXTRA += check-benchplan
 
 build/bench: | build
 	mkdir -p build/bench

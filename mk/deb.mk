@@ -31,4 +31,3 @@ check-deb:
 
 # About 36 s on two shared cores (the build 8 s, lintian 4 s, the walk in an overlay root the
 # rest, 7 s of it a login waiting its turn): part of make check.
-CHECK_EXTRA += check-deb

@@ -8,7 +8,6 @@
 #   make diff-long       20000 sequences, two of them past the schedule's cap of ghosts,
 #                        seeded by DIFF_SEED (the time)
 .PHONY: check-diff diff-long
-CHECK_EXTRA += check-diff
 
 DIFF_RUN = env PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/model/diff.py
 

@@ -6,7 +6,6 @@
 #                               MODEL_SEED (the time)
 #   make model-old OLD=/tmp/old the properties alone against another tree's script, on Redis
 .PHONY: check-model model-long model-old
-CHECK_EXTRA += check-model
 
 # The script on the test's clock: every TIME and PEXPIRE must be replaced, or the build fails.
 build/model/slot_clock.lua: src/slot.lua tests/model/clock.sed
