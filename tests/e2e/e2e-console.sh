@@ -84,8 +84,12 @@ watch_pane su 12 'su-ran'
 first=$(seen_at su 'Login queue: you are next')
 turn=$(seen_at su 'Login queue: your turn now.')
 ran=$(seen_at su 'su-ran')
-# The turn line is told only 2 s or more after the line before it: the command, then.
-check "su: countdown live (${first:-never} then ${turn:-untold} ms), then the command (${ran:-never} ms)" \
+# The turn line is told only 2 s or more after the line before it: the command, then. Had the
+# command not run, the label shows what the pane last said (once, in CI: the first line, then
+# nothing for 12 s).
+seen=""
+[ -n "$ran" ] || seen="; the pane last said: $(cut -d' ' -f2- "$TMP/su.seen" | tail -3 | paste -sd '|')"
+check "su: countdown live (${first:-never} then ${turn:-untold} ms), then the command (${ran:-never} ms)$seen" \
 	sh -c "[ -n '$first' ] && [ -n '$ran' ] && [ $((ran - first)) -ge 1000 ] && [ $ran -ge ${turn:-0} ]"
 
 # Who is exempt: root running su to another user. pam_succeed_if's "uid eq 0" and "user ingroup
