@@ -331,6 +331,7 @@ install: pam_flowslot.so flowslotctl
 	install -m 0644 etc/pam-configs/flowslot "$(DESTDIR)$(PAMCONFIGDIR)/flowslot"
 	install -d -m 0755 "$(DESTDIR)$(DOCDIR)/bench"
 	install -m 0644 BENCHMARKS.md "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md"
+	install -m 0644 docs/GUIDE.md "$(DESTDIR)$(DOCDIR)/GUIDE.md"
 	install -m 0644 bench/timeline.png bench/storm.png "$(DESTDIR)$(DOCDIR)/bench/"
 
 uninstall:
@@ -343,6 +344,7 @@ uninstall:
 		$(FRONTEND_EXAMPLES:etc/pam.d/%="$(DESTDIR)$(DOCDIR)/%") \
 		"$(DESTDIR)$(DOCDIR)/stunnel-flowslot-redis.conf" \
 		"$(DESTDIR)$(PAMCONFIGDIR)/flowslot" "$(DESTDIR)$(DOCDIR)/BENCHMARKS.md" \
+		"$(DESTDIR)$(DOCDIR)/GUIDE.md" \
 		"$(DESTDIR)$(DOCDIR)/bench/timeline.png" "$(DESTDIR)$(DOCDIR)/bench/storm.png"
 	-rmdir "$(DESTDIR)$(DOCDIR)/bench" "$(DESTDIR)$(DOCDIR)"
 

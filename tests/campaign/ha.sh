@@ -403,29 +403,29 @@ ha_cut_off_bounds() {
 }
 
 fault_sentinel_kill_bounds() {
-	echo "P1 ${FAULT_INTERVAL_MS}ms # the new master holds the schedule as replication left it: a reservation the old master had not yet sent to the replica is lost, and the schedule moves back by that many slots (pam_flowslot(7), Running at scale); on loopback the replica lags less than the ${FAULT_GAP_MS} ms between two reservations: one, an interval"
+	echo "P1 ${FAULT_INTERVAL_MS}ms # the new master holds the schedule as replication left it: a reservation the old master had not yet sent to the replica is lost, and the schedule moves back by that many slots (docs/GUIDE.md, Capacity); on loopback the replica lags less than the ${FAULT_GAP_MS} ms between two reservations: one, an interval"
 	ha_cut_off_bounds
-	echo "expect fallback 1 # logins that came while no master answered followed fallback=local (pam_flowslot(7), Running at scale)"
+	echo "expect fallback 1 # logins that came while no master answered followed fallback=local (docs/GUIDE.md, Capacity)"
 }
 fault_sentinel_kill_sync_bounds() {
-	echo "# P1 exact: with sync_replicas=1 the login goes on once a replica has its reservation, and min-replicas-to-write 1 keeps a master with no replica from taking any: the promoted replica has them all (pam_flowslot(7), Running at scale; pam_flowslot(8), sync_replicas=; BENCHMARKS.md, measurement 6)"
+	echo "# P1 exact: with sync_replicas=1 the login goes on once a replica has its reservation, and min-replicas-to-write 1 keeps a master with no replica from taking any: the promoted replica has them all (docs/GUIDE.md, Capacity; pam_flowslot(8), sync_replicas=; BENCHMARKS.md, measurement 6)"
 	ha_cut_off_bounds
-	echo "expect fallback 1 # logins that came while no master answered followed fallback=local (pam_flowslot(7), Running at scale)"
+	echo "expect fallback 1 # logins that came while no master answered followed fallback=local (docs/GUIDE.md, Capacity)"
 }
 fault_cluster_failover_bounds() {
-	echo "P1 ${FAULT_INTERVAL_MS}ms # the promoted replica holds the schedule as replication left it: a reservation not yet replicated is lost (pam_flowslot(7), Running at scale); on loopback one at most, an interval"
+	echo "P1 ${FAULT_INTERVAL_MS}ms # the promoted replica holds the schedule as replication left it: a reservation not yet replicated is lost (docs/GUIDE.md, Capacity); on loopback one at most, an interval"
 	ha_cut_off_bounds
-	echo "expect fallback 1 # logins that came while the key's slot had no master followed fallback=local (pam_flowslot(7), Running at scale: Redis Cluster)"
+	echo "expect fallback 1 # logins that came while the key's slot had no master followed fallback=local (docs/GUIDE.md, Capacity)"
 }
 fault_cluster_migrate_bounds() {
-	echo "# exact: a slot migrated between nodes costs no fallback, one ASK then one MOVED, and the key moves whole (pam_flowslot(7), Running at scale: Redis Cluster; One key is one Redis Cluster hash slot)"
+	echo "# exact: a slot migrated between nodes costs no fallback, one ASK then one MOVED, and the key moves whole (docs/GUIDE.md, Capacity; One key on Redis)"
 	echo "expect waiting 1 # every migration met a waiter holding a place, which renews across its phases"
 }
 fault_partition_bounds() {
 	ha_cut_off_bounds
-	echo "expect fallback 1 # logins on the host cut off followed fallback=local, after the timeout (pam_flowslot(7), Running at scale: packets vanish)"
+	echo "expect fallback 1 # logins on the host cut off followed fallback=local, after the timeout (docs/GUIDE.md, Capacity)"
 	echo "expect renew_failed 1 # a waiter on the host cut off could not renew its place"
 }
 fault_hosts_none_bounds() {
-	echo "# exact: every host that names the same server and key queues on the same schedule, on the server's clock (pam_flowslot(7), Running at scale)"
+	echo "# exact: every host that names the same server and key queues on the same schedule, on the server's clock (docs/GUIDE.md, Capacity)"
 }

@@ -143,8 +143,8 @@ for page in pam_flowslot.8 pam_flowslot.7 pam_flowslot.conf.5 flowslotctl.8; do
 	open=$(LC_ALL=C groff -man -Tascii -P-cbou "man/$page" 2> /dev/null | /usr/bin/python3 tests/docs/parens.py)
 	check "$page: every paragraph's parentheses balance${open:+ (not: $open)}" [ -z "$open" ]
 done
-open=$(cat README.md HACKING.md docs/MODEL.md | /usr/bin/python3 tests/docs/parens.py)
-check "README.md, HACKING.md, docs/MODEL.md: every paragraph's parentheses balance${open:+ (not: $open)}" \
+open=$(cat README.md HACKING.md docs/MODEL.md docs/GUIDE.md | /usr/bin/python3 tests/docs/parens.py)
+check "README.md, HACKING.md, docs/MODEL.md, docs/GUIDE.md: every paragraph's parentheses balance${open:+ (not: $open)}" \
 	[ -z "$open" ]
 
 # The shipped examples and the docs show the module's line as the stacks do: no "requisite"
@@ -248,7 +248,7 @@ modes=$(find "$dest" -type f ! -path '*/sbin/*' -printf '%m\n' | sort -u | tr '\
 check "make install: every other file mode 0644 ($modes)" [ "$modes" = "644 " ]
 check "make install: the pam-auth-update profile" [ -f "$dest/usr/share/pam-configs/flowslot" ]
 check "make install writes nothing outside DESTDIR (all $(find "$dest" -type f | wc -l) files in it)" \
-	[ "$(find "$dest" -type f | wc -l)" -eq 20 ]
+	[ "$(find "$dest" -type f | wc -l)" -eq 21 ]
 make -s uninstall DESTDIR="$dest" PAMDIR=/lib/security > /dev/null
 check "make uninstall removes every file it installed" [ "$(find "$dest" -type f | wc -l)" -eq 0 ]
 
