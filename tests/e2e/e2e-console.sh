@@ -144,20 +144,23 @@ CALLER=flowslot-caller SUDOER=flowslot-sudoer TARGET=flowslot-target
 caller_id=$(free_id 61000)
 sudoer_id=$(free_id $((caller_id + 1)))
 target_id=$(free_id $((sudoer_id + 1)))
+# su, sudo and login are set-uid: the loader ignores LD_PRELOAD for them, so pam_wrapper cannot
+# give them a service directory of the suite's, and they read /etc/pam.d. They run in a mount
+# namespace where /etc is $NS/sysconf, the suite's copy; the host's /etc is never written.
 # A copy of the whole of /etc, bound on /etc in the namespace: a file bound alone (passwd, say)
 # is dropped from the namespace when the host renames a new one over it, as useradd does, and
 # other suites add users meanwhile (the front ends' beside this one in make check-e2e).
 mkdir -p "$NS"
-cp -a /etc "$NS/etc"
+cp -a /etc "$NS/sysconf"
 for u in "$CALLER:$caller_id" "$SUDOER:$sudoer_id" "$TARGET:$target_id"; do
-	echo "${u%:*}:x:${u#*:}:${u#*:}::/:/bin/sh" >> "$NS/etc/passwd"
-	echo "${u%:*}:x:${u#*:}:" >> "$NS/etc/group"
-	echo "${u%:*}:!:19000::::::" >> "$NS/etc/shadow"
+	echo "${u%:*}:x:${u#*:}:${u#*:}::/:/bin/sh" >> "$NS/sysconf/passwd"
+	echo "${u%:*}:x:${u#*:}:" >> "$NS/sysconf/group"
+	echo "${u%:*}:!:19000::::::" >> "$NS/sysconf/shadow"
 done
-echo "auth required $PAM_DIR/pam_permit.so" > "$NS/etc/pam.d/common-auth"
-echo "account required $PAM_DIR/pam_permit.so" > "$NS/etc/pam.d/common-account"
+echo "auth required $PAM_DIR/pam_permit.so" > "$NS/sysconf/pam.d/common-auth"
+echo "account required $PAM_DIR/pam_permit.so" > "$NS/sysconf/pam.d/common-account"
 ns_session() { # OPTIONS: common-session is the profile's block, the gate on OPTIONS
-	{ profile_block "$1"; echo "session required $PAM_DIR/pam_permit.so"; } > "$NS/etc/pam.d/common-session"
+	{ profile_block "$1"; echo "session required $PAM_DIR/pam_permit.so"; } > "$NS/sysconf/pam.d/common-session"
 }
 ns_session "key=ns interval=4s countdown=2s"
 # What sudo runs: each phase's name, service and items, as root (seteuid), into $TMP/phases.
@@ -168,17 +171,17 @@ if command -v sudo > /dev/null && [ -f /etc/pam.d/sudo ] && [ -f /etc/pam.d/sudo
 	for s in sudo sudo-i; do
 		for t in auth account session; do
 			echo "$t optional $PAM_DIR/pam_exec.so quiet seteuid /bin/sh $NS/phase.sh $TMP/phases"
-		done | cat - /etc/pam.d/$s > "$NS/etc/pam.d/$s"
+		done | cat - /etc/pam.d/$s > "$NS/sysconf/pam.d/$s"
 	done
-	printf '%s ALL=(ALL) NOPASSWD: ALL\n%s ALL=(ALL) ALL\n' "$CALLER" "$SUDOER" >> "$NS/etc/sudoers"
-	chmod 0440 "$NS/etc/sudoers"
+	printf '%s ALL=(ALL) NOPASSWD: ALL\n%s ALL=(ALL) ALL\n' "$CALLER" "$SUDOER" >> "$NS/sysconf/sudoers"
+	chmod 0440 "$NS/sysconf/sudoers"
 fi
 occ_ns() { "$TMP/in_pane" pamtester occns someone authenticate > /dev/null 2>&1; }
 service occns "auth required @M url=unix://$TMP/r.sock key=ns interval=4s"
 # shellcheck disable=SC2016
 unshare --mount --propagation private sh -c '
 	ns=$1 sock=$2 have_sudo=$3
-	mount --bind "$ns/etc" /etc || exit 1
+	mount --bind "$ns/sysconf" /etc || exit 1
 	# sudo keeps its timestamps in /run/sudo: a /run of this namespace alone.
 	if [ -n "$have_sudo" ]; then
 		mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
@@ -301,13 +304,13 @@ if [ "$ns_ok" = 0 ]; then
 	ns_session "key=ns interval=4s countdown=2s"
 	# runuser: Debian's stack has no common-session (and its caller is root); with the module
 	# in it, root's runuser waits, told live.
-	cp "$NS/etc/pam.d/runuser" "$NS/runuser.orig"
+	cp "$NS/sysconf/pam.d/runuser" "$NS/runuser.orig"
 	echo "session required $MODULE url=unix://$TMP/r.sock key=ns interval=4s countdown=2s state_dir=$TMP/state" \
-		>> "$NS/etc/pam.d/runuser"
+		>> "$NS/sysconf/pam.d/runuser"
 	as ru 0 15 'rc=' runuser -u "$TARGET" -- sh -c "'echo runuser-ran'"
 	check "runuser -u USER -- CMD, the module in runuser's session: told live, then the command ($(seen ru))" \
 		ran_live ru runuser-ran
-	cp "$NS/runuser.orig" "$NS/etc/pam.d/runuser"
+	cp "$NS/runuser.orig" "$NS/sysconf/pam.d/runuser"
 else
 	not_ok "su by a user outside group sudo: the private mount namespace could not be set up"
 fi
@@ -339,14 +342,14 @@ if [ "$ns_ok" = 0 ] && [ -n "$HAVE_SUDO" ]; then
 		grep -q "^open_session sudo-i ruser=$CALLER user=$TARGET\$" "$TMP/phases"
 	# The module added to sudo's own session: sudo CMD opens it with PAM_SILENT (only -i and
 	# -s do not), which the module obeys: a wait in silence.
-	cp "$NS/etc/pam.d/sudo" "$NS/sudo.orig"
+	cp "$NS/sysconf/pam.d/sudo" "$NS/sudo.orig"
 	echo "session required $MODULE url=unix://$TMP/r.sock key=ns interval=4s countdown=2s state_dir=$TMP/state" \
-		>> "$NS/etc/pam.d/sudo"
+		>> "$NS/sysconf/pam.d/sudo"
 	as sudos "$caller_id" 15 'rc=' sudo -u "$TARGET" sh -c "'echo sudo-ran'"
 	ran=$(seen_at sudos sudo-ran)
 	check "sudo CMD, the module in sudo's session: waits (${ran:-never} ms) in silence, PAM_SILENT ($(seen sudos))" \
 		sh -c "[ -n '$ran' ] && [ '$ran' -ge 2000 ] && ! grep -q 'Login queue' '$TMP/sudos.seen'"
-	cp "$NS/sudo.orig" "$NS/etc/pam.d/sudo"
+	cp "$NS/sudo.orig" "$NS/sysconf/pam.d/sudo"
 elif [ "$ns_ok" = 0 ]; then
 	echo "# skipped sudo: not installed (tests/deps.sh installs it)"
 fi
