@@ -205,11 +205,13 @@ SUITE_TABLE = \
 	check-valgrind     -                      pam_flowslot.so
 # A row whose file is "-" has its recipe below, or in its own file in mk/ (a suite with more
 # than one rule: the package, the model, the differential test).
+# A suite that needs the module also gets build/pam_stamp.so, which its stacks stamp with.
 comma := ,
+suite_needs = $(filter-out -,$(subst $(comma), ,$(1)))
 define suite_rule
 .PHONY: $(1)
 CHECK_EXTRA += $(1)
-$(1): $(filter-out -,$(subst $(comma), ,$(3)))
+$(1): $(call suite_needs,$(3)) $(if $(filter pam_flowslot.so,$(call suite_needs,$(3))),build/pam_stamp.so)
 $(if $(filter-out -,$(2)),	$$(SUITE) bash tests/$(2))
 endef
 suite_row = $(eval $(call suite_rule,$(word 1,$(1)),$(word 2,$(1)),$(word 3,$(1))))
@@ -228,6 +230,8 @@ build/hygiene: tests/helpers/hygiene.c | build
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
 build/resume: tests/helpers/resume.c | build
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
+build/pam_stamp.so: tests/helpers/pam_stamp.c | build
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< $(shell $(PKG_CONFIG) --libs pam)
 
 # What is more than one rule has a file in mk/.
 include mk/deb.mk mk/model.mk mk/diff.mk mk/fuzz.mk mk/bench.mk mk/faults.mk
@@ -279,7 +283,7 @@ endif
 # at a time. Each one's output is whole when it ends; a failing suite stops none of the others.
 E2E_TERMINAL = e2e-run-ssh e2e-run-console
 E2E_FRONTENDS = e2e-run-lightdm e2e-run-xrdp e2e-run-cockpit
-check-e2e: all build/privtmp
+check-e2e: all build/privtmp build/pam_stamp.so
 	@sh tests/deps.sh
 	@rc=0; \
 	$(MAKE) --no-print-directory -k -j2 -Otarget $(E2E_TERMINAL) || rc=1; \

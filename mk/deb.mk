@@ -26,7 +26,7 @@ deb:
 	rm -rf $(DEB_OUT)/src
 	@ls $(DEB_OUT)
 
-check-deb:
+check-deb: build/pam_stamp.so
 	$(SUITE) bash tests/e2e/deb.sh
 
 # About 36 s on two shared cores (the build 8 s, lintian 4 s, the walk in an overlay root the

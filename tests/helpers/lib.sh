@@ -232,10 +232,12 @@ service() {
 # put it first in a stack.
 SET_ITEMS=$(ls /usr/lib/*/pam_wrapper/pam_set_items.so 2> /dev/null | head -1)
 
-# The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps.
-STAMP="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/helpers/stamp.sh $TMP/stamps"
+# The stack line that stamps when a login passed the gate: "<ns> <user>" into $TMP/stamps, by
+# build/pam_stamp.so, in the login's own process (make builds it for each suite that needs the
+# module). Stacks of real programs stamp with tests/helpers/stamp.sh, through pam_exec.
+STAMP="auth optional $TREE/build/pam_stamp.so $TMP/stamps"
 # The same, before the gate: when a login reached it, into $TMP/arrivals.
-ARRIVE="auth optional $PAM_DIR/pam_exec.so quiet /bin/sh $TREE/tests/helpers/stamp.sh $TMP/arrivals"
+ARRIVE="auth optional $TREE/build/pam_stamp.so $TMP/arrivals"
 
 # pam_wrapper picks its working directory /tmp/pam.X with lstat, then mkdir: two logins that
 # start together can pick the same one and trample each other's copy of the service files.

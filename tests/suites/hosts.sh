@@ -157,9 +157,8 @@ skewed() {
 }
 
 # skewed_login NAME SERVICE USER FAKETIME: login() on a host whose wall clock is FAKETIME off.
-# The ARRIVE and STAMP children still stamp the true time: pam_exec runs them with the PAM
-# environment (pam_getenvlist: PAM_USER, PAM_TYPE, ...), not pamtester's, so neither
-# LD_PRELOAD nor FAKETIME reaches them. A check below makes sure of it.
+# ARRIVE and STAMP still stamp the true time: build/pam_stamp.so reads the clock by a system
+# call of its own, which libfaketime does not see. A check below makes sure of it.
 skewed_login() {
 	name=$1
 	skewed "$4" pamtester -v "$2" "$3" authenticate > "$TMP/$name.out" 2> "$TMP/$name.err"
