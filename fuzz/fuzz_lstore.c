@@ -107,9 +107,10 @@ struct ref_member {
 	uint64_t pidns;
 };
 
-/* "SCORE MEMBER PID\n" or "SCORE MEMBER PID NS\n" (NS not 0), the score a finite number as strtod reads it (blanks before it
-   included), within the line [p, end); its fields in *m (name pointing into the line). A
-   score that underflows (to a subnormal or 0) is one the rules leave open: *vague is set. */
+/* "SCORE MEMBER PID\n" or "SCORE MEMBER PID NS\n" (NS not 0), the score a finite number as
+   strtod reads it (blanks before it included), within the line [p, end); its fields in *m
+   (name pointing into the line). A score that underflows (to a subnormal or 0) is one the
+   rules leave open: *vague is set. */
 static bool ref_line(const char *p, const char *end, struct ref_member *m, bool *vague)
 {
 	const char *name, *at;

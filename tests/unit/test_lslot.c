@@ -798,7 +798,8 @@ static enum slot_verdict child_renew(struct fixture *fx, const char *key,
 }
 
 /* Waits in fx->place as queue_wait does: renews when its lease asks (slot_renew_us of the
-   wait it was told: every SLOT_RENEW_US near its turn), or at its slot, until admitted. Returns the verdict that ended the wait; 99 if a slot moved later although every
+   wait it was told: every SLOT_RENEW_US near its turn), or at its slot, until admitted.
+   Returns the verdict that ended the wait; 99 if a slot moved later although every
    renewal came in time (one that came after its slot, this process having been descheduled
    on a loaded machine, may lose the slot to the next waiter: that is no broken promise). A
    renewal made at its slot and decided a little after it (the lock's wait, the scheduler) is

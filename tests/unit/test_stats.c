@@ -373,7 +373,8 @@ static void test_errors(void **state)
 				     "flowslot_redis_errors_total{key=\"k\"} 3\n"
 				     "flowslot_redis_errors_total{key=\"k\",dry_run=\"yes\"} 1\n"));
 	/* A dry run with only errors still has its series shown. */
-	assert_non_null(strstr(text, "flowslot_logins_total{key=\"k\",dry_run=\"yes\",result=\"admitted\"} 0\n"));
+	assert_non_null(strstr(
+	    text, "flowslot_logins_total{key=\"k\",dry_run=\"yes\",result=\"admitted\"} 0\n"));
 	free(text);
 	free(t);
 }
