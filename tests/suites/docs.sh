@@ -111,7 +111,7 @@ check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z
 # function; a Python def or class; a property's row of docs/MODEL.md), every row names one, and
 # every tag of "The queue's promises" in pam_flowslot(7) has a row.
 index_unfound() {
-	grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | while IFS= read -r row; do
+	grep -E '^\| ' tests/README.md | grep -vE '^\| [^|]* \| checked by \|$' | while IFS= read -r row; do
 		cells=$(printf '%s\n' "$row" | sed -E 's/.* \| (.*) \|$/\1/' | grep -oE '`[^`]+`: "[^"]+"')
 		[ -n "$cells" ] || { echo "a row naming no test: ${row:0:60}..."; continue; }
 		printf '%s\n' "$cells" | while IFS= read -r cell; do
@@ -126,14 +126,14 @@ index_unfound() {
 		done
 	done
 }
-index_rows=$(grep -E '^\| ' tests/README.md | grep -vxF '| promise | checked by |' | grep -c .)
+index_rows=$(grep -E '^\| ' tests/README.md | grep -vE '^\| [^|]* \| checked by \|$' | grep -c .)
 unfound=$(index_unfound)
 check "tests/README.md: every test its $index_rows rows name exists${unfound:+; not found: $(echo "$unfound" | paste -sd ' ')}" \
 	[ "$index_rows" -gt 0 -a -z "$unfound" ]
 promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" man/pam_flowslot.7 |
 	sed -n '/^\.TP/{n; s/^\.B //p}' | sed 's/\\-/-/g')
 unindexed=$(printf '%s\n' "$promise_tags" | while IFS= read -r tag; do
-	grep -qF "| The queue's promises: $tag: " tests/README.md || echo "$tag"
+	grep -qF -e "| The queue's promises, $tag | " -e "| The queue's promises, $tag: " tests/README.md || echo "$tag"
 done | paste -sd ';')
 check "tests/README.md has a row for each of the $(printf '%s\n' "$promise_tags" | grep -c .) tags of \"The queue's promises\"${unindexed:+; none for: $unindexed}" \
 	[ -n "$promise_tags" -a -z "$unindexed" ]
