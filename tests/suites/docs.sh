@@ -108,8 +108,9 @@ check "flowslotctl(8) names every long option${unmanned:+; not: $unmanned}" [ -z
 
 # tests/README.md, the index of the man pages' promises: every test a row names is in its file
 # (a shell check's description on its check line, or a helper's quoted argument; a unit test's
-# function; a Python def or class; a property's row of docs/MODEL.md), every row names one, and
-# every tag of "The queue's promises" in pam_flowslot(7) has a row.
+# function; a Python def or class; a property's row of docs/MODEL.md), every row names one,
+# every row's place (its section, and its tag) is in its page, and every tag of "The queue's
+# promises" in pam_flowslot(7) has a row.
 index_unfound() {
 	grep -E '^\| ' tests/README.md | grep -vE '^\| [^|]* \| checked by \|$' | while IFS= read -r row; do
 		cells=$(printf '%s\n' "$row" | sed -E 's/.* \| (.*) \|$/\1/' | grep -oE '`[^`]+`: "[^"]+"')
@@ -130,6 +131,9 @@ index_rows=$(grep -E '^\| ' tests/README.md | grep -vE '^\| [^|]* \| checked by 
 unfound=$(index_unfound)
 check "tests/README.md: every test its $index_rows rows name exists${unfound:+; not found: $(echo "$unfound" | paste -sd ' ')}" \
 	[ "$index_rows" -gt 0 -a -z "$unfound" ]
+misplaced=$(/usr/bin/python3 tests/docs/places.py tests/README.md) || misplaced="$misplaced tests/docs/places.py failed"
+check "tests/README.md: every row's section and tag stand in its page ($index_rows rows, and the unchecked promises)${misplaced:+; not found: $(echo "$misplaced" | paste -sd ';')}" \
+	[ -z "$misplaced" ]
 promise_tags=$(sed -n "/^\.SS \"The queue's promises\"/,/^\.S[SH]/p" man/pam_flowslot.7 |
 	sed -n '/^\.TP/{n; s/^\.B //p}' | sed 's/\\-/-/g')
 unindexed=$(printf '%s\n' "$promise_tags" | while IFS= read -r tag; do
