@@ -11,6 +11,9 @@ start_redis r || exit 1
 echo "root:s3cret:login" > "$TMP/passdb"
 tmux_() { tmux -S "$TMUX_SOCK" "$@"; }
 trap 'tmux_ kill-server 2> /dev/null; cleanup' EXIT
+# A session that outlives the others: tmux's server ends with its last session, and a test's
+# session must never start while the one before it takes the server down.
+tmux_ new-session -d -s keep "sleep 900"
 
 # watch NAME SECONDS LAST: samples the pane every 100 ms; writes "<ms since start> <line>" to
 # $TMP/NAME.seen the first time each line shows; stops once a line holds LAST, or after
@@ -85,21 +88,27 @@ check "login: and then a shell" pane_has login '^flowslot-42'
 tmux_ send-keys -t login 'exit' Enter
 
 # su, through its own service: the same countdown, live, then the command.
-service su "auth required @M url=unix://$TMP/r.sock key=su interval=3s countdown=0" \
+# su's log (the module's lines, with debug) and exit status go to files: the pane shows what
+# the user sees.
+service su "auth required @M url=unix://$TMP/r.sock key=su interval=3s countdown=0 debug" \
 	"auth required @P/pam_permit.so" "account required @P/pam_permit.so" \
 	"session required @P/pam_permit.so"
 occupy su
 tmux_ new-session -d -s su -x 120 -y 40 \
-	"'$TMP/in_pane' su -s /bin/sh -c 'echo su-ran' nobody; sleep 5"
+	"PAM_WRAPPER_DEBUGLEVEL=2 '$TMP/in_pane' su -s /bin/sh -c 'echo su-ran' nobody 2> '$TMP/su.err'; echo \$? > '$TMP/su.rc'; sleep 5"
 watch_pane su 12 'su-ran'
 first=$(seen_at su 'Login queue: you are next')
 turn=$(seen_at su 'Login queue: your turn now.')
 ran=$(seen_at su 'su-ran')
 # The turn line is told only 2 s or more after the line before it: the command, then. Had the
-# command not run, the label shows what the pane last said (once, in CI: the first line, then
-# nothing for 12 s).
+# command not run, the label shows what the pane last said, su's exit status and its last log
+# lines (twice, in CI: the first line, then nothing for 12 s).
 seen=""
-[ -n "$ran" ] || seen="; the pane last said: $(cut -d' ' -f2- "$TMP/su.seen" | tail -3 | paste -sd '|')"
+if [ -z "$ran" ]; then
+	seen="; the pane last said: $(cut -d' ' -f2- "$TMP/su.seen" | tail -3 | paste -sd '|')"
+	seen="$seen; su's exit status: $(cat "$TMP/su.rc" 2> /dev/null || echo 'none (running, or its pane gone)')"
+	seen="$seen; its log: $(grep -o 'SYSLOG.*' "$TMP/su.err" 2> /dev/null | tail -4 | paste -sd '|')"
+fi
 check "su: countdown live (${first:-never} then ${turn:-untold} ms), then the command (${ran:-never} ms)$seen" \
 	sh -c "[ -n '$first' ] && [ -n '$ran' ] && [ $((ran - first)) -ge 1000 ] && [ $ran -ge ${turn:-0} ]"
 
