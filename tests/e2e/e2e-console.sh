@@ -87,9 +87,10 @@ tmux_ send-keys -t login 'echo flowslot-$((6 * 7))' Enter
 wait_for 10 pane_has login '^flowslot-42'
 check "login: and then a shell" pane_has login '^flowslot-42'
 tmux_ send-keys -t login 'exit' Enter
-# The next pane starts once this one is gone, and outlives its watch (30 s): twice in CI, and
-# once in ten runs here beside the ssh suite, the su pane started as the login pane went away
-# showed its first line only, su's exit status 0 and its log "went in" notwithstanding.
+# The next pane starts once this one is gone, and outlives its watch (30 s). Twice in CI, and
+# twice in ten runs here beside the ssh suite, the su pane, started as the login pane went
+# away, showed its first line only, though su went in ("went in" logged) and exited 0: its
+# pane was gone (its sleep over) before the watch saw any more of it.
 pane_gone() { ! tmux_ list-panes -a -F '#{session_name}' | grep -qx "$1"; }
 wait_for 15 pane_gone login
 # su, through its own service: the same countdown, live, then the command.
