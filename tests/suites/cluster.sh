@@ -293,6 +293,14 @@ for nm in $names; do
 	prev_nm=$nm prev_a=$a
 done > "$TMP/redirects"
 classify "$prev_nm" "$prev_a" "$(awk -v u="$prev_nm" '$2 == u { print $1 }' "$TMP/stamps")" >> "$TMP/redirects"
+# Two more logins, one after the other, once the stream is over: both after the final SETSLOT
+# whatever the machine's speed. (In a sanitized CI pass the stream left one login after it, the
+# one that followed MOVED, and "the last" was that one.) The first follows MOVED unless a
+# login of the stream did; the last must go straight to node DST.
+for nm in mv1 mv2; do
+	login "$nm" "$svc" "$nm"
+	echo "$nm moved $(decided "$nm")" >> "$TMP/redirects"
+done
 echo "# $(awk '{ sub(/.*:/, "", $3); printf "%s:%s:%s ", $2, $3, $4 }' "$TMP/redirects")"
 # in_phase PHASE WANT: every login of PHASE was decided as WANT ("HOST:PORT REDIRECTS"), and
 # there was at least one.
