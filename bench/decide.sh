@@ -116,7 +116,8 @@ batch() {
 	[ "$base" = - ] || cli copy "$base" work replace > /dev/null
 	cli config resetstat > /dev/null
 	t0=$(cpu_ns)
-	redis-benchmark -s "$SOCK" -c 10 -n "$REQS" -r 1000000000 "$@" --csv > /dev/null 2>&1 ||
+	# Options first: after the command, they would be its arguments.
+	redis-benchmark -s "$SOCK" -c 10 -n "$REQS" -r 1000000000 --csv "$@" > /dev/null 2>&1 ||
 		fail "redis-benchmark $*"
 	t1=$(cpu_ns)
 	stat=$(cli info commandstats |
