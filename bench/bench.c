@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,21 @@
 
 void bench_opt(struct opt *o, int argc, char **argv)
 {
+	bool own_state = false;
+
 	opt_defaults(o);
 	for (int i = 0; i < argc; i++) {
 		if (opt_set(o, NULL, argv[i]) != 0) {
 			fprintf(stderr, "bench: bad option %s\n", argv[i]);
 			exit(2);
 		}
+		if (strncmp(argv[i], "state_dir=", 10) == 0)
+			own_state = true;
+	}
+	/* The default is the host's own /run/pam_flowslot, which a bench must leave alone. */
+	if (!own_state) {
+		fprintf(stderr, "bench: give this client a state_dir= of its own\n");
+		exit(2);
 	}
 	if (o->url.backend == URL_BACKEND_LOCAL) {
 		fprintf(stderr, "bench: this client needs a Redis url=\n");

@@ -14,7 +14,8 @@
 #include "flowslot/slot.h"
 
 /* Applies opt_defaults, then each "name=value" of argv through opt_set, as the module does
-   with its arguments (no configuration file is read). Exits on a bad option. */
+   with its arguments (no configuration file is read). Exits on a bad option, and without a
+   state_dir= of the caller's. */
 void bench_opt(struct opt *o, int argc, char **argv);
 
 /* A connection of our own to the server named by o->url, for INFO and the like. */

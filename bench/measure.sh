@@ -34,6 +34,20 @@ RAW=$FINAL.new
 rm -rf "$RAW"
 mkdir -p "$RAW" || fail "mkdir $RAW"
 : > "$RAW/commands"
+# The run's state_dir (counters, node caches, url=local's schedules): one directory, a
+# subdirectory per measurement, on a tmpfs as /run normally is, removed at the end. Never the
+# host's /run/pam_flowslot: the clients refuse to run without a state_dir= (bench_opt).
+if STATE=$(mktemp -d /dev/shm/flowslot-bench.XXXXXX 2> /dev/null); then
+	STATE_FS="a tmpfs (\`/dev/shm\`), as \`/run\` normally is"
+else
+	STATE=$TMP/state
+	mkdir -m 0700 "$STATE" || fail "mkdir $STATE"
+	STATE_FS="$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
+fi
+trap 'cleanup; rm -rf "$STATE"' EXIT
+for m in m1 m2 m3 m4 m6 m7 m9q m9f; do
+	mkdir -m 0700 "$STATE/$m" || fail "mkdir $STATE/$m"
+done
 # The comparisons with older code that this tree cannot make (no git history): past, in
 # bench/lib.sh, adds them here as it meets them; the report lists them.
 : > "$RAW/left-out"
@@ -73,7 +87,7 @@ start_tcp_redis m1 || fail "redis m1"
 M1_PORT=$PORT
 # 100 ms apart: a queued pam_flowslot login waits for its slot, renewing its place, so the
 # run lasts N intervals.
-M1_OPTS="url=redis://127.0.0.1:$M1_PORT/0 interval=100ms max_wait=60m timeout=10s"
+M1_OPTS="url=redis://127.0.0.1:$M1_PORT/0 interval=100ms max_wait=60m timeout=10s state_dir=$STATE/m1"
 : > "$RAW/m1.txt"
 for n in $M1_NS; do
 	for rep in $(seq "$M1_REPS"); do
@@ -96,19 +110,13 @@ stop_redis m1
 # against this tree's (src/slot.lua on the store) as B: "store", measurement 2's login, and
 # "store-host", a login from a remote host with per_host=3, whose HOST the script hashes, and
 # "store-loaded", each module loaded and never called (what linking liblua costs a login).
-# state_dir (the counters, url=local's schedule) on a tmpfs, as /run normally is. Then one
+# Then one
 # script call's memory and CPU on stores of 0 to 1,000 places (bench/lstorecost.c): m2-cost.txt.
 say "2/13: added latency, $M2_PAIRS pairs per row"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
-if M2_STATE=$(mktemp -d /dev/shm/flowslot-bench-m2.XXXXXX 2> /dev/null); then
-	trap 'cleanup; rm -rf "$M2_STATE"' EXIT
-	put values M2_FS "a tmpfs (\`/dev/shm\`), as \`/run\` normally is"
-else
-	M2_STATE=$TMP/m2state
-	mkdir -m 0700 "$M2_STATE"
-	put values M2_FS "$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
-fi
+M2_STATE=$STATE/m2
+put values M2_FS "$STATE_FS"
 M2_BEFORE_REV=$(past_rev m2-store)
 put values M2_BEFORE_REV "$M2_BEFORE_REV"
 M2_STORE=0
@@ -164,7 +172,6 @@ run "$BIN/lstorecost" "$M2_COST_ROUNDS" 0 10 100 1000 > "$RAW/m2-cost.txt" 2> "$
 # The module in the account stack was loaded, never called: it counted no login.
 put values M2_LOADED_COUNTED "$([ -e "$M2_STATE/loaded" ] && echo yes || echo no)"
 stop_redis m2
-rm -rf "$M2_STATE"
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.
@@ -175,7 +182,7 @@ rm -rf "$M2_STATE"
 say "3/13: stagger precision, $M3_N logins at interval=100ms"
 start_redis m3 || fail "redis m3"
 run "$BIN/stagger" "$M3_N" "$TMP/timeline.csv" "url=unix://$TMP/m3.sock" key=bench:stagger \
-	interval=100ms max_wait=60s timeout=10s > "$RAW/m3.txt" || fail "stagger: $(cat "$RAW/m3.txt")"
+	interval=100ms max_wait=60s timeout=10s "state_dir=$STATE/m3" > "$RAW/m3.txt" || fail "stagger: $(cat "$RAW/m3.txt")"
 stop_redis m3
 cp "$TMP/timeline.csv" "$RAW/timeline.csv" || fail "timeline.csv"
 M3_BEFORE_REV=$(past_rev m3-before)
@@ -217,7 +224,7 @@ m4_phase() {
 # Each transport's module row between a GET before and a GET after, on that transport.
 UNIX_RB=(-s "$TMP/m4.sock")
 TCP_RB=(-h 127.0.0.1 -p "$M4_PORT")
-CAP_OPTS="interval=1ms max_wait=60m timeout=10s"
+CAP_OPTS="interval=1ms max_wait=60m timeout=10s state_dir=$STATE/m4"
 m4_phase get1 redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_GET_N" -t get --csv
 # -r: each request a place of its own (__rand_int__), as each of the module's decisions is.
 m4_phase evalsha redis-benchmark "${UNIX_RB[@]}" -c $CONC -n "$M4_EVAL_N" -r 1000000000 --csv \
@@ -357,13 +364,8 @@ rcli m6master info replication | grep -q '^slave0:.*state=online' || fail "the r
 rcli m6master config resetstat > /dev/null
 # The node cache on a tmpfs, as /run normally is: on a disk file system, creating its file can
 # cost more than the rest of the decision.
-if M6_STATE=$(mktemp -d /dev/shm/flowslot-bench.XXXXXX 2> /dev/null); then
-	trap 'cleanup; rm -rf "$M6_STATE"' EXIT
-	put values M6_FS "a tmpfs (\`/dev/shm\`), as \`/run\` normally is"
-else
-	M6_STATE=$TMP/m6state
-	put values M6_FS "$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
-fi
+M6_STATE=$STATE/m6
+put values M6_FS "$STATE_FS"
 M6_PLAIN="url=redis://127.0.0.1:$M6_MPORT/0"
 M6_SENT="url=redis-sentinel://127.0.0.1:$M6_SPORT/fsm"
 run "$BIN/optcost" "$M6_ROUNDS" interval=1ms max_wait=60m timeout=10s \
@@ -379,7 +381,6 @@ put values M6_COMPLAINTS "$(grep -c 'pam_flowslot:' "$TMP/m6.err")"
 stop_redis m6sentinel
 stop_redis m6replica
 stop_redis m6master
-[ "$M6_STATE" = "$TMP/m6state" ] || rm -rf "$M6_STATE"
 
 # ---------------------------------------------------------------------------------------------
 # 7 and 9, side by side: script calls per second of waiting; a queue with a third of its logins
@@ -391,15 +392,15 @@ start_redis m9q || fail "redis m9q"
 start_redis m9f || fail "redis m9f"
 M9_OPTS="interval=1s max_wait=60m timeout=10s"
 run "$BIN/queuecost" calls "$M7_WAITS" "url=unix://$TMP/m7.sock" key=bench:calls interval=1ms \
-	max_wait=60m timeout=10s > "$RAW/m7.out" 2> "$TMP/m7.err" &
+	max_wait=60m timeout=10s "state_dir=$STATE/m7" > "$RAW/m7.out" 2> "$TMP/m7.err" &
 M7_JOB=$!
 # shellcheck disable=SC2086
 run "$BIN/queuecost" drain queue "$M9_N" 3 "url=unix://$TMP/m9q.sock" key=bench:drain $M9_OPTS \
-	> "$RAW/m9q.out" 2> "$TMP/m9q.err" &
+	"state_dir=$STATE/m9q" > "$RAW/m9q.out" 2> "$TMP/m9q.err" &
 M9Q_JOB=$!
 # shellcheck disable=SC2086
 run "$BIN/queuecost" drain fixed "$M9_N" 3 "url=unix://$TMP/m9f.sock" key=bench:drain $M9_OPTS \
-	> "$RAW/m9f.out" 2> "$TMP/m9f.err" &
+	"state_dir=$STATE/m9f" > "$RAW/m9f.out" 2> "$TMP/m9f.err" &
 M9F_JOB=$!
 wait "$M7_JOB" || fail "queuecost calls: $(cat "$RAW/m7.out" "$TMP/m7.err")"
 wait "$M9Q_JOB" || fail "queuecost drain queue: $(cat "$RAW/m9q.out" "$TMP/m9q.err")"

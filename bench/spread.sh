@@ -47,7 +47,7 @@ for row in $ROWS; do
 		say "$n waiters at interval=$interval, $mode: ${WARM} s, then ${SECONDS_} s measured"
 		# shellcheck disable=SC2153 # PORT: set by on_free_port
 		line=$("$QC" spread "$mode" "$n" "$SECONDS_" "$WARM" "$IDLE" "$WORKERS" \
-			"url=redis://127.0.0.1:$PORT/0" "key=bench:spread:$n:$mode" \
+			"url=redis://127.0.0.1:$PORT/0" "key=bench:spread:$n:$mode" "state_dir=$TMP/state" \
 			"interval=$interval" timeout=10s 2> "$TMP/$n-$mode.err") ||
 			fail "queuecost spread $mode $n: $line $(head -n 5 "$TMP/$n-$mode.err")"
 		echo "$line" >> "$OUT/rows"
