@@ -196,7 +196,6 @@ SUITE_TABLE = \
 	check-model        -                      - \
 	check-diff         -                      - \
 	check-deps         deps-root.sh           - \
-	check-benchplan    suites/benchplan.sh    - \
 	check-docs         suites/docs.sh         - \
 	check-script       suites/script.sh       - \
 	check-integration  suites/integration.sh  pam_flowslot.so \
@@ -257,7 +256,7 @@ CHECK_WAITS = check-ctl check-queue check-redis-faults check-stats check-tls che
 # keep what they ask for. 159 s one at a time here, docs.sh's 43 renderings of each man page
 # the longest. What both groups build is built first. A background job of the shell's ignores
 # SIGINT: the untimed suites are stopped by the trap when the lanes are interrupted.
-CHECK_UNTIMED = check-docs check-deb check-deps check-benchplan check-model check-diff
+CHECK_UNTIMED = check-docs check-deb check-deps check-model check-diff
 
 # CHECK_LANES=1: every suite one at a time, nothing beside it.
 check-run: all unit build/model/lsdrive build/model/slot_clock.lua

@@ -42,17 +42,12 @@ cpu() {
 }
 x() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 GET=$(cpu get - us)
-# row LABEL PLACES WHAT [SCRIPT]: one row of the decisions' table, this tree and before.
+# row LABEL PLACES WHAT: one row of the decisions' table.
 row() {
-	local label=$1 places=$2 what=$3 s new
-	printf '| %s | %s |' "$label" "$places"
-	for s in new old; do
-		[ "$s" = old ] && [[ " $DECIDE_SCRIPTS " != *" old "* ]] && { printf ' n/a | | |'; continue; }
-		new=$(cpu "$what" "${4:-$s}" us)
-		printf ' %s (%s) | %s | %s |' "$new" "$(cpu "$what" "${4:-$s}" range)" "$(x "$new" "$GET")" \
-			"$(cpu "$what" "${4:-$s}" script)"
-	done
-	echo
+	local us
+	us=$(cpu "$3" new us)
+	printf '| %s | %s | %s (%s) | %s | %s |\n' "$1" "$2" "$us" "$(cpu "$3" new range)" \
+		"$(x "$us" "$GET")" "$(cpu "$3" new script)"
 }
 Q0=$(cpu queued:0 new us)
 Q1=$(cpu queued:1000 new us)
@@ -63,11 +58,9 @@ FLAT=$(awk -v a="$Q0" -v b="$Q1" -v c="$Q10" 'BEGIN {
 WORST=$(awk -v a="$Q0" -v b="$Q1" -v c="$Q10" -v d="$(cpu admitted new us)" 'BEGIN {
 	hi = a; if (b > hi) hi = b; if (c > hi) hi = c; if (d > hi) hi = d; print hi }')
 ODD=""
-for s in new old; do
-	for w in admitted queued:0 queued:1000 queued:10000; do
-		n=$(cpu "$w" "$s" odd)
-		[ "$n" != 0 ] && ODD="$ODD $s/$w ($n batches)"
-	done
+for w in admitted queued:0 queued:1000 queued:10000; do
+	n=$(cpu "$w" new odd)
+	[ "$n" != 0 ] && ODD="$ODD $w ($n batches)"
 done
 met() { awk -v v="$1" -v lim="$2" 'BEGIN { print (v <= lim) ? "met" : "not met" }'; }
 
@@ -75,9 +68,9 @@ echo "### What a decision costs the server, against a GET"
 echo
 echo "Issue 22 asked that a decision cost close to what it must: flat within 2 × from an empty"
 echo "schedule to 10,000 places held, and under 4 × a GET. \`bench/decide.sh\` measures it on a"
-echo "redis-server of its own (Unix socket), for this tree's \`src/slot.lua\` and for the script"
-echo "before issue 22's cuts (\`src/slot.lua\` at $DECIDE_BEFORE, from git), in the same run. A"
-echo "decision is a reservation from a login the schedule has never seen, with a WHO and a HOST"
+echo "redis-server of its own (Unix socket), for this tree's \`src/slot.lua\` (the script before"
+echo "issue 22's cuts, measured once: [Against older code](#against-older-code)). A decision is"
+echo "a reservation from a login the schedule has never seen, with a WHO and a HOST"
 echo "of its own and \`per_host=1\`: at \`interval=60m\` it is queued at the back of a schedule"
 echo "holding 0, 1,000 or 10,000 places (each from a HOST of its own, made through the script);"
 echo "at \`interval=1ms\` on a schedule holding none, it is admitted, first in line. Each batch is"
@@ -91,13 +84,13 @@ echo "batch, over the requests: the median round (in brackets the lowest and the
 echo "GET; the script's own µs is Redis's \`usec\` per call in \`INFO commandstats\` (the median"
 echo "round), which leaves out reading the request and writing the reply."
 echo
-echo "| request | places held | this tree: server CPU, µs per request | × GET | script's own µs | before ($DECIDE_BEFORE): server CPU, µs | × GET | script's own µs |"
-echo "|---|---|---|---|---|---|---|---|"
-printf '| GET (baseline) | | %s (%s) | 1 | | | | |\n' "$GET" "$(cpu get - range)"
-printf '| EVALSHA of an empty script, the same arguments | | %s (%s) | %s | %s | | | |\n' \
+echo "| request | places held | server CPU, µs per request | × GET | script's own µs |"
+echo "|---|---|---|---|---|"
+printf '| GET (baseline) | | %s (%s) | 1 | |\n' "$GET" "$(cpu get - range)"
+printf '| EVALSHA of an empty script, the same arguments | | %s (%s) | %s | %s |\n' \
 	"$(cpu empty empty us)" "$(cpu empty empty range)" "$(x "$(cpu empty empty us)" "$GET")" \
 	"$(cpu empty empty script)"
-printf '| the floor: a queued reservation'"'"'s commands, no logic | 1,000 | %s (%s) | %s | %s | | | |\n' \
+printf '| the floor: a queued reservation'"'"'s commands, no logic | 1,000 | %s (%s) | %s | %s |\n' \
 	"$(cpu floor floor us)" "$(cpu floor floor range)" "$(x "$(cpu floor floor us)" "$GET")" \
 	"$(cpu floor floor script)"
 row "reservation admitted, first in line" 0 admitted
@@ -160,8 +153,8 @@ echo "runs, each with its arguments and time, before the script's own entry), an
 echo "the commands per call over all the calls (\`INFO commandstats\`, after \`CONFIG RESETSTAT\`). The"
 echo "time: the median of the calls' own \`SLOWLOG\` entries, in µs (whole µs, as Redis logs them)."
 echo
-echo "| operation | places held | this tree: commands run inside | µs | before ($DECIDE_BEFORE): commands run inside | µs |"
-echo "|---|---|---|---|---|---|"
+echo "| operation | places held | commands run inside | µs |"
+echo "|---|---|---|---|"
 for op in admitted queued renew leave peek; do
 	for n in $DECIDE_STATES; do
 		# An admission is first in line: on a schedule that holds no place.
@@ -171,9 +164,8 @@ for op in admitted queued renew leave peek; do
 		queued) label="reserve, queued" ;;
 		*) label=$op ;;
 		esac
-		printf '| %s | %s | %s | %s | %s | %s |\n' "$label" "$n" "$(inside new "$op" "$n")" \
-			"$(prof new "$op" "$n" usec_median)" "$(inside old "$op" "$n")" \
-			"$(prof old "$op" "$n" usec_median)"
+		printf '| %s | %s | %s | %s |\n' "$label" "$n" "$(inside new "$op" "$n")" \
+			"$(prof new "$op" "$n" usec_median)"
 	done
 done
 echo

@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # What a decision costs the server against a GET, and what the script runs inside each of its
 # operations (issue 22, part 2): part of measurement 11, called by bench/lookup.sh. On one
-# private redis-server on a Unix socket, this tree's src/slot.lua and the script before issue
-# 22's cuts (src/slot.lua at 16b20a1, from git; left out without the git history, and with
-# QUICK=1: bench/lib.sh, past decide-old), in the same run:
+# private redis-server on a Unix socket, this tree's src/slot.lua (the script before issue 22's
+# cuts was measured once, on 2026-12-03: bench/past.md):
 #
 # - Decisions: reservations from logins the schedule has never seen, each with a WHO and a
 #   HOST of its own and per_host=1, at interval=60m so that each is queued at the back, on a
@@ -33,12 +32,10 @@ set -u
 . "$TOP/bench/lib.sh"
 
 [ $# -eq 1 ] || { echo "usage: bench/decide.sh RAWDIR" >&2; exit 2; }
-RAW=$1 # for past (bench/lib.sh)
 OUT=$1/lookup
-# QUICK=1: a smoke run of this tree's script alone, one batch each.
+# QUICK=1: a smoke run, one batch each.
 if [ "${QUICK:-0}" = 1 ]; then ROUNDS=1 BATCHES=1 CALLS=10 REQS=200; else ROUNDS=5 BATCHES=4 CALLS=100 REQS=500; fi
 STATES="0 1000 10000"
-BEFORE=$(past_rev decide-old) # main before issue 22's cuts to the script (leases that fit the wait already in)
 INTERVAL=3600000000
 LEASE=3600000000
 WAIT=$((INTERVAL * 20000))
@@ -61,10 +58,6 @@ cpu_ns() { cut -d' ' -f1 "/proc/$PID/schedstat"; }
 declare -A SHA
 SHA[new]=$(cli -x script load < "$TOP/src/slot.lua")
 SCRIPTS=new
-if past decide-old; then
-	SHA[old]=$(git -C "$TOP" show "$BEFORE:src/slot.lua" | cli -x script load)
-	SCRIPTS="new old"
-fi
 SHA[empty]=$(cli script load 'return 0')
 # The floor: what a reservation queued at the back must run, with no logic around it (the
 # clock, the head, the lapsed leases, the rank, the place and its lease and the new head in one
@@ -133,15 +126,13 @@ batch() {
 say "decisions: $ROUNDS rounds of $BATCHES batches of $REQS, against GET"
 echo "bench/decide.sh: redis-benchmark -s \$TMP/decide.sock -c 10 -n $REQS -r 1000000000 EVALSHA SHA $(probe KEY 3600000000 3600000000) (and GET, an empty script, the floor), $ROUNDS rounds of $BATCHES batches per state and script" >> "$1/commands"
 for r in $(seq "$ROUNDS"); do
-	order=$SCRIPTS
-	[ $((r % 2)) = 0 ] && [ "$SCRIPTS" = "new old" ] && order="old new"
 	for _ in $(seq "$BATCHES"); do
 		batch get - "$r" - -t get
 		# shellcheck disable=SC2046 # the arguments
 		batch empty empty "$r" "base:new:1000" evalsha "${SHA[empty]}" $(probe work $INTERVAL $LEASE)
 		# shellcheck disable=SC2046
 		batch floor floor "$r" "base:new:1000" evalsha "${SHA[floor]}" $(probe work $INTERVAL $LEASE)
-		for s in $order; do
+		for s in $SCRIPTS; do
 			cli del adm > /dev/null
 			# shellcheck disable=SC2046
 			batch admitted "$s" "$r" - evalsha "${SHA[$s]}" $(probe adm 1000 5000000)
@@ -216,7 +207,6 @@ put_param DECIDE_REQS "$REQS"
 put_param DECIDE_CALLS "$CALLS"
 put_param DECIDE_STATES "$STATES"
 put_param DECIDE_SCRIPTS "$SCRIPTS"
-put_param DECIDE_BEFORE "$BEFORE"
 put_param DECIDE_DATE "$(date -u '+%Y-%m-%d at %H:%M UTC')"
 put_param DECIDE_REV "$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")"
 put_param DECIDE_LOAD "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -1,16 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # What one reservation costs the server as a schedule fills up (issue 18: lookups through
-# indexes, not scans). This tree's src/slot.lua against release 0.9.0's (bench/slot-0.9.0.lua,
-# which scanned every ghost for WHO's and every place for per_host), in the same run, on one
-# private redis-server on a Unix socket. Each schedule is brought to a state through the script
-# itself: empty (one login admitted, its slot an interval ahead); ghosts, places given up by
-# reserving and leaving, each from a WHO and a HOST of its own; PLACES places held, each from
-# a HOST of its own. In each state, CALLS reservations that max_wait=0 refuses, from a WHO and
-# a HOST the schedule has never seen: each looks WHO's ghost up, counts HOST's places and
-# ghosts when per_host=1, ranks itself, and changes nothing. The time is the server's own:
-# usec of EVALSHA in INFO commandstats after CONFIG RESETSTAT, over ROUNDS rounds that
-# alternate the two scripts. Writes its raw results into RAWDIR/lookup/ (bench/measure.sh
+# indexes, not scans): this tree's src/slot.lua, on one private redis-server on a Unix socket
+# (release 0.9.0's script, which scanned every ghost for WHO's and every place for per_host,
+# was measured beside it once, on 2026-12-03: bench/past.md). Each schedule is brought to a
+# state through the script itself: empty (one login admitted, its slot an interval ahead);
+# ghosts, places given up by reserving and leaving, each from a WHO and a HOST of its own;
+# PLACES places held, each from a HOST of its own. In each state, CALLS reservations that
+# max_wait=0 refuses, from a WHO and a HOST the schedule has never seen: each looks WHO's
+# ghost up, counts HOST's places and ghosts when per_host=1, ranks itself, and changes
+# nothing. The time is the server's own: usec of EVALSHA in INFO commandstats after CONFIG
+# RESETSTAT, over ROUNDS rounds. Writes its raw results into RAWDIR/lookup/ (bench/measure.sh
 # calls it); bench/lookup-report.sh renders its section of BENCHMARKS.md from them. Nothing
 # here asserts a time.
 #
@@ -23,7 +23,7 @@ set -u
 OUT=$1/lookup
 if [ "${QUICK:-0}" = 1 ]; then CALLS=200 ROUNDS=2; else CALLS=2000 ROUNDS=4; fi
 PLACES=3000
-GHOSTS_OLD=3000
+GHOSTS_MORE=3000 # ghosts made past the cap, which the script does not keep
 # The ghosts this tree's script keeps at most per schedule (GHOSTS_MAX), and per HOST.
 read -r PER_HOST_CAP GHOSTS_CAP <<< "$(sed -n \
 	's/^local GHOST_US, GHOSTS_PER_HOST, GHOSTS_MAX = [0-9]*, \([0-9]*\), \([0-9]*\)$/\1 \2/p' \
@@ -46,8 +46,7 @@ start_redis lookup || exit 1
 SOCK=$TMP/lookup.sock
 cli() { redis-cli -s "$SOCK" "$@"; }
 NEW=$(cli -x script load < "$TOP/src/slot.lua")
-OLD=$(cli -x script load < "$TOP/bench/slot-0.9.0.lua")
-sha() { if [ "$1" = new ]; then echo "$NEW"; else echo "$OLD"; fi; }
+sha() { echo "$NEW"; }
 
 # lines SCRIPT KEY OP FROM TO MAX_WAIT PER_HOST: the calls of logins FROM to TO, each with an
 # id, a WHO and a HOST of its own (login 0 is the head).
@@ -93,51 +92,40 @@ probe() {
 	after=$(cli zcard "$3")
 	echo "script=$1 state=$2 round=$5 per_host=$4 $stat verdicts=$verdicts ghosts=$ghosts places=$places members=$before members_after=$after" >> "$OUT/rounds"
 }
-# rounds STATE:KEY:PER_HOST:SCRIPTS...: ROUNDS rounds over the states, on the schedules
-# lookup:SCRIPT:KEY; SCRIPTS "both" (in turn, the first alternating), or "old" alone.
+# rounds STATE:KEY:PER_HOST...: ROUNDS rounds over the states, on the schedules lookup:new:KEY.
 rounds() {
-	local r spec state key ph which order s
+	local r spec state key ph
 	for r in $(seq "$ROUNDS"); do
-		order="new old"
-		[ $((r % 2)) = 0 ] && order="old new"
 		for spec in "$@"; do
-			IFS=: read -r state key ph which <<< "$spec"
-			for s in $order; do
-				[ "$which" = both ] || [ "$which" = "$s" ] || continue
-				probe "$s" "$state" "lookup:$s:$key" "$ph" "$r"
-			done
+			IFS=: read -r state key ph <<< "$spec"
+			probe new "$state" "lookup:new:$key" "$ph" "$r"
 		done
 	done
 }
 
-echo "bench/lookup.sh: $CALLS reservations refused by max_wait=0 per state and script, redis-cli --csv < their EVALSHA lines, in $ROUNDS rounds" >> "$1/commands"
+echo "bench/lookup.sh: $CALLS reservations refused by max_wait=0 per state, redis-cli --csv < their EVALSHA lines, in $ROUNDS rounds" >> "$1/commands"
 # The states without ghosts first: a ghost is forgotten 60 s after it was made, so the ghosts
 # are made last, and measured at once.
 say "empty and $PLACES places held (per_host=1), $CALLS calls each, $ROUNDS rounds"
-for s in new old; do
-	build $s "lookup:$s:empty" 0 0
-	build $s "lookup:$s:places" "$PLACES" 0
-done
-rounds empty:empty:0:both empty-per-host:empty:1:both places:places:1:both
-say "$GHOSTS_CAP ghosts (this tree's cap) and $GHOSTS_OLD (the old script only)"
+build new lookup:new:empty 0 0
+build new lookup:new:places "$PLACES" 0
+rounds empty:empty:0 empty-per-host:empty:1 places:places:1
+say "$GHOSTS_CAP ghosts (the script's cap)"
 build new lookup:new:ghosts "$GHOSTS_CAP" 1
-build old lookup:old:ghosts "$GHOSTS_CAP" 1
-build old lookup:old:ghosts-more "$GHOSTS_OLD" 1
-# Past the cap, this tree's script makes no more ghosts.
-build new lookup:new:ghosts-more "$GHOSTS_OLD" 1
-rounds ghosts:ghosts:0:both ghosts-more:ghosts-more:0:old
+# Past the cap, the script makes no more ghosts.
+build new lookup:new:ghosts-more "$GHOSTS_MORE" 1
+rounds ghosts:ghosts:0
 put_param() { printf '%s=%s\n' "$1" "$2" >> "$OUT/params"; }
 put_param CALLS "$CALLS"
 put_param ROUNDS "$ROUNDS"
 put_param PLACES "$PLACES"
-put_param GHOSTS_OLD "$GHOSTS_OLD"
+put_param GHOSTS_MORE "$GHOSTS_MORE"
 put_param GHOSTS_CAP "$GHOSTS_CAP"
 put_param PER_HOST_CAP "$PER_HOST_CAP"
 put_param GHOSTS_PAST_CAP "$(cli zcount lookup:new:ghosts-more 2e16 +inf)"
 put_param INTERVAL_US "$INTERVAL"
 put_param LEASE_US "$LEASE"
 put_param NEW_SHA "$NEW"
-put_param OLD_SHA "$OLD"
 put_param DATE "$(date -u '+%Y-%m-%d at %H:%M UTC')"
 put_param REV "$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")"
 put_param REDIS_V "$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"

@@ -48,9 +48,6 @@ trap 'cleanup; rm -rf "$STATE"' EXIT
 for m in m1 m2 m3 m4 m6 m7 m9q m9f; do
 	mkdir -m 0700 "$STATE/$m" || fail "mkdir $STATE/$m"
 done
-# The comparisons with older code that this tree cannot make (no git history): past, in
-# bench/lib.sh, adds them here as it meets them; the report lists them.
-: > "$RAW/left-out"
 CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the module alike
 RUN_START=$(date +%s)
 
@@ -105,26 +102,13 @@ stop_redis m1
 # 2. Latency that the module adds to a login with an empty queue: pamtester pairs. Raw:
 # m2-ROW.txt, pairtime's line with the logins that waited and the module's log lines; m2-ROW.raw,
 # its pairs. The rows: the module on each backend, and loaded but never called (in the account
-# stack of an auth login), each against pam_permit alone; and, for the per-host schedule on
-# slot.lua, url=local with the module of M2_BEFORE_REV (lqueue.c, the queue's rules in C) as A
-# against this tree's (src/slot.lua on the store) as B: "store", measurement 2's login, and
-# "store-host", a login from a remote host with per_host=3, whose HOST the script hashes, and
-# "store-loaded", each module loaded and never called (what linking liblua costs a login).
-# Then one
-# script call's memory and CPU on stores of 0 to 1,000 places (bench/lstorecost.c): m2-cost.txt.
+# stack of an auth login), each against pam_permit alone. Then one script call's memory and
+# CPU on stores of 0 to 1,000 places (bench/lstorecost.c): m2-cost.txt.
 say "2/13: added latency, $M2_PAIRS pairs per row"
 start_tcp_redis m2 || fail "redis m2"
 M2_PORT=$PORT
 M2_STATE=$STATE/m2
 put values M2_FS "$STATE_FS"
-M2_BEFORE_REV=$(past_rev m2-store)
-put values M2_BEFORE_REV "$M2_BEFORE_REV"
-M2_STORE=0
-if past m2-store; then
-	module_at "$M2_BEFORE_REV"
-	put values M2_BEFORE_BUILT "$MODULE_BUILT"
-	M2_STORE=1
-fi
 PERMIT="auth required @P/pam_permit.so"
 GATE="key=bench:lat interval=1ms countdown=0 fallback=closed"
 service base "$PERMIT"
@@ -132,14 +116,6 @@ service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 state_dir=$M2
 service lat-unix "auth required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/unix $GATE" "$PERMIT"
 service lat-local "auth required @M url=local state_dir=$M2_STATE/local $GATE" "$PERMIT"
 service lat-loaded "$PERMIT" "account required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/loaded $GATE"
-if [ "$M2_STORE" = 1 ]; then
-	service lat-before "auth required $MODULE_AT url=local state_dir=$M2_STATE/before $GATE" "$PERMIT"
-	service lat-before-host "auth required $MODULE_AT url=local state_dir=$M2_STATE/before-host $GATE per_host=3" \
-		"$PERMIT"
-	service lat-local-host "auth required @M url=local state_dir=$M2_STATE/local-host $GATE per_host=3" "$PERMIT"
-	service lat-before-loaded "$PERMIT" "account required $MODULE_AT url=local state_dir=$M2_STATE/before-loaded $GATE"
-	service lat-local-loaded "$PERMIT" "account required @M url=local state_dir=$M2_STATE/local-loaded $GATE"
-fi
 # pamtester_cmd SERVICE: a login of benchuser; a service named *-host logs in from a remote host
 # (PAM_RHOST), as an ssh login does.
 pamtester_cmd() {
@@ -161,11 +137,6 @@ m2_pairs() {
 for t in tcp unix local loaded; do
 	m2_pairs "$t" base "lat-$t"
 done
-if [ "$M2_STORE" = 1 ]; then
-	m2_pairs store lat-before lat-local
-	m2_pairs store-host lat-before-host lat-local-host
-	m2_pairs store-loaded lat-before-loaded lat-local-loaded
-fi
 # One call on stores of 0, 10, 100 and 1,000 places, M2_COST_ROUNDS times each.
 run "$BIN/lstorecost" "$M2_COST_ROUNDS" 0 10 100 1000 > "$RAW/m2-cost.txt" 2> "$TMP/m2-cost.err" ||
 	fail "lstorecost: $(cat "$RAW/m2-cost.txt" "$TMP/m2-cost.err")"
@@ -175,24 +146,13 @@ stop_redis m2
 
 # ---------------------------------------------------------------------------------------------
 # 3. Stagger precision: M3_N logins at the same instant, interval=100ms, over a Unix socket.
-# Raw: m3.txt, stagger's line; timeline.csv, a line per login (the picture's samples);
-# m3-before.txt, the row of the same measurement before the queue, as BENCHMARKS.md was
-# committed at M3_BEFORE_REV (fixed slots: one reservation, then a sleep until the slot),
-# empty without the git history (past m3-before).
+# Raw: m3.txt, stagger's line; timeline.csv, a line per login (the picture's samples).
 say "3/13: stagger precision, $M3_N logins at interval=100ms"
 start_redis m3 || fail "redis m3"
 run "$BIN/stagger" "$M3_N" "$TMP/timeline.csv" "url=unix://$TMP/m3.sock" key=bench:stagger \
 	interval=100ms max_wait=60s timeout=10s "state_dir=$STATE/m3" > "$RAW/m3.txt" || fail "stagger: $(cat "$RAW/m3.txt")"
 stop_redis m3
 cp "$TMP/timeline.csv" "$RAW/timeline.csv" || fail "timeline.csv"
-M3_BEFORE_REV=$(past_rev m3-before)
-put values M3_BEFORE_REV "$M3_BEFORE_REV"
-: > "$RAW/m3-before.txt"
-if past m3-before; then
-	git -C "$TOP" show "$M3_BEFORE_REV:BENCHMARKS.md" 2> /dev/null |
-		sed -n '/^## 3\. Stagger/,/^## 4/p' | grep -E '^\| [0-9]+ \| [0-9]+ \| [0-9.]+ \|' |
-		head -n 1 > "$RAW/m3-before.txt"
-fi
 
 # ---------------------------------------------------------------------------------------------
 # 4. Decision capacity of one redis-server, against redis-benchmark GET in the same run. Raw:
@@ -424,7 +384,7 @@ bash "$TOP/bench/spread.sh" "$RAW" || fail "the steady queues (bench/spread.sh)"
 # (add NAME to its list, in the order they run here).
 say "10/13: a logon storm (bench/storm.sh)"
 bash "$TOP/bench/storm.sh" "$RAW" || fail "the logon storm (bench/storm.sh)"
-say "11/13: one reservation as the schedule fills, against release 0.9.0's script (bench/lookup.sh)"
+say "11/13: one reservation as the schedule fills (bench/lookup.sh)"
 bash "$TOP/bench/lookup.sh" "$RAW" || fail "the lookups (bench/lookup.sh)"
 say "12/13: what TLS costs a plain login, and a rediss:// decision against a redis:// one (bench/tls.sh)"
 bash "$TOP/bench/tls.sh" "$RAW" || fail "the cost of TLS (bench/tls.sh)"
@@ -437,7 +397,3 @@ put values ELAPSED $(($(date +%s) - RUN_START))
 rm -rf "$FINAL"
 mv "$RAW" "$FINAL" || fail "mv $RAW $FINAL"
 say "measured in $(($(date +%s) - RUN_START)) s: $FINAL"
-if [ -s "$FINAL/left-out" ]; then
-	say "every measurement ran; these comparisons with older code were left out:"
-	awk -F'\t' '{ print "bench:   " $2 ": " $3 }' "$FINAL/left-out" >&2
-fi

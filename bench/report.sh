@@ -96,21 +96,6 @@ for t in tcp unix local loaded; do
 done
 # m2 ROW FIELD: a field of that row's line.
 m2() { field "$2" "$(cat "$RAW/m2-$1.txt")"; }
-# m2_store ROW WHAT: a row of the table of the per-host schedule on slot.lua, its pairs'
-# statistics from m2-ROW.raw (pair_stats).
-m2_store() {
-	local st
-	st=$(pair_stats "$RAW/m2-$1.raw")
-	echo "| $2 | $(field n "$st") of $(m2 "$1" pairs) | $(ms "$(m2 "$1" a_median_us)") | $(ms "$(m2 "$1" b_median_us)") | **$(field r_med "$st")** ($(field r_lo "$st") to $(field r_hi "$st")) | $(field r_p25 "$st") to $(field r_p75 "$st") | $(field d_med "$st") | $(field ca_med "$st") | $(field cb_med "$st") | $(field cr_med "$st") | $(field cd_med "$st") ($(field cd_lo "$st") to $(field cd_hi "$st")) |"
-}
-# m2_ratio ROW: that row's median per-pair ratio; m2_goal ROW: what the run says of the goal of
-# at most 1.05 × for it.
-m2_ratio() { field r_med "$(pair_stats "$RAW/m2-$1.raw")"; }
-m2_goal() {
-	local st
-	st=$(pair_stats "$RAW/m2-$1.raw")
-	ratio_goal "$(field r_med "$st")" "$(field r_lo "$st")" "$(field r_hi "$st")" 1.05 "the change"
-}
 # m2_cost ROW PLACES FIELD: a field of lstorecost's line for that row and store size ("-" for
 # a row of Lua alone).
 m2_cost() {
@@ -139,14 +124,11 @@ M2_DL_FIRST=$(ms "$(us1 "$(m2_cost libcrypto - first_dl_ns)")")
 M2_CALL_CPU=$(awk -v a="$(m2 unix cpu_diff_median_us)" -v b="$(m2 loaded cpu_diff_median_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }')
 
 # ---------------------------------------------------------------------------------------------
-# 3. Stagger precision, from m3.txt, timeline.csv and m3-before.txt.
+# 3. Stagger precision, from m3.txt and timeline.csv.
 M3=$(cat "$RAW/m3.txt")
 M3_N=$(field n "$M3")
 S_ARR=$(awk '!/^#/ { print $2 * 1000 }' "$RAW/timeline.csv" | stats)
 S_DEC=$(awk '!/^#/ { print ($3 - $2) * 1000 }' "$RAW/timeline.csv" | stats)
-M3_BEFORE=$(cat "$RAW/m3-before.txt")
-# m3_before COLUMN: a column of that row (3: spacing min ... 9: grid).
-m3_before() { printf '%s\n' "$M3_BEFORE" | awk -F'|' -v c="$(($1 + 1))" '{ gsub(/ /, "", $c); print $c }'; }
 # gp_str TEXT: TEXT as a gnuplot string in single quotes (in which '' stands for ').
 gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
 if [ -z "$PNG" ]; then
@@ -249,15 +231,6 @@ M9Q=$(cat "$RAW/m9q.out")
 M9F=$(cat "$RAW/m9f.out")
 
 # ---------------------------------------------------------------------------------------------
-# left_out_why NAME: why the run left that comparison with older code out (bench/lib.sh, past).
-left_out_why() { awk -F'\t' -v n="$1" '$1 == n { print $3 }' "$RAW/left-out" 2> /dev/null; }
-LEFT_OUT_NOTE=""
-if [ -s "$RAW/left-out" ]; then
-	LEFT_OUT_NOTE=$(printf '\n\n%s\n%s\n\n' "**Left out of this run:** every measurement ran, but not these comparisons with older" \
-		"code, which come from git:"
-		awk -F'\t' '{ printf "- %s: %s.\n", $2, $3 }' "$RAW/left-out")
-fi
-
 # The sections, from the machine table on, are rendered into BODY first, so that the glance
 # above them links to their headings as rendered.
 BODY=$(mktemp) || fail "mktemp"
@@ -373,64 +346,26 @@ cat <<-EOF
 	ships it, a shared library.
 
 EOF
-if [ -f "$RAW/m2-store.raw" ]; then
-	cat <<-EOF
-		**The per-host schedule on slot.lua.** Until commit $M2_BEFORE_REV the per-host schedule
-		(\`url=local\`) ran its own C copy of the queue's rules (\`src/lqueue.c\`); now it runs
-		\`src/slot.lua\`, the script Redis runs, through Lua 5.1 (\`src/lscript.c\`: a fresh Lua state
-		for each call, the $(m2_cost compile - script_bytes)-byte script loaded in it as compiled at build time, and libcrypto opened for
-		\`redis.sha1hex\` when the script hashes a name) on a sorted set kept in the file
-		(\`src/lstore.c\`). The goal: a \`url=local\` login at most 1.05 × as long as before, B ÷ A
-		per pair. The same \`url=local\` login with the module of $M2_BEFORE_REV (built from git in
-		\`build/bench/\` $M2_BEFORE_BUILT) as A and this tree's as B, each with a \`state_dir\` of its
-		own, in pairs as above. The first row is this section's login (no remote host, so the
-		script hashes nothing); in the second the login comes from a remote host
-		(\`pamtester -I rhost=192.0.2.7\`) with \`per_host=3\`, as an ssh login under a per-host cap:
-		the script then hashes the host to count its places, and opens libcrypto for it (a
-		pamtester process maps none before; sshd links it already). "CPU" is the login process's,
-		as above.
+cat <<-EOF
+	**The per-host schedule on slot.lua.** The per-host schedule (\`url=local\`) runs
+	\`src/slot.lua\`, the script Redis runs, through Lua 5.1 (\`src/lscript.c\`: a fresh Lua state
+	for each call, the $(m2_cost compile - script_bytes)-byte script loaded in it as compiled at build time, and libcrypto opened
+	for \`redis.sha1hex\` when the script hashes a name) on a sorted set kept in the file
+	(\`src/lstore.c\`). Against its C copy of the rules before (\`src/lqueue.c\`), measured once:
+	[Against older code](#against-older-code).
 
-		| \`url=local\` login | pairs (both in) | A: module of $M2_BEFORE_REV (lqueue.c), median ms | B: this tree's (slot.lua on the store), median ms | B ÷ A per pair: median (95% interval) | B ÷ A per pair: quartiles | B − A per pair, median ms | CPU A, median ms | CPU B, median ms | CPU B ÷ A per pair, median | CPU B − A per pair, median ms (95% interval) |
-		|---|---|---|---|---|---|---|---|---|---|---|
-		$(m2_store store "no remote host, \`per_host\` unset (this section's login)")
-		$(m2_store store-host "from a remote host, \`per_host=3\`")
-		$(m2_store store-loaded "loaded, never called (in the account stack only)")
+	**Lua is linked, not opened when the store is first used.** Every login pays for mapping
+	liblua5.1, a Redis login too, which never runs the script. Opening it only for the store
+	would spare those logins that, and spare a \`url=local\` login nothing: it maps the same
+	libraries, later. It would also move the one moment the library must load to the moment
+	Redis has failed and the host's schedule is the fallback, where a library that does not
+	load would leave the login to the failure policy, unqueued, just when the queue matters.
+	Linked, as libhiredis is, liblua5.1-0 is one of the package's dependencies, which the
+	package manager keeps installed as long as the module is. libssl, by contrast, is opened
+	only for \`rediss://\` (src/tls.c), and libcrypto only when the script on the store hashes a
+	name.
 
-		**A \`url=local\` login took $(m2_ratio store) × as long with slot.lua on the store as with
-		lqueue.c** (median of the per-pair ratios), $(m2_goal store) From a remote host with
-		\`per_host=3\`, $(m2_ratio store-host) ×, $(m2_goal store-host) The third row has each module
-		in the account stack of a login that only authenticates, as the row "loaded, never called"
-		above: what loading it costs a login, now that it links liblua5.1 (and, through it, libm and
-		libdl), $(field cd_med "$(pair_stats "$RAW/m2-store-loaded.raw")") ms of CPU of the first row's $(field cd_med "$(pair_stats "$RAW/m2-store.raw")"). The two modules also differ by
-		whatever else changed between $M2_BEFORE_REV and this tree; \`url=local\` keeps Redis out of
-		the comparison. A \`url=local\` login makes one call to the script; the rest of what it adds
-		is that call (below).
-
-		**Lua is linked, not opened when the store is first used.** Every login pays for mapping
-		liblua5.1 (the third row), a Redis login too, which never runs the script here. Opening it
-		only for the store would spare those logins that, and spare a \`url=local\` login nothing:
-		it maps the same libraries, later. It would also move the one moment the library must
-		load to the moment Redis has failed and the host's schedule is the fallback, where a
-		library that does not load would leave the login to the failure policy, unqueued, just
-		when the queue matters. Linked, as libhiredis is, liblua5.1-0 is one of the package's
-		dependencies, which the package manager keeps installed as long as the module is. Against that: a
-		fraction of a millisecond of a login, which in sshd costs tens of milliseconds. libssl,
-		by contrast, is opened only for \`rediss://\` (src/tls.c), and libcrypto only when the
-		script on the store hashes a name.
-
-	EOF
-else
-	cat <<-EOF
-		**The per-host schedule on slot.lua against lqueue.c: left out of this run.** Until
-		commit $M2_BEFORE_REV the per-host schedule (\`url=local\`) ran its own C copy of the queue's
-		rules (\`src/lqueue.c\`); now it runs \`src/slot.lua\`, the script Redis runs, through Lua
-		5.1 (\`src/lscript.c\`) on a sorted set kept in the file (\`src/lstore.c\`). The logins
-		with that module against this tree's need it built from git: $(left_out_why m2-store).
-		The row \`url=local\` above is this tree's module alone; what one call of the script takes
-		is below.
-
-	EOF
-fi
+EOF
 cat <<-EOF
 	**What one call takes** (\`bench/lstorecost.c\`): \`lscript_run\`, the script on the store as
 	\`src/lslot.c\` runs it, without the file, $M2_COST_ROUNDS times per row, each time on a fresh copy
@@ -484,8 +419,6 @@ cat <<-EOF
 	| | logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
 	|---|---|---|---|---|---|---|---|---|---|
 	| this run: the queue | $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
-$([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (another run) | %s | %s | %s | %s | %s | %s | %s | %s | %s |
-' "$M3_BEFORE_REV" "$(m3_before 1)" "$(m3_before 2)" "$(m3_before 3)" "$(m3_before 4)" "$(m3_before 5)" "$(m3_before 6)" "$(m3_before 7)" "$(m3_before 8)" "$(m3_before 9)")
 
 	The logins called \`rslot_call()\` within $(ms "$(n1 "$S_ARR" 3)") ms of the common start (median
 	$(ms "$(n1 "$S_ARR" 1)") ms: $(field n "$M3") processes on $NPROC cores), and each decision, from that call to
@@ -495,7 +428,6 @@ $([ -n "$M3_BEFORE" ] && printf '| before the queue: fixed slots, commit %s (ano
 	the lateness is the sleep alone. The last column compares the k-th admission with an exact
 	grid, k × 100 ms plus the median offset of all of them. With fewer than 100 logins, a p99
 	(nearest rank) is the largest value.
-	$([ -n "$M3_BEFORE" ] && printf '\n%s\n' "Against the figures committed before the queue (BENCHMARKS.md at commit $M3_BEFORE_REV, the same measurement with fixed slots and a sleep, on another day and load), the median spacing went from $(m3_before 4) to $(field gap_median_ms "$M3") ms, the widest from $(m3_before 5) to $(field gap_max_ms "$M3") ms, and the worst lateness from $(m3_before 8) to $(field late_max_us "$M3") µs, which now includes the round trip of the renewal that admits the login at its slot.")
 
 	$PNG_NOTE
 
@@ -701,6 +633,9 @@ done
 # Scale, on paper: arithmetic on measurements 4, 6 and 8.
 bash "$BENCH_DIR/scale-report.sh" "$RAW" || fail "bench/scale-report.sh"
 echo
+# The comparisons with older code: measured once, dated, copied as they stand.
+cat "$BENCH_DIR/past.md" || fail "bench/past.md"
+echo
 cat <<-EOF
 	## What this run could not measure
 
@@ -803,9 +738,10 @@ cat <<-EOF
 	# pam_flowslot benchmarks
 
 	Generated by \`$COMMAND\` (bench/measure.sh, then bench/report.sh) on $DATE, in ${ELAPSED} s.
-	Every figure below was measured in that one run, and every ratio is against a baseline
-	measured in the same run on the same machine. Nothing here is a pass/fail threshold:
-	\`make bench\` is not part of \`make check\`.$([ "$QUICK" = 1 ] && printf '\n\n**QUICK=1: a smoke run with fewer and shorter rounds. These are not the committed figures.**')$LEFT_OUT_NOTE
+	Every figure below was measured in that one run, but for the dated tables of [Against older
+	code](#against-older-code), and every ratio is against a baseline measured in the same run
+	on the same machine. Nothing here is a pass/fail threshold:
+	\`make bench\` is not part of \`make check\`.$([ "$QUICK" = 1 ] && printf '\n\n**QUICK=1: a smoke run with fewer and shorter rounds. These are not the committed figures.**')
 
 	## At a glance
 

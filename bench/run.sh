@@ -4,20 +4,13 @@
 # then bench/report.sh renders BENCHMARKS.md and bench/timeline.png from that directory alone.
 # With QUICK=1, fewer and shorter rounds, into build/bench/BENCHMARKS-quick.md (raw results in
 # build/bench/raw-quick/). BENCH_OUT= names another output file, BENCH_RAW= another raw
-# directory. "run.sh report" renders again from the last raw results, measuring nothing;
-# "run.sh plan" says which comparisons with older code (from git) a run here would make.
+# directory. "run.sh report" renders again from the last raw results, measuring nothing.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$TOP/bench/lib.sh"
 
 QUICK=${QUICK:-0}
-if [ "${1:-}" = plan ]; then
-	# What a run here would measure, measuring and writing nothing: the run's own decisions.
-	echo "make bench runs every measurement, 1 to 13; the comparisons with older code:"
-	past_plan
-	exit 0
-fi
 if [ "$QUICK" = 1 ]; then
 	OUT=${BENCH_OUT:-$TOP/build/bench/BENCHMARKS-quick.md}
 	RAW=${BENCH_RAW:-$TOP/build/bench/raw-quick}
@@ -42,7 +35,7 @@ mkdir -p "$(dirname "$OUT")"
 case ${1:-} in
 "") BENCH_RAW=$RAW BENCH_COMMAND=$COMMAND bash "$TOP/bench/measure.sh" || fail "measuring" ;;
 report) ;;
-*) fail "usage: bench/run.sh [report|plan]" ;;
+*) fail "usage: bench/run.sh [report]" ;;
 esac
 say "rendering $OUT from $RAW"
 bash "$TOP/bench/report.sh" "$RAW" "$PNG" "$PNG_LINK" > "$OUT.tmp" || fail "rendering $OUT"

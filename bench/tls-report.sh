@@ -5,7 +5,7 @@
 # no picture).
 #
 #   bench/tls-report.sh RAWDIR [PNG [LINK]]
-# shellcheck disable=SC2154 # PAIRS, NOTLS_REV, LIBSSL ...: set by load from the raw results
+# shellcheck disable=SC2154 # PAIRS, LIBSSL ...: set by load from the raw results
 set -u
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -18,14 +18,6 @@ for f in params tcp.raw tcp.txt decisions.txt maps-new-unix maps-plain maps-tls 
 	[ -f "$RAW/$f" ] || fail "$RAW/$f: no raw results of the TLS measurement (bench/tls.sh writes them)"
 done
 load "$RAW/params"
-# (a), against the module of NOTLS_REV, is left out of a run without the git history.
-OLD=""
-if [ -f "$RAW/unix.raw" ]; then
-	OLD=old-unix
-	for f in unix.txt maps-old-unix ldd-old size-old; do
-		[ -f "$RAW/$f" ] || fail "$RAW/$f: no raw results of the TLS measurement (bench/tls.sh writes them)"
-	done
-fi
 
 # pairs FILE WHAT: over the pairs "a_us b_us" of FILE, WHAT is a_med, a_p90, b_med, b_p90 (ms),
 # ratio (of the medians), diff (median of the per-pair B - A, ms), pratio (median of the
@@ -62,10 +54,6 @@ fails() { echo $(($(field fail_a "$(cat "$RAW/$1.txt")") + $(field fail_b "$(cat
 complaints() { echo $(($(field complaints_a "$(cat "$RAW/$1.txt")") + $(field complaints_b "$(cat "$RAW/$1.txt")"))); }
 row() { printf '| %s | %s | %s | %s |' "$(pairs "$1" "${2}_med")" "$(pairs "$1" "${2}_p90")" "$3" "$4"; }
 
-if [ -n "$OLD" ]; then
-	U_RATIO=$(pairs unix.raw ratio)
-	U_DIFF=$(pairs unix.raw diff)
-fi
 T_DIFF=$(pairs tcp.raw diff)
 D_PLAIN=$(dec plain median_us)
 D_TLS=$(dec tls median_us)
@@ -75,19 +63,9 @@ echo "## 12. What TLS costs: a plain login, and a rediss:// decision"
 echo
 echo "Issue 21 asked two things of the module's own TLS (\`rediss://\`, \`src/tls.c\`, libssl"
 echo "loaded with \`dlopen\` only for the \`rediss\` schemes). First, that a login on \`redis://\`"
-if [ -n "$OLD" ]; then
-	echo "or \`unix://\` pay nothing measurable for TLS existing: here, $PAIRS pairs of the same"
-	echo "pamtester login under pam_wrapper on \`unix://\`, one with the module of commit $NOTLS_REV"
-	echo "(the last main before TLS, built from its \`git archive\` in \`build/bench/\` $NOTLS_BUILT) and one"
-	echo "with this tree's, alternating (\`bench/pairtime\`: each timed from spawn to exit, so the"
-	echo "module's loading is in it). The two also differ by what came between, the script"
-	echo "(\`src/slot.lua\`) included; each has a schedule of its own on one private redis-server."
-else
-	echo "or \`unix://\` pay nothing measurable for TLS existing: **left out of this run**, which"
-	echo "could not build the module of commit $NOTLS_REV (the last main before TLS) from git"
-	echo "($(awk -F'\t' '$1 == "tls-old" { print $3 }' "$1/left-out" 2> /dev/null)); only whether"
-	echo "libssl is mapped in this tree's plain logins is measured."
-fi
+echo "or \`unix://\` pay nothing measurable for TLS existing: here, whether libssl is mapped in"
+echo "a plain login (against the module before TLS, measured once: [Against older"
+echo "code](#against-older-code))."
 echo "Second, the price of the handshake: on one redis-server with a plaintext \`--port\` and a"
 echo "\`--tls-port\` (a test CA made by openssl for the run, the certificate naming 127.0.0.1,"
 echo "\`tls_ca_file=\`), $PAIRS pairs of logins on \`redis://127.0.0.1\` and on"
@@ -102,32 +80,16 @@ echo "differences."
 echo
 echo "| login or decision | median | p90 | B ÷ A (medians) | B − A (median) |"
 echo "|---|---|---|---|---|"
-if [ -n "$OLD" ]; then
-	echo "| A: a login on \`unix://\`, $NOTLS_REV's module (no TLS) $(row unix.raw a "" "")"
-	echo "| B: the same login, this tree's module $(row unix.raw b "$U_RATIO" "$U_DIFF")"
-fi
 echo "| A: a login on \`redis://\` $(row tcp.raw a "" "")"
 echo "| B: a login on \`rediss://\` $(row tcp.raw b "$(pairs tcp.raw ratio)" "$T_DIFF")"
 echo "| A: a decision on \`redis://\`, in one process | $(ms "$D_PLAIN") | $(ms "$(dec plain p90_us)") | | |"
 echo "| B: a decision on \`rediss://\`, in one process | $(ms "$D_TLS") | $(ms "$(dec tls p90_us)") | $(ratio "$D_TLS" "$D_PLAIN") | $D_DIFF (of the medians) |"
 echo
-if [ -n "$OLD" ]; then
-	echo "**A plain login with TLS in the module:** $U_RATIO × the median of the module without it"
-	echo "($U_DIFF ms, per pair: $(pairs unix.raw pratio) ×), for a module of $(cat "$RAW/size-new") bytes"
-	echo "against $(cat "$RAW/size-old"). Neither links libssl or libcrypto (\`ldd\`: $(linked new)"
-	echo "and $(linked old) of them). Mapped in the login's process, read from \`/proc/PID/maps\` by a"
-	echo "\`pam_exec\` step after the module: $(mapped new-unix) after a"
-	echo "\`unix://\` login with this tree's module, $(mapped plain) after a \`redis://\` one,"
-	echo "$(mapped old-unix) with $NOTLS_REV's; $(mapped tls) after a \`rediss://\` login, which"
-	echo "shows that the check sees them when they are there."
-else
-	echo "**A plain login with TLS in the module** (against none: left out, above): a module of"
-	echo "$(cat "$RAW/size-new") bytes, which links neither libssl nor libcrypto (\`ldd\`: $(linked new) of"
-	echo "them). Mapped in the login's process, read from \`/proc/PID/maps\` by a \`pam_exec\` step"
-	echo "after the module: $(mapped new-unix) after a \`unix://\` login, $(mapped plain) after a"
-	echo "\`redis://\` one; $(mapped tls) after a \`rediss://\` login, which shows that the check sees"
-	echo "them when they are there."
-fi
+echo "**A plain login with TLS in the module:** a module of $(cat "$RAW/size-new") bytes, which"
+echo "links neither libssl nor libcrypto (\`ldd\`: $(linked new) of them). Mapped in the login's"
+echo "process, read from \`/proc/PID/maps\` by a \`pam_exec\` step after the module: $(mapped new-unix)"
+echo "after a \`unix://\` login, $(mapped plain) after a \`redis://\` one; $(mapped tls) after a"
+echo "\`rediss://\` login, which shows that the check sees them when they are there."
 echo
 echo "**The handshake's price:** a login on \`rediss://\` took ${T_DIFF#+} ms more than one on"
 echo "\`redis://\` (median of the pairs); in one process a decision took $D_DIFF ms more, $(ratio "$D_TLS" "$D_PLAIN") ×"
@@ -139,14 +101,10 @@ echo "connection alike. A measurement, not a test: nothing here fails a build; t
 echo "shared, so single pairs carry other processes' noise."
 F=$(fails tcp)
 C=$(complaints tcp)
-if [ -n "$OLD" ]; then
-	F=$((F + $(fails unix)))
-	C=$((C + $(complaints unix)))
-fi
 if [ "$F" != 0 ] || [ "$C" != 0 ]; then
 	echo
 	echo "**Not as designed:** $F logins failed and the module logged $C lines in the pairs"
-	echo "(see \`tls/unix.txt\` and \`tls/tcp.txt\` in the raw results)."
+	echo "(see \`tls/tcp.txt\` in the raw results)."
 fi
 echo
 if [ -f "$1/machine" ]; then

@@ -1,11 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# What TLS costs (issue 21), in the same run. (a) A login on unix:// with this tree's module
-# against the same login with the module of commit NOTLS_REV (the last main before TLS), built
-# from git into build/bench/module-REV/ (kept there: later runs reuse it): pamtester pairs under
-# pam_wrapper, by bench/pairtime, alternating; and whether libssl or libcrypto is mapped in a
+# What TLS costs (issue 21), in the same run. (a) Whether libssl or libcrypto is mapped in a
 # login that used only unix:// or redis:// (a pam_exec step after the module reads its
-# parent's /proc/PID/maps), against a rediss:// login that must map it. (b) One private
+# parent's /proc/PID/maps), against a rediss:// login that must map it (a plain login against
+# the module before TLS was measured once, on 2026-12-03: bench/past.md). (b) One private
 # redis-server with a plaintext --port and a --tls-port (a test CA made here, as tests/suites/tls.sh
 # does; the certificate names 127.0.0.1): whole logins through redis:// and rediss:// in
 # pamtester pairs, and decisions in one process (bench/optcost: rslot_reserve, a connection,
@@ -26,7 +24,6 @@ RAW=$1 # for run and put (bench/lib.sh); absolute, for the clients run from $TMP
 case $RAW in /*) ;; *) RAW=$PWD/$RAW ;; esac
 OUT=$RAW/tls
 if [ "${QUICK:-0}" = 1 ]; then PAIRS=30 ROUNDS=200; else PAIRS=300 ROUNDS=2000; fi
-NOTLS_REV=$(past_rev tls-old)
 BIN=$TOP/build/bench
 T0=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -34,22 +31,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT" || fail "mkdir $OUT"
 put_param() { printf '%s=%s\n' "$1" "$2" >> "$OUT/params"; }
 
-# The module without TLS: NOTLS_REV's tree, built with its own Makefile, once; without the git
-# history, (a) is left out, and the rest measured.
-OLD=""
-if past tls-old; then
-	module_at "$NOTLS_REV"
-	put_param NOTLS_BUILT "$MODULE_BUILT"
-	NOTLS_MODULE=$MODULE_AT
-	OLD=old-unix
-fi
-# What each module is linked to.
+# What the module is linked to.
 ldd "$TOP/pam_flowslot.so" | awk '{ print $1 }' | sort > "$OUT/ldd-new"
 stat -c %s "$TOP/pam_flowslot.so" > "$OUT/size-new"
-if [ -n "$OLD" ]; then
-	ldd "$NOTLS_MODULE" | awk '{ print $1 }' | sort > "$OUT/ldd-old"
-	stat -c %s "$NOTLS_MODULE" > "$OUT/size-old"
-fi
 
 # The test PKI: a CA, and a server certificate for 127.0.0.1 (and localhost).
 mkdir "$TMP/pki"
@@ -75,7 +59,6 @@ on_free_port PORT start_redis tls --tls-port "$TLS_PORT" --tls-cert-file "$TMP/p
 PERMIT="auth required @P/pam_permit.so"
 GATE="interval=1ms countdown=0 timeout=10s fallback=closed"
 CA="tls_ca_file=$TMP/pki/ca.crt"
-[ -n "$OLD" ] && service old-unix "auth required $NOTLS_MODULE url=unix://$TMP/tls.sock key=bench:tls:old $GATE" "$PERMIT"
 service new-unix "auth required @M url=unix://$TMP/tls.sock key=bench:tls:new $GATE" "$PERMIT"
 # shellcheck disable=SC2153 # PORT: set by on_free_port
 service plain "auth required @M url=redis://127.0.0.1:$PORT/0 key=bench:tls:plain $GATE" "$PERMIT"
@@ -95,7 +78,7 @@ cat > "$TMP/maps.sh" <<-'EOF'
 	} > "$1"
 EOF
 MAPS="auth required @P/pam_exec.so /bin/sh $TMP/maps.sh"
-for s in $OLD new-unix plain tls; do
+for s in new-unix plain tls; do
 	cp "$TMP/svc/$s" "$TMP/svc/maps-$s"
 	service_line=$(printf '%s\n' "$MAPS $TMP/maps-$s.out" | sed "s|@P|$PAM_DIR|g")
 	# After the module, before pam_permit.
@@ -105,17 +88,6 @@ for s in $OLD new-unix plain tls; do
 		fail "the login maps-$s: $(tail -n 3 "$TMP/maps-$s.log")"
 	cp "$TMP/maps-$s.out" "$OUT/maps-$s" || fail "maps-$s: no result"
 done
-
-# (a) unix://, the module without TLS (A) against this tree's (B).
-if [ -n "$OLD" ]; then
-	say "a plain login on unix://, $NOTLS_REV's module against this tree's, $PAIRS pairs"
-	# shellcheck disable=SC2046
-	line=$(cd "$TMP" && run "$BIN/pairtime" "$PAIRS" "$TMP/unix.raw" "$TMP/old-unix.log" \
-		"$TMP/new-unix.log" -- $(pamtester_cmd old-unix) -- $(pamtester_cmd new-unix)) ||
-		fail "pairtime unix: $line"
-	cp "$TMP/unix.raw" "$OUT/" || fail "unix.raw"
-	echo "$line complaints_a=$(grep -c 'pam_flowslot(' "$TMP/old-unix.log") complaints_b=$(grep -c 'pam_flowslot(' "$TMP/new-unix.log")" > "$OUT/unix.txt"
-fi
 
 # (b) redis:// (A) against rediss:// (B): whole logins, then decisions in one process.
 say "a login on redis:// against rediss://, $PAIRS pairs"
@@ -136,12 +108,11 @@ run "$BIN/optcost" "$ROUNDS" interval=1ms max_wait=60m timeout=10s "state_dir=$T
 # login and decision, warm-ups included, is one, as fallback=closed admits none without it.
 put_param SERVER_CALLS "$(redis-cli -s "$TMP/tls.sock" info commandstats |
 	awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { s += $3 } END { print s + 0 }')"
-# The logins of the maps, and of the pairs (5 warm-ups each): without (a), one fewer and half.
-if [ -n "$OLD" ]; then LOGINS=$((4 + 4 * (PAIRS + 5))); else LOGINS=$((3 + 2 * (PAIRS + 5))); fi
+# The logins of the maps, and of the pairs (5 warm-ups each).
+LOGINS=$((3 + 2 * (PAIRS + 5)))
 put_param EXPECTED_CALLS $((LOGINS + 2 * (ROUNDS + 20)))
 put_param PAIRS "$PAIRS"
 put_param ROUNDS "$ROUNDS"
-put_param NOTLS_REV "$NOTLS_REV"
 put_param DATE "$(date -u '+%Y-%m-%d at %H:%M UTC')"
 put_param REV "$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")"
 put_param REDIS_V "$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"

@@ -2,8 +2,10 @@
 # Benchmarks against the alternatives: bench/measure.sh drives the C clients of bench/ against
 # private redis-servers and pamtester and writes the raw results; bench/report.sh renders
 # BENCHMARKS.md and bench/timeline.png from them alone (bench/run.sh runs one, then the other).
-# Not part of "make check": nothing here is a timed assertion (but tests/suites/benchplan.sh, which
-# measures nothing, is).
+# Not part of "make check": nothing here is a timed assertion. A run needs only this tree (a
+# release tarball will do): comparisons with older code were measured once, and stand as dated
+# tables in bench/past.md, which the report copies. It writes nothing of the host's: its
+# clients and logins keep their state in a directory of the run's, removed at its end.
 #
 #   make bench           the full run, about 17 minutes on 2 cores, quiet (the logon storm
 #                        of bench/storm.sh about 4 of them, the queues of bench/spread.sh 3,
@@ -14,17 +16,10 @@
 #                        writes build/bench/BENCHMARKS-quick.md (raw results in
 #                        build/bench/raw-quick/), leaving the committed figures alone
 #                        Either takes longer on a machine others load (the smoke run took
-#                        4 minutes at a load average of 10), and the first run also builds
-#                        two older commits' modules (bench/lib.sh, module_at). Each run's
-#                        time is on the first line of what it writes.
+#                        4 minutes at a load average of 10). Each run's time is on the first
+#                        line of what it writes.
 #   make bench-report    renders the same output again from the last raw results, measuring
 #                        nothing (QUICK=1 for the smoke run's): after editing bench/report.sh
-#   make bench-plan      says which comparisons with older code a run here would make and
-#                        which it would leave out, and why, measuring nothing. They come from
-#                        git (modules built from older commits, an older script and figures):
-#                        from a tree without the history (a release tarball), make bench runs
-#                        every measurement, leaves those out, and says so in its output and in
-#                        the report (bench/lib.sh, past). tests/suites/benchplan.sh checks it.
 #
 # BENCH_OUT= names another output file, BENCH_RAW= another raw directory. The figures are of
 # the plain build: not with SANITIZE=1. The Debian packages come from tests/deps.sh, plus
@@ -35,7 +30,7 @@ BENCH_BINS = build/bench/contend build/bench/stagger build/bench/capacity build/
 	     build/bench/pairtime build/bench/queuecost build/bench/lstorecost
 BENCH_COMMON = bench/bench.c bench/bench.h
 
-.PHONY: bench bench-run bench-report bench-plan
+.PHONY: bench bench-run bench-report
 
 ifeq ($(SANITIZE),1)
 bench bench-run:
@@ -51,9 +46,6 @@ endif
 
 bench-report:
 	QUICK=$(QUICK) BENCH_OUT=$(BENCH_OUT) BENCH_RAW=$(BENCH_RAW) bash bench/run.sh report
-
-bench-plan:
-	@QUICK=$(QUICK) bash bench/run.sh plan
 
 
 build/bench: | build

@@ -486,9 +486,9 @@ took() {
 		! has_place s lf x0 && has_ghost s lf wx0
 }
 check "... the place 9 s off, not renewed, is dropped before its slot: a newcomer takes that slot ($((z_slot - x_slot)) us from it), and a ghost is left" took
-# Mixed versions: release 0.9.0's script (bench/slot-0.9.0.lua), which granted 5 s, reads the
+# Mixed versions: release 0.9.0's script (tests/helpers/slot-0.9.0.lua), which granted 5 s, reads the
 # 13 s lease this one stored as it stands: the place is still live past 5 s.
-old=$(rcli s --eval "$TREE/bench/slot-0.9.0.lua" lo , peek 1000000 1 3600000000 0 p0 "" "" 0 5000000 0 |
+old=$(rcli s --eval "$TREE/tests/helpers/slot-0.9.0.lua" lo , peek 1000000 1 3600000000 0 p0 "" "" 0 5000000 0 |
 	tr '\n' ' ')
 check "mixed versions: 0.9.0's script counts the place 40 s off as live past 5 s ($old; $(lease_of lo y0) ms left)" \
 	sh -c "[ $(echo "$old" | cut -d' ' -f4) = 1 ] && [ $(lease_of lo y0) -gt 0 ]"
