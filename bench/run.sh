@@ -32,8 +32,28 @@ else
 fi
 mkdir -p "$(dirname "$OUT")"
 
+# measure: bench/measure.sh; as root, with a /tmp of its own (build/privtmp: a tmpfs in a mount
+# namespace, a checkout under /tmp kept visible at its path). pam_wrapper copies each login's
+# service files into a directory /tmp/pam.X, which a login the bench kills leaves behind
+# (measurement 5 holds logins in the queue, then kills them): in a /tmp of the run's own, they
+# go with it. Not as root, they stay in the host's /tmp.
+measure() {
+	local stage keep="" rc
+	if [ "$(id -u)" != 0 ]; then
+		bash "$TOP/bench/measure.sh"
+		return
+	fi
+	stage=$(mktemp -d /var/tmp/flowslot-bench-tmp.XXXXXX) || fail "mktemp"
+	case $(cd "$TOP" && pwd -P)/ in "$(cd /tmp && pwd -P)"/*) keep=$TOP ;; esac
+	PRIVTMP_EXEC=/bin/bash PRIVTMP_STAGE=$stage PRIVTMP_KEEP=$keep "$TOP/build/privtmp" \
+		"$TOP/bench/measure.sh"
+	rc=$?
+	rmdir "$stage"
+	return "$rc"
+}
+
 case ${1:-} in
-"") BENCH_RAW=$RAW BENCH_COMMAND=$COMMAND bash "$TOP/bench/measure.sh" || fail "measuring" ;;
+"") BENCH_RAW=$RAW BENCH_COMMAND=$COMMAND measure || fail "measuring" ;;
 report) ;;
 *) fail "usage: bench/run.sh [report]" ;;
 esac
