@@ -2,7 +2,6 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,7 @@
 
 void bench_opt(struct opt *o, int argc, char **argv)
 {
-	bool own_state = false;
+	struct opt host;
 
 	opt_defaults(o);
 	for (int i = 0; i < argc; i++) {
@@ -28,12 +27,12 @@ void bench_opt(struct opt *o, int argc, char **argv)
 			fprintf(stderr, "bench: bad option %s\n", argv[i]);
 			exit(2);
 		}
-		if (strncmp(argv[i], "state_dir=", 10) == 0)
-			own_state = true;
 	}
-	/* The default is the host's own /run/pam_flowslot, which a bench must leave alone. */
-	if (!own_state) {
-		fprintf(stderr, "bench: give this client a state_dir= of its own\n");
+	/* The default is the host's own state_dir, which a bench must leave alone. */
+	opt_defaults(&host);
+	if (strcmp(o->state_dir, host.state_dir) == 0) {
+		fprintf(stderr, "bench: give this client a state_dir= of its own, not %s\n",
+			host.state_dir);
 		exit(2);
 	}
 	if (o->url.backend == URL_BACKEND_LOCAL) {
