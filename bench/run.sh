@@ -32,23 +32,40 @@ else
 fi
 mkdir -p "$(dirname "$OUT")"
 
-# measure: bench/measure.sh; as root, with a /tmp of its own (build/privtmp: a tmpfs in a mount
-# namespace, a checkout under /tmp kept visible at its path). pam_wrapper copies each login's
-# service files into a directory /tmp/pam.X, which a login the bench kills leaves behind
-# (measurement 5 holds logins in the queue, then kills them): in a /tmp of the run's own, they
-# go with it. Not as root, they stay in the host's /tmp.
+# under DIR PARENT: the directory DIR lies under PARENT (both taken physically).
+under() { case $(cd "$1" && pwd -P)/ in "$(cd "$2" && pwd -P)"/*) return 0 ;; esac; return 1; }
+
+# measure: bench/measure.sh, with a /tmp of its own where it can (root, mount namespaces
+# allowed, build/privtmp built, and the raw results in the checkout or outside /tmp):
+# build/privtmp mounts a tmpfs on /tmp in a mount namespace, a checkout under /tmp kept
+# visible at its path. pam_wrapper copies each login's service files into a directory
+# /tmp/pam.X, which a process that ends without pam_end leaves behind: bench/ssh.sh's sshd
+# (SSHD_SHARED_TMP=1: sshd as installed, in the run's /tmp) ends its processes in _exit. In a
+# /tmp of the run's own, they go with it; elsewhere they stay in the host's, and it says so.
 measure() {
-	local stage keep="" rc
-	if [ "$(id -u)" != 0 ]; then
+	local stage keep="" rc why=""
+	mkdir -p "$(dirname "$RAW")" || fail "mkdir $(dirname "$RAW")"
+	if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2> /dev/null; then
+		why="not root, or no mount namespaces here"
+	elif [ ! -x "$TOP/build/privtmp" ]; then
+		why="build/privtmp is not built (make build/privtmp)"
+	elif under "$(dirname "$RAW")" /tmp && ! under "$(dirname "$RAW")" "$TOP"; then
+		why="the raw results go under /tmp ($RAW), which the run's own /tmp would hide"
+	fi
+	if [ -n "$why" ]; then
+		say "measuring with the host's /tmp, where pam_wrapper's /tmp/pam.X may stay: $why"
 		bash "$TOP/bench/measure.sh"
 		return
 	fi
 	stage=$(mktemp -d /var/tmp/flowslot-bench-tmp.XXXXXX) || fail "mktemp"
-	case $(cd "$TOP" && pwd -P)/ in "$(cd /tmp && pwd -P)"/*) keep=$TOP ;; esac
+	trap 'rmdir "$stage" 2> /dev/null' EXIT
+	trap 'exit 130' INT TERM
+	under "$TOP" /tmp && keep=$TOP
 	PRIVTMP_EXEC=/bin/bash PRIVTMP_STAGE=$stage PRIVTMP_KEEP=$keep "$TOP/build/privtmp" \
 		"$TOP/bench/measure.sh"
 	rc=$?
 	rmdir "$stage"
+	trap - EXIT INT TERM
 	return "$rc"
 }
 
