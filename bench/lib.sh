@@ -44,9 +44,11 @@ load() {
 
 # The measuring helpers below need tests/helpers/lib.sh ($TMP, start_redis, on_free_port).
 
-# run COMMAND...: runs a client and keeps its command line for the report, $TMP abbreviated.
+# run COMMAND...: runs a client and keeps its command line for the report, $TMP (and the run's
+# state directory, $STATE) abbreviated.
 run() {
 	local line=$*
+	[ -n "${STATE:-}" ] && line=${line//"$STATE"/\$STATE}
 	line=${line//"$TMP"/\$TMP}
 	printf '%s\n' "${line//"$TOP/"/}" >> "$RAW/commands"
 	"$@"

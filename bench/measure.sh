@@ -45,7 +45,7 @@ else
 	STATE_FS="$(df --output=fstype "$TMP" | tail -n 1) (no \`/dev/shm\` here), where \`/run\` is normally a tmpfs"
 fi
 trap 'cleanup; rm -rf "$STATE"' EXIT
-for m in m1 m2 m3 m4 m6 m7 m9q m9f; do
+for m in m1 m2 m3 m4 m6 m7 m8 m9q m9f; do
 	mkdir -m 0700 "$STATE/$m" || fail "mkdir $STATE/$m"
 done
 CONC=50 # concurrent clients in measurement 4, for redis-benchmark and for the module alike
@@ -375,7 +375,7 @@ stop_redis m9f
 # which can also run alone.
 say "8/13: queues in a steady state, leases that fit the wait against a renewal every 2 s (bench/spread.sh)"
 echo "bash bench/spread.sh RAW (see its section for its clients' command line)" >> "$RAW/commands"
-bash "$TOP/bench/spread.sh" "$RAW" || fail "the steady queues (bench/spread.sh)"
+BENCH_STATE=$STATE/m8 bash "$TOP/bench/spread.sh" "$RAW" || fail "the steady queues (bench/spread.sh)"
 
 # ---------------------------------------------------------------------------------------------
 # Further measurements, each a script of its own: call it here with the raw directory,

@@ -36,6 +36,8 @@ T0=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 QC=$TOP/build/bench/queuecost
 [ -x "$QC" ] || fail "$QC: make build/bench/queuecost first"
+# The clients' state_dir: the run's (bench/measure.sh, on a tmpfs), or, alone, one of $TMP.
+STATE=${BENCH_STATE:-$TMP/state}
 
 rm -rf "$OUT"
 mkdir -p "$OUT" || fail "mkdir $OUT"
@@ -47,7 +49,7 @@ for row in $ROWS; do
 		say "$n waiters at interval=$interval, $mode: ${WARM} s, then ${SECONDS_} s measured"
 		# shellcheck disable=SC2153 # PORT: set by on_free_port
 		line=$("$QC" spread "$mode" "$n" "$SECONDS_" "$WARM" "$IDLE" "$WORKERS" \
-			"url=redis://127.0.0.1:$PORT/0" "key=bench:spread:$n:$mode" "state_dir=$TMP/state" \
+			"url=redis://127.0.0.1:$PORT/0" "key=bench:spread:$n:$mode" "state_dir=$STATE" \
 			"interval=$interval" timeout=10s 2> "$TMP/$n-$mode.err") ||
 			fail "queuecost spread $mode $n: $line $(head -n 5 "$TMP/$n-$mode.err")"
 		echo "$line" >> "$OUT/rows"
