@@ -69,7 +69,7 @@ echo
 echo "Issue 22 asked that a decision cost close to what it must: flat within 2 × from an empty"
 echo "schedule to 10,000 places held, and under 4 × a GET. \`bench/decide.sh\` measures it on a"
 echo "redis-server of its own (Unix socket), for this tree's \`src/slot.lua\` (the script before"
-echo "issue 22's cuts, measured once: [Against older code](#against-older-code)). A decision is"
+echo "issue 22's cuts, measured once: $(past_link "$1")). A decision is"
 echo "a reservation from a login the schedule has never seen, with a WHO and a HOST"
 echo "of its own and \`per_host=1\`: at \`interval=60m\` it is queued at the back of a schedule"
 echo "holding 0, 1,000 or 10,000 places (each from a HOST of its own, made through the script);"

@@ -57,7 +57,6 @@ cpu_ns() { cut -d' ' -f1 "/proc/$PID/schedstat"; }
 
 declare -A SHA
 SHA[new]=$(cli -x script load < "$TOP/src/slot.lua")
-SCRIPTS=new
 SHA[empty]=$(cli script load 'return 0')
 # The floor: what a reservation queued at the back must run, with no logic around it (the
 # clock, the head, the lapsed leases, the rank, the place and its lease and the new head in one
@@ -79,7 +78,7 @@ redis.call('PEXPIRE', K, 3600000)
 return {2, 0, rank + 1, ARGV[2], ARGV[3]}
 EOF
 )
-for s in empty floor $SCRIPTS; do
+for s in empty floor new; do
 	[[ ${SHA[$s]} =~ ^[0-9a-f]{40}$ ]] || fail "script $s not loaded: ${SHA[$s]}"
 done
 
@@ -93,9 +92,7 @@ build() {
 				sha, key, t, wait, i, i, i, lease }' | cli > /dev/null
 	[ "$(cli zcount "$2" 1 '(1e16')" = "$3" ] || fail "$1 $2: not $3 places held"
 }
-for s in $SCRIPTS; do
-	for n in $STATES; do build "$s" "base:$s:$n" "$n"; done
-done
+for n in $STATES; do build new "base:new:$n" "$n"; done
 places() { cli zcount "$1" 1 '(1e16'; }
 
 # The arguments of a reservation from a login the schedule has never seen (redis-benchmark
@@ -124,7 +121,7 @@ batch() {
 }
 
 say "decisions: $ROUNDS rounds of $BATCHES batches of $REQS, against GET"
-echo "bench/decide.sh: redis-benchmark -s \$TMP/decide.sock -c 10 -n $REQS -r 1000000000 EVALSHA SHA $(probe KEY 3600000000 3600000000) (and GET, an empty script, the floor), $ROUNDS rounds of $BATCHES batches per state and script" >> "$1/commands"
+echo "bench/decide.sh: redis-benchmark -s \$TMP/decide.sock -c 10 -n $REQS -r 1000000000 EVALSHA SHA $(probe KEY 3600000000 3600000000) --csv (and GET, an empty script, the floor), $ROUNDS rounds of $BATCHES batches per state" >> "$1/commands"
 for r in $(seq "$ROUNDS"); do
 	for _ in $(seq "$BATCHES"); do
 		batch get - "$r" - -t get
@@ -132,15 +129,13 @@ for r in $(seq "$ROUNDS"); do
 		batch empty empty "$r" "base:new:1000" evalsha "${SHA[empty]}" $(probe work $INTERVAL $LEASE)
 		# shellcheck disable=SC2046
 		batch floor floor "$r" "base:new:1000" evalsha "${SHA[floor]}" $(probe work $INTERVAL $LEASE)
-		for s in $SCRIPTS; do
-			cli del adm > /dev/null
+		cli del adm > /dev/null
+		# shellcheck disable=SC2046
+		batch admitted new "$r" - evalsha "${SHA[new]}" $(probe adm 1000 5000000)
+		for n in $STATES; do
 			# shellcheck disable=SC2046
-			batch admitted "$s" "$r" - evalsha "${SHA[$s]}" $(probe adm 1000 5000000)
-			for n in $STATES; do
-				# shellcheck disable=SC2046
-				batch "queued:$n" "$s" "$r" "base:$s:$n" evalsha "${SHA[$s]}" \
-					$(probe work $INTERVAL $LEASE)
-			done
+			batch "queued:$n" new "$r" "base:new:$n" evalsha "${SHA[new]}" \
+				$(probe work $INTERVAL $LEASE)
 		done
 	done
 done
@@ -190,13 +185,11 @@ profile() {
 	echo "script=$s op=$op state=$n calls=$CALLS usec_median=$median seq=$seq verdicts=$(cut -d, -f1 "$TMP/replies" | sort | uniq -c | awk '{ printf "%s%s:%s", s, $2, $1; s = "," }') members=$(cli zcard "$key") $inside" >> "$OUT/profile"
 }
 say "the profile: $CALLS calls of each operation in each state, each command logged"
-for s in $SCRIPTS; do
-	for n in $STATES; do
-		for op in admitted queued renew leave peek; do
-			# An admission is first in line: on a schedule that holds no place.
-			[ "$op" = admitted ] && [ "$n" != 0 ] && continue
-			profile "$s" "$op" "$n"
-		done
+for n in $STATES; do
+	for op in admitted queued renew leave peek; do
+		# An admission is first in line: on a schedule that holds no place.
+		[ "$op" = admitted ] && [ "$n" != 0 ] && continue
+		profile new "$op" "$n"
 	done
 done
 
@@ -206,7 +199,6 @@ put_param DECIDE_BATCHES "$BATCHES"
 put_param DECIDE_REQS "$REQS"
 put_param DECIDE_CALLS "$CALLS"
 put_param DECIDE_STATES "$STATES"
-put_param DECIDE_SCRIPTS "$SCRIPTS"
 put_param DECIDE_DATE "$(date -u '+%Y-%m-%d at %H:%M UTC')"
 put_param DECIDE_REV "$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")"
 put_param DECIDE_LOAD "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"

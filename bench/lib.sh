@@ -26,6 +26,17 @@ stats() {
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
+# past_link RAWDIR: where a section points for its comparisons with older code: the section of
+# BENCHMARKS.md that bench/report.sh copies from bench/past.md, or the file itself for a section
+# rendered on its own (no $RAWDIR/machine: not part of a whole run).
+past_link() {
+	if [ -f "$1/machine" ]; then
+		echo "[Against older code](#against-older-code)"
+	else
+		echo "\`bench/past.md\`"
+	fi
+}
+
 # The raw results are plain files in one directory, $RAW. Single values are NAME=value lines
 # in $RAW/values and $RAW/machine, one per line, the value taken as it stands (no quoting).
 

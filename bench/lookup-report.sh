@@ -68,7 +68,7 @@ echo "Issue 18 asked that lookups stay logarithmic. The script of release 0.9.0 
 echo "ghost (a place given up, remembered for the same login's retry) to find the login's own"
 echo "(\`ghost_of\`), and under \`per_host\` every place to count its host's (\`places_of\`); this"
 echo "tree's finds both through indexes, score bands of the same sorted set below 0 (the two"
-echo "side by side, measured once: [Against older code](#against-older-code)). Here, on one"
+echo "side by side, measured once: $(past_link "$1")). Here, on one"
 echo "private redis-server on a Unix socket, each schedule is brought to its state through the"
 echo "script itself, at \`interval=60m\` (one login admitted, so that the next slot is an hour"
 echo "ahead) and with leases of an hour, so that nothing lapses meanwhile: ghosts, by logins"

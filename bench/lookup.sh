@@ -46,12 +46,12 @@ start_redis lookup || exit 1
 SOCK=$TMP/lookup.sock
 cli() { redis-cli -s "$SOCK" "$@"; }
 NEW=$(cli -x script load < "$TOP/src/slot.lua")
-sha() { echo "$NEW"; }
 
 # lines SCRIPT KEY OP FROM TO MAX_WAIT PER_HOST: the calls of logins FROM to TO, each with an
-# id, a WHO and a HOST of its own (login 0 is the head).
+# id, a WHO and a HOST of its own (login 0 is the head). SCRIPT is the raw results' name for
+# the script: "new", this tree's, the only one.
 lines() {
-	awk -v sha="$(sha "$1")" -v key="$2" -v op="$3" -v from="$4" -v to="$5" -v wait="$6" \
+	awk -v sha="$NEW" -v key="$2" -v op="$3" -v from="$4" -v to="$5" -v wait="$6" \
 		-v ph="$7" -v t="$INTERVAL" -v lease="$LEASE" 'BEGIN {
 		for (i = from; i <= to; i++)
 			printf "EVALSHA %s 1 %s %s %s 1 %s 0 p%d a%015x b%015x %s %s 0\n",
@@ -125,7 +125,6 @@ put_param PER_HOST_CAP "$PER_HOST_CAP"
 put_param GHOSTS_PAST_CAP "$(cli zcount lookup:new:ghosts-more 2e16 +inf)"
 put_param INTERVAL_US "$INTERVAL"
 put_param LEASE_US "$LEASE"
-put_param NEW_SHA "$NEW"
 put_param DATE "$(date -u '+%Y-%m-%d at %H:%M UTC')"
 put_param REV "$(git -C "$TOP" describe --always --dirty 2> /dev/null || echo "not a git tree")"
 put_param REDIS_V "$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"

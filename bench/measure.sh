@@ -116,13 +116,10 @@ service lat-tcp "auth required @M url=redis://127.0.0.1:$M2_PORT/0 state_dir=$M2
 service lat-unix "auth required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/unix $GATE" "$PERMIT"
 service lat-local "auth required @M url=local state_dir=$M2_STATE/local $GATE" "$PERMIT"
 service lat-loaded "$PERMIT" "account required @M url=unix://$TMP/m2.sock state_dir=$M2_STATE/loaded $GATE"
-# pamtester_cmd SERVICE: a login of benchuser; a service named *-host logs in from a remote host
-# (PAM_RHOST), as an ssh login does.
+# pamtester_cmd SERVICE: a login of benchuser.
 pamtester_cmd() {
-	local rhost=()
-	case $1 in *-host) rhost=(-I rhost=192.0.2.7) ;; esac
 	echo env LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$TMP/svc" \
-		pamtester -v "${rhost[@]}" "$1" benchuser authenticate
+		pamtester -v "$1" benchuser authenticate
 }
 # m2_pairs ROW A B: pairtime of the service A against B.
 m2_pairs() {
@@ -386,7 +383,7 @@ say "10/13: a logon storm (bench/storm.sh)"
 bash "$TOP/bench/storm.sh" "$RAW" || fail "the logon storm (bench/storm.sh)"
 say "11/13: one reservation as the schedule fills (bench/lookup.sh)"
 bash "$TOP/bench/lookup.sh" "$RAW" || fail "the lookups (bench/lookup.sh)"
-say "12/13: what TLS costs a plain login, and a rediss:// decision against a redis:// one (bench/tls.sh)"
+say "12/13: whether a plain login maps libssl, and a rediss:// decision against a redis:// one (bench/tls.sh)"
 bash "$TOP/bench/tls.sh" "$RAW" || fail "the cost of TLS (bench/tls.sh)"
 say "13/13: a real ssh login, with the module in sshd's session stack and without (bench/ssh.sh)"
 bash "$TOP/bench/ssh.sh" "$RAW" || fail "the ssh logins (bench/ssh.sh)"

@@ -81,7 +81,7 @@ for n in $M1_NS; do
 done
 
 # ---------------------------------------------------------------------------------------------
-# 2. Added latency, from m2-ROW.txt (and m2-ROW.raw).
+# 2. Added latency, from m2-ROW.txt (pairtime's summary line; its pairs in m2-ROW.raw).
 M2_TABLE=""
 for t in tcp unix local loaded; do
 	line=$(cat "$RAW/m2-$t.txt")
@@ -374,7 +374,7 @@ cat <<-EOF
 	on a schedule of one login every 3 s (the first admitted, the others queued: a place, its
 	lease and its host's index each), each with a WHO of its own and one of ten HOSTs; then one
 	more login reserves, as this section's login does (a WHO, no HOST, \`per_host=0\`), and, in
-	the column "with a HOST", as the second row's does. "Lua state at most" is
+	the column "with a HOST", as a login from a remote host under \`per_host=3\` does. "Lua state at most" is
 	\`lscript_out.memory_peak\`, all that the call's Lua state held at once (the script loaded,
 	its tables and strings); the store in memory (its members' array and names) and its text
 	are the C side's, as is the buffer \`lstore_write\` allocates for the text written back
@@ -414,11 +414,12 @@ cat <<-EOF
 	slot the reservation promised (\`CLOCK_MONOTONIC\`) and when it was let in: at once, or
 	when the renewal at its slot answered admitted. The spacing is between consecutive
 	admissions; the lateness is each admission against the slot first promised (it includes
-	the renewal's round trip).
+	the renewal's round trip). Against fixed slots, before the queue, measured once: [Against
+	older code](#against-older-code).
 
-	| | logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
-	|---|---|---|---|---|---|---|---|---|---|
-	| this run: the queue | $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
+	| logins | admitted | spacing min ms | spacing median ms | spacing max ms | lateness p50 µs | lateness p99 µs | lateness max µs | furthest from an exact 100 ms grid µs |
+	|---|---|---|---|---|---|---|---|---|
+	| $(field n "$M3") | $(field admitted "$M3") | $(field gap_min_ms "$M3") | $(field gap_median_ms "$M3") | $(field gap_max_ms "$M3") | $(field late_p50_us "$M3") | $(field late_p99_us "$M3") | $(field late_max_us "$M3") | $(field grid_drift_max_us "$M3") |
 
 	The logins called \`rslot_call()\` within $(ms "$(n1 "$S_ARR" 3)") ms of the common start (median
 	$(ms "$(n1 "$S_ARR" 1)") ms: $(field n "$M3") processes on $NPROC cores), and each decision, from that call to
