@@ -248,10 +248,9 @@ cat <<-EOF
 	| tree | \`$REV\` |
 	| load average (1, 5, 15 min) | $LOAD_START at the start, $LOAD_END at the end |
 
-	**The machine may have been shared.** Other engineers were running test suites on it during
-	the run (see the load averages above), so absolute times and rates carry their noise, and so
-	do the WATCH/MULTI and naive counts of measurement 1, which depend on how the logins happen to
-	be scheduled. pam_flowslot's counts and the Redis memory of measurements 5 and 8 do not; the ratios
+	**Noise.** Whatever else ran on the machine meanwhile (the load averages above say how much)
+	is in the absolute times and rates, and in the WATCH/MULTI and naive counts of measurement 1,
+	which depend on how the logins happen to be scheduled. pam_flowslot's counts and the Redis memory of measurements 5 and 8 do not; the ratios
 	compare runs that were interleaved or back to back, which cancels some of the noise, not all.
 
 	Reproduce: \`make bench\` (it installs the Debian packages that \`tests/deps.sh\` lists,

@@ -96,8 +96,8 @@ echo "(min $(ms "$(dec tls min_us)"), p99 $(ms "$(dec tls p99_us)") ms against m
 echo "$(ms "$(dec plain min_us)"), p99 $(ms "$(dec plain p99_us)")). A login pays, besides the"
 echo "handshake, for loading libssl and libcrypto into a fresh process. Both over loopback: a"
 echo "network's round trips add to the handshake (TLS 1.3: one more) and to the plain"
-echo "connection alike. A measurement, not a test: nothing here fails a build; the machine is"
-echo "shared, so single pairs carry other processes' noise."
+echo "connection alike. A measurement, not a test: nothing here fails a build; single pairs"
+echo "carry the noise of whatever else runs on the machine."
 F=$(fails tcp)
 C=$(complaints tcp)
 if [ "$F" != 0 ] || [ "$C" != 0 ]; then
