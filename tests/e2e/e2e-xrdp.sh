@@ -226,17 +226,34 @@ stop_tree() {
 }
 
 # client NAME USER X: xfreerdp on the suite's Xvfb at X, logging in as USER (credentials
-# passed: xrdp logs in at once, without its own dialog), in a window titled NAME; its pid in
-# $TMP/NAME.pid.
+# passed: xrdp logs in at once, without its own dialog), in a window titled NAME; the pid of
+# the subshell around it in $TMP/NAME.pid, its own in $TMP/NAME.rdp.
 client() {
 	# In a subshell that outlives it: how it ended goes to its log, not to the suite's stderr
 	# (xfreerdp stopped while connected dies of a segmentation fault).
 	(
 		HOME=$TMP/client DISPLAY=":$DISPLAY_N" xfreerdp /v:127.0.0.1:"$XRDP_PORT" /u:"$2" \
-			/p:"$PASS" /cert:ignore /size:640x480 /window-position:"$3"x0 /title:"$1" -clipboard
+			/p:"$PASS" /cert:ignore /size:640x480 /window-position:"$3"x0 /title:"$1" \
+			-clipboard &
+		echo $! > "$TMP/$1.rdp"
+		wait $!
 		echo "exit $?"
 	) > "$TMP/$1.client" 2>&1 &
 	echo $! > "$TMP/$1.pid"
+}
+
+# stop_clients NAME...: each client still running stopped (stop_tree), and the shared memory
+# its xfreerdp leaves in the host's /dev/shm when it is killed: its TSMF channel's, named
+# after its pid.
+stop_clients() {
+	local c
+	for c in "$@"; do
+		[ -e "$TMP/$c.pid" ] || continue
+		stop_tree "$(cat "$TMP/$c.pid")"
+		[ -s "$TMP/$c.rdp" ] &&
+			rm -f "/dev/shm/com.freerdp.xfreerdp.tsmf_$(printf '%016X' "$(cat "$TMP/$c.rdp")")"
+		rm -f "$TMP/$c.pid" "$TMP/$c.rdp"
+	done
 }
 
 # window NAME: the X window of client NAME on the suite's Xvfb (its title), once it has one.
@@ -347,11 +364,11 @@ holding() {
 # end_sessions MARK N: the sessions end (their window managers return), sesman reaps N of them
 # after MARK, and the clients are stopped; the stamps are cleared.
 end_sessions() {
-	local c h
+	local h
 	touch "$TMP/end"
 	wait_for 20 sh -c "[ \$(tail -n +$(($1 + 1)) '$SLOG' | grep -c '++ terminated session') -ge $2 ]"
-	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
-	rm -f "$TMP/end" "$TMP"/c?.pid
+	stop_clients c1 c2
+	rm -f "$TMP/end"
 	: > "$TMP/stamps"
 	: > "$TMP/arrivals"
 	for h in ${HOLDERS:-}; do wait "${h%:*}"; done
@@ -409,9 +426,8 @@ stop_ns() {
 # sesman started them there), then lib.sh's cleanup (Xvfb, $TMP). Never by uid: the ids are
 # free on the host when drawn, not reserved. The screenshots stay in build/e2e-xrdp/.
 cleanup_all() {
-	local c
 	touch "$TMP/end" 2> /dev/null
-	for c in c1 c2; do [ -e "$TMP/$c.pid" ] && stop_tree "$(cat "$TMP/$c.pid")"; done
+	stop_clients c1 c2
 	stop_holders
 	if [ -n "$NS_MNT" ]; then
 		stop_ns
@@ -597,8 +613,8 @@ check "... the client is told nothing: xrdp said \"login successful\" ($told) an
 	sh -c "[ $told -ge 1 ] && [ $still = yes ] && [ -n '$taken' ] && [ '${look%% *}' = 1 ]"
 stop_holders
 touch "$TMP/end"
-stop_tree "$(cat "$TMP/c1.pid")"
-rm -f "$TMP/end" "$TMP/c1.pid"
+stop_clients c1
+rm -f "$TMP/end"
 
 # 6. The host's login records: whatever sesman and the session stack wrote went to the copies.
 stop_ns
