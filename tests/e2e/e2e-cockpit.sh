@@ -192,15 +192,16 @@ ws_up() { in_ns bash -c "exec 3<> /dev/tcp/127.0.0.1/$WS_PORT" 2> /dev/null; }
 wait_for 15 ws_up || { echo "cockpit-ws did not listen:" >&2; cat "$TMP/ws.log" >&2; exit 1; }
 
 # Chromium as root needs --no-sandbox; --test-type keeps the warning bar about it off the page.
-# Its profile, cache and home are the suite's; no first-run dialogs, no background traffic.
+# Its profile, cache, home and temporary directory are the suite's (its singleton socket goes in
+# TMPDIR, which it does not remove when stopped); no first-run dialogs, no background traffic.
 # Its crash handlers leave its process group (they daemonize), and end when it ends.
-mkdir -p "$TMP/chrome-home"
+mkdir -p "$TMP/chrome-home" "$TMP/chrome-tmp"
 nsenter -t "$NS_PID" -m -n env HOME="$TMP/chrome-home" XDG_CONFIG_HOME="$TMP/chrome-home" \
-	XDG_CACHE_HOME="$TMP/chrome-home" setsid chromium --no-sandbox --test-type \
-	--user-data-dir="$TMP/chrome" --no-first-run --no-default-browser-check --disable-gpu \
-	--disable-dev-shm-usage --disable-background-networking --disable-component-update \
-	--disable-sync --disable-default-apps --disable-extensions --password-store=basic \
-	--lang=en-US --window-position=0,0 --window-size=1024,768 \
+	XDG_CACHE_HOME="$TMP/chrome-home" TMPDIR="$TMP/chrome-tmp" setsid chromium --no-sandbox \
+	--test-type --user-data-dir="$TMP/chrome" --no-first-run --no-default-browser-check \
+	--disable-gpu --disable-dev-shm-usage --disable-background-networking \
+	--disable-component-update --disable-sync --disable-default-apps --disable-extensions \
+	--password-store=basic --lang=en-US --window-position=0,0 --window-size=1024,768 \
 	--app="http://127.0.0.1:$WS_PORT/" > "$TMP/chrome.log" 2>&1 &
 CHROME_PID=$!
 
