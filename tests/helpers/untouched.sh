@@ -46,11 +46,15 @@ untouched_check() {
 }
 
 # What a run leaves in the host's temporary directories, which it must not: files of its own
-# (flowslot-*), pam_wrapper's working directories (/tmp/pam.X: a login killed outright leaves its
-# own, unless it ran in a private /tmp) and lintian's databases (mldbm-*, unless TMPDIR is the
-# suite's). Checked around a whole run only (.ci/run): suites that run side by side each see the
-# others' files while they are there. UNTOUCHED_LEFT= (empty) checks nothing.
-UNTOUCHED_LEFT=${UNTOUCHED_LEFT-/tmp/flowslot* /var/tmp/flowslot* /tmp/pam.? /tmp/mldbm-*}
+# (flowslot-*, in /dev/shm too: make bench's state_dir), pam_wrapper's working directories
+# (/tmp/pam.X: a login killed outright leaves its own, unless it ran in a private /tmp),
+# lintian's databases (mldbm-*, unless TMPDIR is the suite's), and what the front ends' clients
+# leave when stopped: Chromium's singleton directory (e2e-cockpit.sh gives it a TMPDIR of the
+# suite's) and the shared memory of xfreerdp (e2e-xrdp.sh removes it). Checked around a whole
+# run only (.ci/run): suites that run side by side each see the others' files while they are
+# there. UNTOUCHED_LEFT= (empty) checks nothing.
+UNTOUCHED_LEFT=${UNTOUCHED_LEFT-/tmp/flowslot* /var/tmp/flowslot* /dev/shm/flowslot* /tmp/pam.? \
+	/tmp/mldbm-* /tmp/org.chromium.* /dev/shm/com.freerdp.*}
 
 # untouched_left_snap: each path of $UNTOUCHED_LEFT's patterns that exists, one a line.
 untouched_left_snap() {
