@@ -166,11 +166,14 @@ $(UNIT_RUNS): unit-run-%:
 	@echo "== build/$*"; LOCPATH=$(call shq,$(CURDIR)/build/locale) $(UNTOUCHED) ./build/$*
 
 # The README's commands. Each installs what it needs first (tests/deps.sh: make demo only the
-# build and one redis-server, naming the packages; no service started), then runs.
+# build and one redis-server, naming the packages; no service started), then runs. make check
+# builds and checks the package too (check-deb), so make deb's packages come first with the
+# rest: installed by check-deb in the middle of the run, they changed the host's root under
+# the overlay of it that tests/deps-root.sh runs dpkg in (dpkg: "Stale file handle").
 # check-run makes its own -j whatever -j the caller gave (GNU make 4.3, Debian 12's, has only
 # the global .NOTPARALLEL, which would serialise the build too).
 check:
-	@sh tests/deps.sh check
+	@sh tests/deps.sh deb
 	@$(UNTOUCHED) $(MAKE) --no-print-directory -j1 check-run
 
 # sanitize.mk comes first: it changes how everything is built.

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian 12 packages one target needs, and says which before it does:
 #   deps.sh demo     make demo: the build, pamtester under pam_wrapper, one private redis-server
-#   deps.sh [check]  the suites (make check, check-e2e, check-faults, bench)
-#   deps.sh deb      the suites, and what make deb and tests/e2e/deb.sh need besides
+#   deps.sh [check]  the suites (check-e2e, check-faults, bench)
+#   deps.sh deb      the suites, and what make deb and tests/e2e/deb.sh need besides (make
+#                    check, which runs tests/e2e/deb.sh)
 #   deps.sh -n SET   only names what SET lacks, one line (nothing when all are there)
 # As root it runs apt-get for whatever is missing, and no service starts: a policy-rc.d that
 # refuses every start stands while apt-get runs (invoke-rc.d and deb-systemd-invoke ask it),

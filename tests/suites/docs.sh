@@ -270,7 +270,7 @@ FAKE
 chmod 0755 "$TMP/fakedpkg/dpkg-query"
 needs() { PATH="$TMP/fakedpkg:$PATH" FAKE_MISSING=$1 sh tests/deps.sh -n "$2"; }
 demo_needs=$(needs all demo)
-check_needs=$(needs all check)
+check_needs=$(needs all deb) # make check: tests/deps.sh deb
 extra=$(for p in clang valgrind redis-sentinel stunnel4 gnuplot-nox openssh-server libcmocka-dev; do
 	case " $demo_needs " in *" $p "*) echo "$p" ;; esac; done | tr '\n' ' ')
 check "deps.sh demo: $(echo "$demo_needs" | wc -w) packages, the build, pamtester, pam_wrapper, redis-server${extra:+; not: $extra}" \
