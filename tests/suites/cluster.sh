@@ -222,13 +222,17 @@ names=$(seq -f 'mg%02g' 1 $N)
 # schedule's order, and each login's script ran between its arrival and the next one's.
 (
 	for nm in $names; do
+		t0=$(now_ms)
 		login "$nm" "$svc" "$nm" &
 		wait_for 20 grep -q 'via=' "$TMP/$nm.err"
-		# 0.1 s more: with the wait for the decision, still faster than the 300 ms interval,
-		# so the queue grows and the key cannot expire before the MIGRATE. Sanitized, a
-		# decision alone takes about that long: no more, and the first five back to back
-		# (the key was seen gone at the MIGRATE, NOKEY, in a sanitized CI pass).
-		case $nm in mg0[1-4]) ;; *) [ -n "$SAN" ] || sleep 0.1 ;; esac
+		# Then one every 200 ms, by the clock, or as soon as the decision came if it took
+		# longer: faster than the 300 ms interval, so the queue grows and the key cannot expire
+		# before the MIGRATE (it was seen gone, NOKEY, in a sanitized CI pass that waited
+		# longer), and slow enough that the stream outlasts the three steps, 2 s apart, whatever
+		# the decisions take (paced by them alone, sanitized on a faster machine, the stream
+		# was over before the MIGRATE: no login met ASK, and none followed MOVED).
+		left=$((t0 + 200 - $(now_ms)))
+		case $nm in mg0[1-4]) ;; *) [ "$left" -le 0 ] || sleep "0.$(printf '%03d' "$left")" ;; esac
 	done
 	wait
 ) &
