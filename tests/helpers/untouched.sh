@@ -48,13 +48,15 @@ untouched_check() {
 # What a run leaves in the host's temporary directories, which it must not: files of its own
 # (flowslot-*, in /dev/shm too: make bench's state_dir), pam_wrapper's working directories
 # (/tmp/pam.X: a login killed outright leaves its own, unless it ran in a private /tmp),
-# lintian's databases (mldbm-*, unless TMPDIR is the suite's), and what the front ends' clients
+# lintian's databases (mldbm-*, unless TMPDIR is the suite's), what the front ends' clients
 # leave when stopped: Chromium's singleton directory (e2e-cockpit.sh gives it a TMPDIR of the
-# suite's) and the shared memory of xfreerdp (e2e-xrdp.sh removes it). Checked around a whole
-# run only (.ci/run): suites that run side by side each see the others' files while they are
-# there. UNTOUCHED_LEFT= (empty) checks nothing.
+# suite's) and the shared memory of xfreerdp (e2e-xrdp.sh removes it), and libfaketime's of a
+# process that did not exit properly (hosts.sh removes it). Checked around a whole run only
+# (.ci/run): suites that run side by side each see the others' files while they are there.
+# UNTOUCHED_LEFT= (empty) checks nothing.
 UNTOUCHED_LEFT=${UNTOUCHED_LEFT-/tmp/flowslot* /var/tmp/flowslot* /dev/shm/flowslot* /tmp/pam.? \
-	/tmp/mldbm-* /tmp/org.chromium.* /dev/shm/com.freerdp.*}
+	/tmp/mldbm-* /tmp/org.chromium.* /dev/shm/com.freerdp.* /dev/shm/faketime_shm_* \
+	/dev/shm/sem.faketime_sem_*}
 
 # untouched_left_snap: each path of $UNTOUCHED_LEFT's patterns that exists, one a line.
 untouched_left_snap() {

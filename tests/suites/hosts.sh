@@ -148,12 +148,21 @@ round() { rm -f "$TMP/stamps" "$TMP/arrivals"; }
 # --- 1. Clock skew ------------------------------------------------------------------------
 
 # skewed FAKETIME COMMAND...: COMMAND as login() runs pamtester, on a host whose wall clock is
-# FAKETIME off.
+# FAKETIME off. libfaketime keeps a shared memory segment and a semaphore in the host's
+# /dev/shm, named after the process it is preloaded into, and removes them only when that
+# process exits properly. Sanitized, `date`'s leak report ends it with _exit (status 98), and
+# the two stayed, where a later process of the same pid would fail to make its own: COMMAND
+# runs by a pid of its own (PRIVATE_TMP and env exec), and they are removed after it.
 skewed() {
-	ft=$1
+	local ft=$1 pid rc
 	shift
 	"${PRIVATE_TMP[@]}" env LD_PRELOAD="$PRELOAD $FAKE" FAKETIME="$ft" PAM_WRAPPER=1 \
-		PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=2 "$@"
+		PAM_WRAPPER_SERVICE_DIR="$TMP/svc" PAM_WRAPPER_DEBUGLEVEL=2 "$@" &
+	pid=$!
+	wait "$pid"
+	rc=$?
+	rm -f "/dev/shm/faketime_shm_$pid" "/dev/shm/sem.faketime_sem_$pid"
+	return "$rc"
 }
 
 # skewed_login NAME SERVICE USER FAKETIME: login() on a host whose wall clock is FAKETIME off.
